@@ -1,0 +1,176 @@
+// Shared binding helpers: batch key feeders that validate with the GIL held, then run the C++
+// loop with the GIL released; and the key-type-specific method sets shared by every summary.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dpsketch::bindings {
+
+namespace py = pybind11;
+using IntArray = py::array_t<std::int64_t, py::array::c_style>;
+
+// Calls f(key) for each int64 in a C-contiguous int64 array, GIL released.
+template <class F>
+void for_each_int(const IntArray& a, F&& f) {
+  if (a.ndim() != 1) throw py::value_error("expected a 1-D int64 array, got " + std::to_string(a.ndim()) + " dimensions");
+  const std::int64_t* p = a.data();
+  const auto n = static_cast<std::size_t>(a.shape(0));
+  py::gil_scoped_release nogil;
+  for (std::size_t i = 0; i < n; ++i) f(p[i]);
+}
+
+// UTF-8 encoding of one code point; false for surrogates and values beyond U+10FFFF.
+inline bool append_utf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) return false;
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp <= 0x10FFFF) {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Calls f(string_view) for each string of: a numpy unicode ('U') array, a numpy object array of
+// str, or any Python sequence of str. Validation (types, encodability) happens before any key is
+// fed, so a bad element leaves the summary untouched.
+template <class F>
+void for_each_str(const py::object& items, F&& f) {
+  if (py::isinstance<py::array>(items)) {
+    py::array arr = py::reinterpret_borrow<py::array>(items);
+    const char kind = arr.dtype().kind();
+    if (kind == 'U') {
+      if (arr.ndim() != 1) throw py::value_error("expected a 1-D array of str");
+      arr = py::array::ensure(arr, py::array::c_style);
+      const auto n = static_cast<std::size_t>(arr.shape(0));
+      const std::size_t width = static_cast<std::size_t>(arr.itemsize()) / 4;
+      const auto* base = static_cast<const std::uint32_t*>(arr.data());
+      // Convert everything first (GIL released), then feed: all-or-nothing on bad code points.
+      std::string buf;
+      std::vector<std::size_t> ends;
+      ends.reserve(n);
+      std::size_t bad = SIZE_MAX;
+      {
+        py::gil_scoped_release nogil;
+        buf.reserve(n * 8);
+        for (std::size_t i = 0; i < n && bad == SIZE_MAX; ++i) {
+          const std::uint32_t* s = base + i * width;
+          std::size_t len = width;
+          while (len > 0 && s[len - 1] == 0) --len;  // numpy pads with NUL
+          for (std::size_t j = 0; j < len; ++j)
+            if (!append_utf8(buf, s[j])) { bad = i; break; }
+          ends.push_back(buf.size());
+        }
+      }
+      if (bad != SIZE_MAX)
+        throw py::value_error("element " + std::to_string(bad) + " is not valid Unicode (surrogate code point); clean the input first");
+      py::gil_scoped_release nogil;
+      std::size_t start = 0;
+      for (std::size_t e : ends) {
+        f(std::string_view(buf.data() + start, e - start));
+        start = e;
+      }
+      return;
+    }
+    if (kind != 'O')
+      throw py::type_error("expected str keys, got a numpy array of dtype " + std::string(py::str(arr.dtype())) +
+                           "; use an int-keyed summary for integers");
+  }
+  if (py::isinstance<py::str>(items) || py::isinstance<py::bytes>(items))
+    throw py::type_error("update_many takes a sequence of keys, not a single string; use update(key)");
+  // A tuple holds strong references to every element while the GIL is released.
+  py::tuple tup = py::reinterpret_steal<py::tuple>(PySequence_Tuple(items.ptr()));
+  if (!tup) throw py::error_already_set();
+  const auto n = static_cast<std::size_t>(tup.size());
+  std::vector<std::string_view> views;
+  views.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    PyObject* o = PyTuple_GET_ITEM(tup.ptr(), static_cast<Py_ssize_t>(i));
+    if (!PyUnicode_Check(o))
+      throw py::type_error("element " + std::to_string(i) + " has type " + std::string(Py_TYPE(o)->tp_name) +
+                           ", but this summary's keys are str");
+    Py_ssize_t len = 0;
+    const char* p = PyUnicode_AsUTF8AndSize(o, &len);
+    if (!p) {
+      PyErr_Clear();
+      throw py::value_error("element " + std::to_string(i) + " cannot be encoded as UTF-8 (lone surrogate)");
+    }
+    views.emplace_back(p, static_cast<std::size_t>(len));
+  }
+  py::gil_scoped_release nogil;
+  for (const auto& v : views) f(v);
+}
+
+// Arrow-style batch: UTF-8 bytes plus n+1 int64 offsets (pyarrow string arrays pass their buffers).
+template <class F>
+void for_each_utf8_offsets(const py::array_t<std::uint8_t, py::array::c_style>& data, const IntArray& offsets, F&& f) {
+  if (data.ndim() != 1 || offsets.ndim() != 1 || offsets.shape(0) < 1)
+    throw py::value_error("expected 1-D data bytes and at least one offset");
+  const auto m = static_cast<std::size_t>(offsets.shape(0));
+  const std::int64_t* off = offsets.data();
+  const auto size = static_cast<std::int64_t>(data.shape(0));
+  for (std::size_t i = 0; i < m; ++i)
+    if (off[i] < 0 || off[i] > size || (i > 0 && off[i] < off[i - 1]))
+      throw py::value_error("string offsets must be non-decreasing and within the data buffer");
+  const char* p = reinterpret_cast<const char*>(data.data());
+  py::gil_scoped_release nogil;
+  for (std::size_t i = 0; i + 1 < m; ++i)
+    f(std::string_view(p + off[i], static_cast<std::size_t>(off[i + 1] - off[i])));
+}
+
+inline py::str to_py(const std::string& s) { return py::str(s.data(), s.size()); }
+inline py::int_ to_py(std::int64_t v) { return py::int_(v); }
+
+// Python bytes -> string_view (no copy); the bytes object outlives the call.
+inline std::string_view view_of(const py::bytes& b) {
+  char* p = nullptr;
+  Py_ssize_t n = 0;
+  if (PyBytes_AsStringAndSize(b.ptr(), &p, &n) != 0) throw py::error_already_set();
+  return {p, static_cast<std::size_t>(n)};
+}
+
+// Methods every keyed class has: update, update_many (by key type), estimate, n, memory, bytes.
+template <class T, class Cls>
+void def_keyed(Cls& c) {
+  using Key = typename T::key_type;
+  if constexpr (std::is_same_v<Key, std::int64_t>) {
+    c.def("update", [](T& s, std::int64_t x) { s.update(x); }, py::arg("item"));
+    c.def("update_many", [](T& s, const IntArray& a) { for_each_int(a, [&](std::int64_t x) { s.update(x); }); },
+          py::arg("items"));
+    c.def("estimate", [](const T& s, std::int64_t x) { return s.estimate(x); }, py::arg("item"));
+  } else {
+    c.def("update", [](T& s, std::string_view x) { s.update(x); }, py::arg("item"));
+    c.def("update_many", [](T& s, const py::object& items) { for_each_str(items, [&](std::string_view x) { s.update(x); }); },
+          py::arg("items"));
+    c.def("update_many_utf8",
+          [](T& s, const py::array_t<std::uint8_t, py::array::c_style>& data, const IntArray& offsets) {
+            for_each_utf8_offsets(data, offsets, [&](std::string_view x) { s.update(x); });
+          },
+          py::arg("data"), py::arg("offsets"));
+    c.def("estimate", [](const T& s, std::string_view x) { return s.estimate(x); }, py::arg("item"));
+  }
+  c.def_property_readonly("n", &T::n);
+  c.def("memory_bytes", &T::memory_bytes);
+  c.def("to_bytes", [](const T& s) { return py::bytes(s.serialize()); });
+  c.def_static("from_bytes", [](const py::bytes& b) { return T::deserialize(view_of(b)); }, py::arg("data"));
+}
+
+}  // namespace dpsketch::bindings

@@ -1,0 +1,12 @@
+// The compiled module dpsketch._core. Each family binds itself in its own translation unit.
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+void bind_summaries(py::module_& m);
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "dpsketch native core (header-only C++ structures compiled for Python)";
+  m.attr("__version__") = DPSKETCH_VERSION;
+  bind_summaries(m);
+}

@@ -1,0 +1,64 @@
+// What a summary needs to know about its key type: how to hash it for the slot table, how to
+// fingerprint it for the linear sketches, how to (de)serialize it, and its heap footprint.
+// Keys are 64-bit signed integers or byte strings (UTF-8 from Python).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "dpsketch/common/hash.hpp"
+#include "dpsketch/common/serialization.hpp"
+
+namespace dpsketch {
+
+template <class Key>
+struct KeyTraits;
+
+template <>
+struct KeyTraits<std::int64_t> {
+  using view_type = std::int64_t;
+  static constexpr std::uint8_t tag = 1;
+  static constexpr const char* name = "int";
+  // fmix64 is a bijection: equal hashes imply equal keys, so tables skip the key compare.
+  static constexpr bool hash_identifies_key = true;
+  static std::uint64_t table_hash(std::int64_t k) noexcept {
+    return fmix64(static_cast<std::uint64_t>(k));
+  }
+  // Linear sketches hash the integer itself (the row families are strongly universal on 64 bits).
+  static std::uint64_t fingerprint(std::int64_t k, std::uint64_t /*poly_seed*/) noexcept {
+    return static_cast<std::uint64_t>(k);
+  }
+  static bool equal(std::int64_t a, std::int64_t b) noexcept { return a == b; }
+  static void assign(std::int64_t& slot, std::int64_t k) noexcept { slot = k; }
+  static void write(ByteWriter& w, std::int64_t k) { w.i64(k); }
+  static std::int64_t read(ByteReader& r) { return r.i64(); }
+  static constexpr std::size_t min_serialized_bytes = 8;
+  static std::size_t heap_bytes(std::int64_t) noexcept { return 0; }
+};
+
+template <>
+struct KeyTraits<std::string> {
+  using view_type = std::string_view;
+  static constexpr std::uint8_t tag = 2;
+  static constexpr const char* name = "str";
+  static constexpr bool hash_identifies_key = false;
+  // Fixed table seed: the table only needs spread, not secrecy.
+  static constexpr std::uint64_t kTableSeed = 0x1d8e4e27c47d124fULL % (kMersenne61 - 1) + 1;
+  static std::uint64_t table_hash(std::string_view k) noexcept { return fmix64(poly61(k, kTableSeed)); }
+  // Seeded fingerprint; collision bound in common/hash.hpp (ALGORITHMS.md §4).
+  static std::uint64_t fingerprint(std::string_view k, std::uint64_t poly_seed) noexcept {
+    return poly61(k, poly_seed);
+  }
+  static bool equal(const std::string& a, std::string_view b) noexcept { return std::string_view(a) == b; }
+  static void assign(std::string& slot, std::string_view k) { slot.assign(k.data(), k.size()); }
+  static void write(ByteWriter& w, const std::string& k) { w.bytes(k); }
+  static std::string read(ByteReader& r) { return std::string(r.bytes()); }
+  static constexpr std::size_t min_serialized_bytes = 4;
+  static std::size_t heap_bytes(const std::string& s) noexcept {
+    // libstdc++ keeps up to 15 bytes inline (SSO).
+    return s.capacity() > 15 ? s.capacity() + 1 : 0;
+  }
+};
+
+}  // namespace dpsketch

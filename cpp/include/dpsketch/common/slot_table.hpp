@@ -1,0 +1,76 @@
+// Compact open-addressing map from key to slot index for the counter summaries.
+// Linear probing with backward-shift deletion (no tombstones), at most half full, so a lookup is a
+// short scan of 16-byte entries. All memory is allocated at construction: updates never allocate.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dpsketch/common/key_traits.hpp"
+
+namespace dpsketch::detail {
+
+template <class Key>
+class SlotTable {
+  using Traits = KeyTraits<Key>;
+
+ public:
+  static constexpr std::int32_t kEmpty = -1;
+
+  explicit SlotTable(std::uint32_t max_entries) {
+    std::size_t cap = 8;
+    while (cap < 2 * static_cast<std::size_t>(max_entries)) cap <<= 1;
+    entries_.assign(cap, Entry{0, kEmpty});
+    mask_ = cap - 1;
+  }
+
+  // Slot of `key` (whose table hash is h), or kEmpty.
+  template <class View>
+  std::int32_t find(std::uint64_t h, const View& key, const std::vector<Key>& keys) const noexcept {
+    std::size_t i = h & mask_;
+    for (;;) {
+      const Entry& e = entries_[i];
+      if (e.slot == kEmpty) return kEmpty;
+      if (e.hash == h && (Traits::hash_identifies_key || Traits::equal(keys[e.slot], key))) return e.slot;
+      i = (i + 1) & mask_;
+    }
+  }
+
+  // Precondition: the key is absent and the table holds fewer than max_entries.
+  void insert(std::uint64_t h, std::int32_t slot) noexcept {
+    std::size_t i = h & mask_;
+    while (entries_[i].slot != kEmpty) i = (i + 1) & mask_;
+    entries_[i] = Entry{h, slot};
+  }
+
+  // Removes the entry for `slot` (whose key hashed to h). Precondition: present.
+  void erase(std::uint64_t h, std::int32_t slot) noexcept {
+    std::size_t i = h & mask_;
+    while (entries_[i].slot != slot) i = (i + 1) & mask_;
+    // Backward-shift: pull later entries of the probe run into the hole when their home allows.
+    std::size_t j = i;
+    for (;;) {
+      j = (j + 1) & mask_;
+      if (entries_[j].slot == kEmpty) break;
+      const std::size_t home = entries_[j].hash & mask_;
+      // Entry j may move to i iff its home is not cyclically within (i, j].
+      if (((j - home) & mask_) >= ((j - i) & mask_)) {
+        entries_[i] = entries_[j];
+        i = j;
+      }
+    }
+    entries_[i].slot = kEmpty;
+  }
+
+  std::size_t memory_bytes() const noexcept { return entries_.capacity() * sizeof(Entry); }
+
+ private:
+  struct Entry {
+    std::uint64_t hash;
+    std::int32_t slot;
+  };
+  std::vector<Entry> entries_;
+  std::size_t mask_ = 0;
+};
+
+}  // namespace dpsketch::detail

@@ -1,0 +1,245 @@
+// Misra-Gries, Lebeda-Tetek variant (ALGORITHMS.md §2), the summary PMG releases.
+//
+// m slots, initially empty. update(x): x stored (even with count 0) -> c[x] += 1; else a slot with
+// count 0 exists -> x takes it with c[x] = 1, choosing the slot that reached 0 most recently (ties:
+// the one incremented most recently; never-used slots last, lowest index first); else every counter
+// decreases by 1 and x is not stored. A key whose count reaches 0 stays stored until its slot is
+// reused. Guarantee: f(x) - n/(m+1) <= c(x) <= f(x).
+//
+// O(1) amortized: counts are group values minus a running `base`, so "decrement all" is base += 1;
+// when the minimum group reaches base its slots move, newest first, onto a LIFO of zero slots. Each
+// slot that reaches 0 was incremented since it last did, so that move costs O(1) per update.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dpsketch/common/errors.hpp"
+#include "dpsketch/common/key_traits.hpp"
+#include "dpsketch/common/serialization.hpp"
+#include "dpsketch/common/slot_table.hpp"
+#include "dpsketch/counters/count_groups.hpp"
+#include "dpsketch/counters/space_saving.hpp"  // kMaxCapacity, check_capacity
+
+namespace dpsketch {
+
+template <class Key>
+class MisraGries {
+  using Traits = KeyTraits<Key>;
+  using View = typename Traits::view_type;
+  using Groups = detail::CountGroups;
+  static constexpr std::int32_t kNone = Groups::kNone;
+
+ public:
+  using key_type = Key;
+
+  explicit MisraGries(std::uint64_t capacity)
+      : capacity_((check_capacity(capacity), static_cast<std::uint32_t>(capacity))),
+        keys_(capacity), hashes_(capacity), has_key_(capacity, 0), zero_prev_(capacity, kNone),
+        zero_next_(capacity, kNone), groups_(capacity), table_(capacity) {
+    // All slots start on the zero stack, slot 0 on top.
+    for (std::uint32_t s = capacity_; s-- > 0;) push_zero(static_cast<std::int32_t>(s));
+  }
+
+  void update(const View& x) {
+    const std::uint64_t h = Traits::table_hash(x);
+    std::int32_t s = table_.find(h, x, keys_);
+    ++n_;
+    if (s != kNone) {
+      if (groups_.grouped(s)) {
+        groups_.increment(s);
+      } else {  // stored with count 0
+        unlink_zero(s);
+        groups_.attach_min(s, base_ + 1);
+      }
+    } else if (zero_top_ != kNone) {
+      s = zero_top_;
+      unlink_zero(s);
+      if (has_key_[s]) table_.erase(hashes_[s], s);
+      Traits::assign(keys_[s], x);
+      hashes_[s] = h;
+      has_key_[s] = 1;
+      table_.insert(h, s);
+      groups_.attach_min(s, base_ + 1);
+    } else {
+      // Decrement all: every slot is in a group with value >= base + 1.
+      ++base_;
+      ++decrements_;
+      if (groups_.value(groups_.min_group()) == base_) {
+        // Chain the released slots newest..oldest and splice the chain onto the stack, newest on
+        // top: "reached 0 most recently, ties: incremented most recently" (§2 deterministic choice).
+        std::int32_t first = kNone, last = kNone;
+        groups_.release_min_group([&](std::int32_t t) {
+          zero_prev_[t] = last;
+          zero_next_[t] = kNone;
+          if (last != kNone) zero_next_[last] = t; else first = t;
+          last = t;
+        });
+        // Splice the chain [first..last] (newest..oldest) on top of the stack.
+        zero_next_[last] = zero_top_;
+        if (zero_top_ != kNone) zero_prev_[zero_top_] = last;
+        zero_prev_[first] = kNone;
+        zero_top_ = first;
+      }
+    }
+  }
+
+  template <class It>
+  void update_many(It first, It last) {
+    for (; first != last; ++first) update(*first);
+  }
+
+  // Stored count of x (0 when not stored or stored with count 0).
+  std::uint64_t estimate(const View& x) const {
+    const std::int32_t s = table_.find(Traits::table_hash(x), x, keys_);
+    return s == kNone || !groups_.grouped(s) ? 0 : groups_.value_of(s) - base_;
+  }
+  bool contains(const View& x) const {
+    return table_.find(Traits::table_hash(x), x, keys_) != kNone;
+  }
+
+  std::uint64_t n() const noexcept { return n_; }
+  std::uint32_t capacity() const noexcept { return capacity_; }
+  // Number of "decrement all" steps so far; n - sum of counts == decrements * (capacity + 1).
+  std::uint64_t decrements() const noexcept { return decrements_; }
+
+  // Visits every stored key with its count, positive counts first in ascending order (newest first
+  // within a count), then the zero-count keys in stack order (next to be reused first).
+  template <class Visit>
+  void for_each(Visit&& visit, bool include_zero = true) const {
+    for (std::int32_t g = groups_.min_group(); g != kNone; g = groups_.next_group(g))
+      for (std::int32_t s = groups_.first_slot(g); s != kNone; s = groups_.next_slot(s))
+        visit(keys_[s], groups_.value(g) - base_);
+    if (include_zero)
+      for (std::int32_t s = zero_top_; s != kNone; s = zero_next_[s])
+        if (has_key_[s]) visit(keys_[s], std::uint64_t{0});
+  }
+
+  std::vector<std::pair<Key, std::uint64_t>> items(bool include_zero = false) const {
+    std::vector<std::pair<Key, std::uint64_t>> out;
+    for_each([&](const Key& k, std::uint64_t c) { out.emplace_back(k, c); }, include_zero);
+    return out;
+  }
+
+  std::size_t memory_bytes() const noexcept {
+    std::size_t b = sizeof(*this) + keys_.capacity() * sizeof(Key) + hashes_.capacity() * 8 +
+                    has_key_.capacity() + (zero_prev_.capacity() + zero_next_.capacity()) * 4 +
+                    groups_.memory_bytes() + table_.memory_bytes();
+    for (std::uint32_t s = 0; s < capacity_; ++s) b += has_key_[s] ? Traits::heap_bytes(keys_[s]) : 0;
+    return b;
+  }
+
+  // Payload: capacity u32, n u64, decrements u64, positive-count records then the zero stack.
+  //   positive: u32 count of records, then (key, count u64) ascending, oldest first within a count;
+  //   zero stack: u32 length (== capacity - positive), then from bottom to top: u8 has_key [, key].
+  std::string serialize() const {
+    ByteWriter w;
+    w.header(Family::misra_gries, Traits::tag);
+    w.u32(capacity_);
+    w.u64(n_);
+    w.u64(decrements_);
+    std::vector<std::int32_t> order;
+    for (std::int32_t g = groups_.min_group(); g != kNone; g = groups_.next_group(g)) {
+      const std::size_t start = order.size();
+      for (std::int32_t s = groups_.first_slot(g); s != kNone; s = groups_.next_slot(s)) order.push_back(s);
+      std::reverse(order.begin() + static_cast<std::ptrdiff_t>(start), order.end());
+    }
+    w.u32(static_cast<std::uint32_t>(order.size()));
+    for (std::int32_t s : order) {
+      Traits::write(w, keys_[s]);
+      w.u64(groups_.value_of(s) - base_);
+    }
+    std::vector<std::int32_t> zeros;
+    for (std::int32_t s = zero_top_; s != kNone; s = zero_next_[s]) zeros.push_back(s);
+    w.u32(static_cast<std::uint32_t>(zeros.size()));
+    for (auto it = zeros.rbegin(); it != zeros.rend(); ++it) {
+      w.u8(has_key_[*it]);
+      if (has_key_[*it]) Traits::write(w, keys_[*it]);
+    }
+    return w.take();
+  }
+
+  static MisraGries deserialize(std::string_view bytes) {
+    ByteReader r(bytes);
+    r.header(Family::misra_gries, Traits::tag);
+    const std::uint32_t capacity = r.u32();
+    if (capacity < 1 || capacity > kMaxCapacity) throw DeserializeError("capacity out of range");
+    const std::uint64_t n = r.u64();
+    const std::uint64_t decrements = r.u64();
+    const std::uint32_t positive = r.u32();
+    if (positive > capacity) throw DeserializeError("more counters than capacity");
+    r.need_records(positive, Traits::min_serialized_bytes + 8, "counters");
+    MisraGries mg(capacity);
+    // Take every slot off the initial zero stack; the serialized stack is rebuilt below.
+    mg.zero_top_ = kNone;
+    std::int32_t next_slot = 0;
+    std::uint64_t prev = 0, total = 0;
+    for (std::uint32_t i = 0; i < positive; ++i) {
+      Key k = Traits::read(r);
+      const std::uint64_t c = r.u64();
+      if (c == 0 || c < prev) throw DeserializeError("counts must be positive and non-decreasing");
+      if (c > n - total) throw DeserializeError("counts exceed the stream length");
+      mg.store_key(next_slot, std::move(k));
+      mg.groups_.append_top(next_slot, c);
+      ++next_slot;
+      prev = c;
+      total += c;
+    }
+    const std::uint32_t zeros = r.u32();
+    if (zeros != capacity - positive) throw DeserializeError("zero stack length does not match capacity");
+    r.need_records(zeros, 1, "zero slots");
+    for (std::uint32_t i = 0; i < zeros; ++i) {
+      const std::uint8_t has = r.u8();
+      if (has > 1) throw DeserializeError("bad slot flag");
+      if (has) mg.store_key(next_slot, Traits::read(r));
+      mg.push_zero(next_slot);
+      ++next_slot;
+    }
+    // Each decrement-all removes capacity + 1 from the total (capacity counters and the dropped item).
+    if (decrements > n / (std::uint64_t{capacity} + 1) ||
+        n - total != decrements * (std::uint64_t{capacity} + 1))
+      throw DeserializeError("counts are inconsistent with the stream length");
+    r.finish();
+    mg.n_ = n;
+    mg.decrements_ = decrements;
+    return mg;
+  }
+
+ private:
+  void store_key(std::int32_t s, Key k) {
+    const std::uint64_t h = Traits::table_hash(k);
+    if (table_.find(h, k, keys_) != kNone) throw DeserializeError("duplicate key");
+    keys_[s] = std::move(k);
+    hashes_[s] = h;
+    has_key_[s] = 1;
+    table_.insert(h, s);
+  }
+  void push_zero(std::int32_t s) noexcept {
+    zero_prev_[s] = kNone;
+    zero_next_[s] = zero_top_;
+    if (zero_top_ != kNone) zero_prev_[zero_top_] = s;
+    zero_top_ = s;
+  }
+  void unlink_zero(std::int32_t s) noexcept {
+    if (zero_prev_[s] != kNone) zero_next_[zero_prev_[s]] = zero_next_[s]; else zero_top_ = zero_next_[s];
+    if (zero_next_[s] != kNone) zero_prev_[zero_next_[s]] = zero_prev_[s];
+    zero_prev_[s] = zero_next_[s] = kNone;
+  }
+
+  std::uint32_t capacity_;
+  std::uint64_t n_ = 0;
+  std::uint64_t base_ = 0;
+  std::uint64_t decrements_ = 0;
+  std::vector<Key> keys_;
+  std::vector<std::uint64_t> hashes_;
+  std::vector<std::uint8_t> has_key_;
+  std::vector<std::int32_t> zero_prev_, zero_next_;  // LIFO of zero-count slots, doubly linked
+  std::int32_t zero_top_ = kNone;
+  Groups groups_;
+  detail::SlotTable<Key> table_;
+};
+
+}  // namespace dpsketch

@@ -1,0 +1,177 @@
+// SpaceSaving with the exact recency tie rule (ALGORITHMS.md §3; Holland, Algorithm 2).
+//
+// update(x): tracked -> c[x] += 1; else a free slot -> c[x] = 1; else evict, among the items with
+// the minimum count, the one whose most recent occurrence is latest, and give x its slot with
+// c[x] = c_min + 1. O(1) worst case per update: one table probe plus constant link surgery.
+// Guarantees: f(x) <= c(x) <= f(x) + c_min,  c_min <= n / capacity,  sum of counts == n.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dpsketch/common/errors.hpp"
+#include "dpsketch/common/key_traits.hpp"
+#include "dpsketch/common/serialization.hpp"
+#include "dpsketch/common/slot_table.hpp"
+#include "dpsketch/counters/count_groups.hpp"
+
+namespace dpsketch {
+
+// Upper limit on counters for the counter summaries: keeps int32 slot links and bounded memory.
+inline constexpr std::uint32_t kMaxCapacity = 1u << 28;
+
+inline void check_capacity(std::uint64_t capacity) {
+  if (capacity < 1 || capacity > kMaxCapacity)
+    throw ParameterError("capacity must be between 1 and " + std::to_string(kMaxCapacity) + ", got " +
+                         std::to_string(capacity));
+}
+
+template <class Key>
+class SpaceSaving {
+  using Traits = KeyTraits<Key>;
+  using View = typename Traits::view_type;
+  using Groups = detail::CountGroups;
+
+ public:
+  using key_type = Key;
+
+  explicit SpaceSaving(std::uint64_t capacity)
+      : capacity_((check_capacity(capacity), static_cast<std::uint32_t>(capacity))),
+        keys_(capacity), hashes_(capacity), groups_(capacity), table_(capacity) {}
+
+  void update(const View& x) {
+    const std::uint64_t h = Traits::table_hash(x);
+    std::int32_t s = table_.find(h, x, keys_);
+    ++n_;
+    if (s != detail::SlotTable<Key>::kEmpty) {
+      groups_.increment(s);
+    } else if (size_ < capacity_) {
+      s = static_cast<std::int32_t>(size_++);
+      place(s, h, x);
+      groups_.attach_min(s, 1);
+    } else {
+      // Eviction register: newest slot of the minimum group (the recency tie rule).
+      s = groups_.first_slot(groups_.min_group());
+      table_.erase(hashes_[s], s);
+      place(s, h, x);
+      groups_.increment(s);  // c[x] = c_min + 1, and x becomes newest of its group
+    }
+  }
+
+  template <class It>
+  void update_many(It first, It last) {
+    for (; first != last; ++first) update(*first);
+  }
+
+  // Tracked count of x, or 0 if x is not tracked (then f(x) <= min_count()).
+  std::uint64_t estimate(const View& x) const {
+    const std::int32_t s = table_.find(Traits::table_hash(x), x, keys_);
+    return s == detail::SlotTable<Key>::kEmpty ? 0 : groups_.value_of(s);
+  }
+  bool contains(const View& x) const {
+    return table_.find(Traits::table_hash(x), x, keys_) != detail::SlotTable<Key>::kEmpty;
+  }
+
+  // Minimum tracked count when all slots are used, else 0.
+  std::uint64_t min_count() const noexcept {
+    return size_ < capacity_ ? 0 : groups_.value(groups_.min_group());
+  }
+
+  std::uint64_t n() const noexcept { return n_; }
+  std::uint32_t capacity() const noexcept { return capacity_; }
+  std::uint32_t size() const noexcept { return size_; }
+
+  // Visits (key, count) in structure order: counts ascending; within a count, newest first
+  // (so the first visited item is the next eviction victim).
+  template <class Visit>
+  void for_each(Visit&& visit) const {
+    for (std::int32_t g = groups_.min_group(); g != Groups::kNone; g = groups_.next_group(g))
+      for (std::int32_t s = groups_.first_slot(g); s != Groups::kNone; s = groups_.next_slot(s))
+        visit(keys_[s], groups_.value(g));
+  }
+
+  std::vector<std::pair<Key, std::uint64_t>> items() const {
+    std::vector<std::pair<Key, std::uint64_t>> out;
+    out.reserve(size_);
+    for_each([&](const Key& k, std::uint64_t c) { out.emplace_back(k, c); });
+    return out;
+  }
+
+  std::size_t memory_bytes() const noexcept {
+    std::size_t b = sizeof(*this) + keys_.capacity() * sizeof(Key) + hashes_.capacity() * 8 +
+                    groups_.memory_bytes() + table_.memory_bytes();
+    for (std::uint32_t s = 0; s < size_; ++s) b += Traits::heap_bytes(keys_[s]);
+    return b;
+  }
+
+  // Payload: capacity u32, n u64, size u32, then `size` records (key, count) in structure order
+  // reversed within each count (oldest first), so a replay of push-to-front restores the order.
+  std::string serialize() const {
+    ByteWriter w;
+    w.header(Family::space_saving, Traits::tag);
+    w.u32(capacity_);
+    w.u64(n_);
+    w.u32(size_);
+    for (std::int32_t g = groups_.min_group(); g != Groups::kNone; g = groups_.next_group(g)) {
+      std::vector<std::int32_t> members;
+      for (std::int32_t s = groups_.first_slot(g); s != Groups::kNone; s = groups_.next_slot(s)) members.push_back(s);
+      for (auto it = members.rbegin(); it != members.rend(); ++it) {
+        Traits::write(w, keys_[*it]);
+        w.u64(groups_.value(g));
+      }
+    }
+    return w.take();
+  }
+
+  static SpaceSaving deserialize(std::string_view bytes) {
+    ByteReader r(bytes);
+    r.header(Family::space_saving, Traits::tag);
+    const std::uint32_t capacity = r.u32();
+    if (capacity < 1 || capacity > kMaxCapacity) throw DeserializeError("capacity out of range");
+    const std::uint64_t n = r.u64();
+    const std::uint32_t size = r.u32();
+    if (size > capacity) throw DeserializeError("more items than capacity");
+    r.need_records(size, Traits::min_serialized_bytes + 8, "items");
+    SpaceSaving ss(capacity);
+    std::uint64_t prev = 0, total = 0;
+    for (std::uint32_t i = 0; i < size; ++i) {
+      Key k = Traits::read(r);
+      const std::uint64_t c = r.u64();
+      if (c == 0 || c < prev) throw DeserializeError("counts must be positive and non-decreasing");
+      if (c > n - total) throw DeserializeError("counts exceed the stream length");
+      const std::uint64_t h = Traits::table_hash(k);
+      if (ss.table_.find(h, k, ss.keys_) != detail::SlotTable<Key>::kEmpty)
+        throw DeserializeError("duplicate key");
+      const auto s = static_cast<std::int32_t>(ss.size_++);
+      ss.place(s, h, k);
+      ss.groups_.append_top(s, c);
+      prev = c;
+      total += c;
+    }
+    // Every update adds exactly 1 to the sum of counts (an eviction gives c_min + 1 to the newcomer).
+    if (total != n) throw DeserializeError("counts do not sum to the stream length");
+    r.finish();
+    ss.n_ = n;
+    return ss;
+  }
+
+ private:
+  void place(std::int32_t s, std::uint64_t h, const View& x) {
+    Traits::assign(keys_[s], x);
+    hashes_[s] = h;
+    table_.insert(h, s);
+  }
+
+  std::uint32_t capacity_;
+  std::uint32_t size_ = 0;
+  std::uint64_t n_ = 0;
+  std::vector<Key> keys_;
+  std::vector<std::uint64_t> hashes_;
+  Groups groups_;
+  detail::SlotTable<Key> table_;
+};
+
+}  // namespace dpsketch

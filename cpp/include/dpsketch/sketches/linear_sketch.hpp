@@ -1,0 +1,196 @@
+// Count-Min and CountSketch (ALGORITHMS.md §4): d rows x w columns of int64 cells.
+//
+// A key is first reduced to a 64-bit fingerprint (integers: themselves; strings: seeded poly61,
+// collision bound in common/hash.hpp). Row i evaluates its own strongly universal
+// multiply-add-shift hash h_i on the fingerprint (one wide multiply); the bucket is the range
+// reduction of h_i(x) to [0, w). CountSketch takes its sign from the lowest bit of the same word and
+// its bucket from the other 63 bits, so bucket and sign are exactly independent and each is
+// pairwise independent across keys -- what the Count-Min (Markov) and CountSketch (Chebyshev)
+// point bounds need. Rows are seeded independently from one 64-bit seed via SplitMix64.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <type_traits>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dpsketch/common/errors.hpp"
+#include "dpsketch/common/hash.hpp"
+#include "dpsketch/common/key_traits.hpp"
+#include "dpsketch/common/serialization.hpp"
+
+namespace dpsketch {
+
+enum class SketchKind : std::uint8_t { count_min, count_sketch };
+
+inline constexpr std::uint32_t kMaxDepth = 255;
+inline constexpr std::uint64_t kMaxCells = std::uint64_t{1} << 28;  // 2 GiB of int64 cells
+
+inline void check_shape(std::uint64_t width, std::uint64_t depth) {
+  if (width < 1 || width > (std::uint64_t{1} << 31))
+    throw ParameterError("width must be between 1 and 2^31, got " + std::to_string(width));
+  if (depth < 1 || depth > kMaxDepth)
+    throw ParameterError("depth must be between 1 and " + std::to_string(kMaxDepth) + ", got " +
+                         std::to_string(depth));
+  if (width * depth > kMaxCells)
+    throw ParameterError("width * depth must be at most 2^28 cells (2 GiB), got " +
+                         std::to_string(width * depth) + "; lower width or depth");
+}
+
+template <class Key, SketchKind Kind>
+class LinearSketch {
+  using Traits = KeyTraits<Key>;
+  using View = typename Traits::view_type;
+
+ public:
+  using key_type = Key;
+  static constexpr SketchKind kind = Kind;
+  static constexpr Family family = Kind == SketchKind::count_min ? Family::count_min : Family::count_sketch;
+  // CountSketch estimates are medians (half-integers when d is even); Count-Min's are integers.
+  using estimate_type = std::conditional_t<Kind == SketchKind::count_min, std::int64_t, double>;
+
+  LinearSketch(std::uint64_t width, std::uint64_t depth, std::uint64_t seed)
+      : width_((check_shape(width, depth), static_cast<std::uint32_t>(width))),
+        depth_(static_cast<std::uint32_t>(depth)), seed_(seed), cells_(width * depth, 0) {
+    std::uint64_t state = seed;
+    rows_.reserve(depth);
+    for (std::uint32_t i = 0; i < depth_; ++i) rows_.push_back(MultiplyAddShift::from_stream(state));
+    poly_seed_ = poly61_seed(splitmix64(state));
+  }
+
+  std::uint64_t fingerprint(const View& x) const noexcept { return Traits::fingerprint(x, poly_seed_); }
+
+  // Column of row i for fingerprint fp, and (CountSketch) its sign.
+  std::uint32_t bucket(std::uint32_t i, std::uint64_t fp) const noexcept {
+    const std::uint64_t h = rows_[i](fp);
+    return Kind == SketchKind::count_min ? reduce_range(h, width_) : reduce_range(h & ~std::uint64_t{1}, width_);
+  }
+  static std::int64_t sign_of(std::uint64_t h) noexcept { return (h & 1) ? 1 : -1; }
+
+  void update(const View& x) { update_fp(fingerprint(x)); }
+
+  void update_fp(std::uint64_t fp) noexcept {
+    std::int64_t* row = cells_.data();
+    for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
+      const std::uint64_t h = rows_[i](fp);
+      if constexpr (Kind == SketchKind::count_min) {
+        row[reduce_range(h, width_)] += 1;
+      } else {
+        row[reduce_range(h & ~std::uint64_t{1}, width_)] += sign_of(h);
+      }
+    }
+    ++n_;
+  }
+
+  template <class It>
+  void update_many(It first, It last) {
+    for (; first != last; ++first) update(*first);
+  }
+
+  estimate_type estimate(const View& x) const noexcept { return estimate_fp(fingerprint(x)); }
+
+  estimate_type estimate_fp(std::uint64_t fp) const noexcept {
+    const std::int64_t* row = cells_.data();
+    if constexpr (Kind == SketchKind::count_min) {
+      std::int64_t best = INT64_MAX;
+      for (std::uint32_t i = 0; i < depth_; ++i, row += width_) best = std::min(best, row[reduce_range(rows_[i](fp), width_)]);
+      return best;
+    } else {
+      std::array<std::int64_t, kMaxDepth> v;
+      for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
+        const std::uint64_t h = rows_[i](fp);
+        v[i] = sign_of(h) * row[reduce_range(h & ~std::uint64_t{1}, width_)];
+      }
+      return median(v.data(), depth_);
+    }
+  }
+
+  // Median; the mean of the two middle values when d is even (ALGORITHMS.md §4).
+  static double median(std::int64_t* v, std::uint32_t d) noexcept {
+    const std::uint32_t mid = d / 2;
+    std::nth_element(v, v + mid, v + d);
+    if (d & 1) return static_cast<double>(v[mid]);
+    const std::int64_t lower = *std::max_element(v, v + mid);
+    return (static_cast<double>(lower) + static_cast<double>(v[mid])) / 2.0;
+  }
+
+  bool compatible(const LinearSketch& o) const noexcept {
+    return width_ == o.width_ && depth_ == o.depth_ && seed_ == o.seed_;
+  }
+
+  // Cellwise sum: the sketch of the concatenated streams (§4 mergeability).
+  void merge(const LinearSketch& o) {
+    if (!compatible(o))
+      throw ParameterError("cannot merge sketches with different width, depth or seed (got " +
+                           shape_string() + " and " + o.shape_string() +
+                           "); build both with the same width, depth and seed");
+    for (std::size_t c = 0; c < cells_.size(); ++c) {
+      if (__builtin_add_overflow(cells_[c], o.cells_[c], &cells_[c]))
+        throw std::overflow_error("cell overflow while merging");
+    }
+    n_ += o.n_;
+  }
+
+  std::uint32_t width() const noexcept { return width_; }
+  std::uint32_t depth() const noexcept { return depth_; }
+  std::uint64_t seed() const noexcept { return seed_; }
+  std::uint64_t n() const noexcept { return n_; }
+  const std::vector<std::int64_t>& cells() const noexcept { return cells_; }
+  std::vector<std::int64_t>& mutable_cells() noexcept { return cells_; }
+  std::size_t memory_bytes() const noexcept {
+    return sizeof(*this) + cells_.capacity() * sizeof(std::int64_t) + rows_.capacity() * sizeof(MultiplyAddShift);
+  }
+  std::string shape_string() const {
+    return "width=" + std::to_string(width_) + ", depth=" + std::to_string(depth_) + ", seed=" + std::to_string(seed_);
+  }
+
+  // Payload: width u32, depth u32, seed u64, n u64, cells (depth*width int64, row-major).
+  // Hash parameters are a pure function of the seed and are rebuilt from it.
+  std::string serialize() const {
+    ByteWriter w;
+    w.reserve(kHeaderBytes + 24 + cells_.size() * 8);
+    w.header(family, Traits::tag);
+    w.u32(width_);
+    w.u32(depth_);
+    w.u64(seed_);
+    w.u64(n_);
+    w.raw(cells_.data(), cells_.size() * 8);
+    return w.take();
+  }
+
+  static LinearSketch deserialize(std::string_view bytes) {
+    ByteReader r(bytes);
+    r.header(family, Traits::tag);
+    const std::uint32_t width = r.u32();
+    const std::uint32_t depth = r.u32();
+    if (width < 1 || depth < 1 || depth > kMaxDepth || std::uint64_t{width} * depth > kMaxCells)
+      throw DeserializeError("sketch shape out of range");
+    const std::uint64_t seed = r.u64();
+    const std::uint64_t n = r.u64();
+    r.need_records(std::uint64_t{width} * depth, 8, "cells");
+    LinearSketch s(width, depth, seed);
+    r.raw(s.cells_.data(), s.cells_.size() * 8, "cells");
+    r.finish();
+    s.n_ = n;
+    return s;
+  }
+
+ private:
+  std::uint32_t width_;
+  std::uint32_t depth_;
+  std::uint64_t seed_;
+  std::uint64_t poly_seed_ = 1;
+  std::uint64_t n_ = 0;
+  std::vector<MultiplyAddShift> rows_;
+  std::vector<std::int64_t> cells_;
+};
+
+template <class Key>
+using CountMin = LinearSketch<Key, SketchKind::count_min>;
+template <class Key>
+using CountSketch = LinearSketch<Key, SketchKind::count_sketch>;
+
+}  // namespace dpsketch

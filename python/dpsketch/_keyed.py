@@ -1,0 +1,148 @@
+"""Base class of every public summary/sketch: key-type dispatch onto the native classes,
+serialization, pickling and reprs that never show keys."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from . import _core
+from ._keys import (
+    as_int_key,
+    batch_key_type,
+    check_key_type,
+    feed_str_batch,
+    int_batch,
+    key_type_of,
+)
+
+_KEY_TAGS = {1: "int", 2: "str"}
+_HEADER = 8
+
+
+class Keyed:
+    """Shared machinery. Subclasses set ``_natives`` and implement ``_make(key_type)``."""
+
+    _natives: ClassVar[dict[str, Any]]
+    _family: ClassVar[int]
+
+    def __init__(self, key_type=None):
+        key_type = check_key_type(key_type)
+        self._key_type_fixed = key_type is not None
+        self._key_type = key_type or "int"
+        self._impl = self._make(self._key_type)
+
+    # -- subclass hooks -------------------------------------------------------------------------
+    def _make(self, key_type: str):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- key type -------------------------------------------------------------------------------
+    @property
+    def key_type(self) -> str | None:
+        """'int' or 'str' once fixed (by the first update or ``key_type=``), else None."""
+        return self._key_type if self._key_type_fixed else None
+
+    def _settle(self, key_type: str) -> None:
+        if self._key_type_fixed:
+            if key_type != self._key_type:
+                raise TypeError(
+                    f"this {type(self).__name__} has {self._key_type} keys; got a {key_type} key. "
+                    f"Use a separate summary per key type, or convert the keys."
+                )
+            return
+        if key_type != self._key_type:
+            self._impl = self._make(key_type)
+            self._key_type = key_type
+        self._key_type_fixed = True
+
+    # -- updates --------------------------------------------------------------------------------
+    def update(self, item) -> None:
+        """Add one occurrence of ``item`` (an int in the int64 range, or a str)."""
+        kt = key_type_of(item)
+        self._settle(kt)
+        self._impl.update(as_int_key(item) if kt == "int" else item)
+
+    def update_many(self, items) -> None:
+        """Add every item of a batch, in order. Fast paths: numpy int64 arrays, numpy str arrays,
+        pyarrow string arrays (no per-item Python work, GIL released); any sequence of int/str works."""
+        if not isinstance(items, np.ndarray) and not hasattr(items, "__len__"):
+            items = list(items)
+        if len(items) == 0:
+            return
+        kt = batch_key_type(items)
+        self._settle(kt)
+        if kt == "int":
+            self._impl.update_many(int_batch(items))
+        else:
+            feed_str_batch(self._impl, items)
+
+    def _checked_key(self, item):
+        kt = key_type_of(item)
+        if self._key_type_fixed and kt != self._key_type:
+            raise TypeError(f"this {type(self).__name__} has {self._key_type} keys; got a {kt} key")
+        if not self._key_type_fixed and kt != self._key_type:
+            return None  # nothing of that type was ever added
+        return as_int_key(item) if kt == "int" else item
+
+    def estimate(self, item):
+        """Estimated frequency of ``item``."""
+        key = self._checked_key(item)
+        return 0 if key is None else self._impl.estimate(key)
+
+    # -- size -----------------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of items added so far."""
+        return self._impl.n
+
+    def memory_bytes(self) -> int:
+        """Bytes of memory held by the native structure (including string key storage)."""
+        return self._impl.memory_bytes()
+
+    # -- serialization --------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """Serialize (versioned little-endian format; see docs/format.md)."""
+        return self._impl.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data):
+        """Rebuild from ``to_bytes()`` output. Corrupt or mismatched bytes raise ValueError."""
+        if isinstance(data, (bytearray, memoryview)):
+            data = bytes(data)
+        if not isinstance(data, bytes):
+            raise TypeError(f"from_bytes expects bytes, got {type(data).__name__}")
+        if len(data) < _HEADER or data[:4] != b"DPSK":
+            raise ValueError("corrupt or incompatible dpsketch bytes: not dpsketch bytes (bad magic or too short)")
+        if data[5] != cls._family:
+            raise ValueError(
+                f"corrupt or incompatible dpsketch bytes: these bytes do not hold a {cls.__name__}"
+            )
+        key_type = _KEY_TAGS.get(data[6])
+        if key_type is None:
+            raise ValueError(f"corrupt or incompatible dpsketch bytes: unknown key type tag {data[6]}")
+        obj = cls.__new__(cls)
+        obj._impl = cls._natives[key_type].from_bytes(data)
+        obj._key_type = key_type
+        obj._key_type_fixed = obj._impl.n > 0
+        obj._restore_params()
+        return obj
+
+    def _restore_params(self) -> None:
+        """Subclasses re-derive their Python-side parameters from the restored native object."""
+
+    def __reduce__(self):
+        return (type(self).from_bytes, (self.to_bytes(),))
+
+    def __copy__(self):
+        return type(self).from_bytes(self.to_bytes())
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def _repr_fields(self) -> str:  # pragma: no cover - overridden
+        return ""
+
+    def __repr__(self) -> str:
+        # Never shows keys: reprs end up in logs.
+        return f"{type(self).__name__}({self._repr_fields()}, key_type={self.key_type!r}, n={self.n})"

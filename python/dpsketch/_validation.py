@@ -1,0 +1,37 @@
+"""Argument checks shared by the public classes: one clear message that says what to pass."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+__all__ = ["check_int", "check_seed"]
+
+
+def check_int(name: str, value, lo: int, hi: int) -> int:
+    """Return ``value`` as an int in [lo, hi] or raise ValueError/TypeError saying what to pass."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got bool {value!r}")
+    if isinstance(value, numbers.Integral):
+        v = int(value)
+    elif isinstance(value, numbers.Real):
+        f = float(value)
+        if math.isnan(f) or math.isinf(f):
+            raise ValueError(f"{name} must be an integer between {lo} and {hi}, got {f!r}")
+        if not f.is_integer():
+            raise ValueError(f"{name} must be an integer between {lo} and {hi}, got {f!r}")
+        v = int(f)
+    else:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if not lo <= v <= hi:
+        raise ValueError(f"{name} must be between {lo} and {hi}, got {v}")
+    return v
+
+
+def check_seed(seed) -> int:
+    """A hash/noise seed: None draws one from the OS; otherwise an integer in [0, 2**64)."""
+    if seed is None:
+        import secrets
+
+        return secrets.randbits(64)
+    return check_int("seed", seed, 0, 2**64 - 1)

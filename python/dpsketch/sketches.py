@@ -1,0 +1,82 @@
+"""Linear sketches: Count-Min and CountSketch (ALGORITHMS.md §4), non-private."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+from ._keyed import Keyed
+from ._validation import check_int, check_seed
+
+__all__ = ["CountMin", "CountSketch"]
+
+
+class _LinearSketch(Keyed):
+    def __init__(self, width: int, depth: int, seed=None, *, key_type=None):
+        self._width = check_int("width", width, 1, 2**31)
+        self._depth = check_int("depth", depth, 1, _core.MAX_DEPTH)
+        if self._width * self._depth > _core.MAX_CELLS:
+            raise ValueError(
+                f"width * depth must be at most {_core.MAX_CELLS} cells, got {self._width * self._depth}; "
+                "lower width or depth"
+            )
+        self._seed = check_seed(seed)
+        super().__init__(key_type)
+
+    def _make(self, key_type):
+        return self._natives[key_type](self._width, self._depth, self._seed)
+
+    def _restore_params(self):
+        self._width, self._depth, self._seed = self._impl.width, self._impl.depth, self._impl.seed
+
+    width = property(lambda self: self._width, doc="Columns per row.")
+    depth = property(lambda self: self._depth, doc="Rows (independent hash functions).")
+    seed = property(lambda self: self._seed, doc="Seed of the hash functions (needed to merge).")
+
+    def cells(self) -> np.ndarray:
+        """A copy of the counters, shape (depth, width)."""
+        return self._impl.cells()
+
+    def estimate_many(self, items) -> np.ndarray:
+        """Estimates for a batch of int keys (numpy int64 array; GIL released)."""
+        from ._keys import int_batch
+
+        if self._key_type_fixed and self._key_type != "int":
+            raise TypeError(f"this {type(self).__name__} has str keys; estimate them one by one")
+        return self._impl.estimate_many(int_batch(items))
+
+    def merge(self, other) -> None:
+        """Add ``other``'s counts into this sketch: the sketch of both streams together. Requires the
+        same class, width, depth, seed and key type."""
+        if type(other) is not type(self):
+            raise TypeError(f"can only merge a {type(self).__name__} into a {type(self).__name__}, got {type(other).__name__}")
+        if (other.width, other.depth, other.seed) != (self.width, self.depth, self.seed):
+            raise ValueError(
+                f"cannot merge sketches of different shape or seed: ({self.width}, {self.depth}, seed={self.seed}) vs "
+                f"({other.width}, {other.depth}, seed={other.seed}); build both with the same width, depth and seed"
+            )
+        if not other._key_type_fixed and other.n == 0:
+            return  # an empty, untyped sketch adds nothing
+        self._settle(other._key_type)  # TypeError if the key types differ
+        self._impl.merge(other._impl)
+
+    def _repr_fields(self):
+        return f"width={self._width}, depth={self._depth}"
+
+
+class CountMin(_LinearSketch):
+    """Count-Min sketch: ``depth`` rows of ``width`` counters; ``estimate`` never underestimates and
+    overestimates by more than ``2n/width`` with probability at most ``2**-depth`` (ALGORITHMS.md §4).
+    Hash functions are pairwise independent per row, seeded from ``seed`` (random if None)."""
+
+    _natives = {"int": _core.CountMinInt, "str": _core.CountMinStr}
+    _family = 3
+
+
+class CountSketch(_LinearSketch):
+    """CountSketch: ``depth`` rows of ``width`` signed counters; ``estimate`` is the median of the
+    row estimates (a float: the mean of the two middle values when depth is even). Error is within
+    ``4*sqrt(F2/width)`` except with probability ``2**-depth``-ish (ALGORITHMS.md §4, §5)."""
+
+    _natives = {"int": _core.CountSketchInt, "str": _core.CountSketchStr}
+    _family = 4
