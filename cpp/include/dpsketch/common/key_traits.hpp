@@ -20,8 +20,6 @@ struct KeyTraits<std::int64_t> {
   using view_type = std::int64_t;
   static constexpr std::uint8_t tag = 1;
   static constexpr const char* name = "int";
-  // fmix64 is a bijection: equal hashes imply equal keys, so tables skip the key compare.
-  static constexpr bool hash_identifies_key = true;
   static std::uint64_t table_hash(std::int64_t k) noexcept {
     return fmix64(static_cast<std::uint64_t>(k));
   }
@@ -42,7 +40,6 @@ struct KeyTraits<std::string> {
   using view_type = std::string_view;
   static constexpr std::uint8_t tag = 2;
   static constexpr const char* name = "str";
-  static constexpr bool hash_identifies_key = false;
   // Fixed table seed: the table only needs spread, not secrecy.
   static constexpr std::uint64_t kTableSeed = 0x1d8e4e27c47d124fULL % (kMersenne61 - 1) + 1;
   static std::uint64_t table_hash(std::string_view k) noexcept { return fmix64(poly61(k, kTableSeed)); }

@@ -252,8 +252,8 @@ private:
         while (n--) *v++ = 0;
     }
 
-    std::uint32_t state_[16];
-    std::uint64_t buf_[kBufWords];
+    std::uint32_t state_[16] = {};
+    std::uint64_t buf_[kBufWords] = {};
     unsigned pos_ = kBufWords;
     bool seeded_ = false;
     bool valid_ = false;
