@@ -254,7 +254,7 @@ def test_discrete_gaussian_chisquare_and_moments(sigma2):
     assert x.dtype == np.int64 and x.shape == (N,)
     assert chisq_pvalue(x, grid, pmf) > ALPHA
     assert_mean_var(x, grid, pmf)
-    if sigma2 >= 1:  # DGauss variance is within e^{-2π²σ²}-ish of σ² for σ ≥ 1 (CKS20)
+    if sigma2 >= 1:  # CKS20: σ²(1 − 4π²σ²/(e^{4π²σ²} − 1)) ≤ Var ≤ σ², so Var ≈ σ² here
         assert moments(grid, pmf)[1] == pytest.approx(float(sigma2), rel=1e-6)
 
 

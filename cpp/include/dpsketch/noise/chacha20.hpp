@@ -106,8 +106,8 @@ inline std::array<std::uint8_t, 64> chacha20_block(const std::uint8_t key[32], s
     for (int i = 0; i < 3; ++i) in[13 + i] = detail::load_le32(nonce + 4 * i);
     chacha20_block_words(in, out);
     std::array<std::uint8_t, 64> bytes{};
-    for (int i = 0; i < 16; ++i)
-        for (int j = 0; j < 4; ++j) bytes[4 * i + j] = std::uint8_t(out[i] >> (8 * j));
+    for (std::size_t i = 0; i < 16; ++i)
+        for (std::size_t j = 0; j < 4; ++j) bytes[4 * i + j] = std::uint8_t(out[i] >> (8 * j));
     return bytes;
 }
 
@@ -208,7 +208,7 @@ private:
         const std::uint64_t ctr = std::uint64_t(state_[12]) | std::uint64_t(state_[13]) << 32;
         for (int w = 0; w < 16; ++w)
             for (int l = 0; l < 4; ++l) s[w][l] = state_[w];
-        for (int l = 0; l < 4; ++l) {
+        for (unsigned l = 0; l < 4; ++l) {
             s[12][l] = std::uint32_t(ctr + l);
             s[13][l] = std::uint32_t((ctr + l) >> 32);
         }
