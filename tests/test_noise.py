@@ -18,7 +18,7 @@ ALPHA = 1e-4
 N = 500_000  # samples per distribution checked
 
 
-def rng(seed):
+def make_rng(seed):
     return noise.SecureRng(seed)
 
 
@@ -147,17 +147,17 @@ def test_seeded_stream_is_chacha20_keystream(seed):
     key = splitmix64_key(seed)
     stream = b"".join(noise.chacha20_block(key, b, bytes(12)) for b in range(13))
     want = [int.from_bytes(stream[8 * i : 8 * i + 8], "little") for i in range(100)]
-    r = rng(seed)
+    r = make_rng(seed)
     assert [r.next_u64() for _ in range(100)] == want
 
 
 def test_seeded_reproducible_and_unseeded_differ():
-    a, b = rng(123), rng(123)
+    a, b = make_rng(123), make_rng(123)
     assert a.seeded and b.seeded
     assert [a.next_u64() for _ in range(50)] == [b.next_u64() for _ in range(50)]
     assert np.array_equal(noise.discrete_laplace(a, 7, 2, 1000), noise.discrete_laplace(b, 7, 2, 1000))
     assert np.array_equal(noise.discrete_gaussian(a, 9, 1, 1000), noise.discrete_gaussian(b, 9, 1, 1000))
-    assert [rng(1).next_u64() for _ in range(4)] != [rng(2).next_u64() for _ in range(4)]
+    assert [make_rng(1).next_u64() for _ in range(4)] != [make_rng(2).next_u64() for _ in range(4)]
 
     u, v = noise.SecureRng(), noise.SecureRng(seed=None)
     assert not u.seeded and not v.seeded
@@ -166,7 +166,7 @@ def test_seeded_reproducible_and_unseeded_differ():
 
 
 def test_uniform_below_is_uniform_and_in_range():
-    r = rng(7)
+    r = make_rng(7)
     draws = np.array([r.uniform_below(7) for _ in range(70_000)])
     assert draws.min() == 0 and draws.max() == 6
     assert stats.chisquare(np.bincount(draws, minlength=7)).pvalue > ALPHA
@@ -197,7 +197,7 @@ def test_discrete_laplace_chisquare_and_moments(scale):
     grid = dlap_grid(float(scale))
     pmf = dlap_pmf(float(scale), grid)
     assert abs(pmf.sum() - 1) < 1e-12  # the normalising constant of §1 is right
-    x = noise.discrete_laplace(rng(1000 + scale.numerator), *frac_args(scale), N)
+    x = noise.discrete_laplace(make_rng(1000 + scale.numerator), *frac_args(scale), N)
     assert x.dtype == np.int64 and x.shape == (N,)
     assert chisq_pvalue(x, grid, pmf) > ALPHA
     q = math.exp(-1 / float(scale))
@@ -209,7 +209,7 @@ def test_discrete_laplace_chisquare_and_moments(scale):
 @pytest.mark.parametrize("scale", [Fraction(1), Fraction(37, 10), Fraction(10)], ids=str)
 def test_discrete_laplace_tails(scale):
     s = float(scale)
-    x = noise.discrete_laplace(rng(77), *frac_args(scale), N)
+    x = noise.discrete_laplace(make_rng(77), *frac_args(scale), N)
     for t in [0, 1, 2, math.ceil(2 * s), math.ceil(5 * s)]:
         gt = math.exp(-t / s) / (1 + math.exp(1 / s))  # P(Z > t)
         ge = math.exp(-t / s) / (1 + math.exp(-1 / s))  # P(Z >= t), t >= 1
@@ -222,14 +222,14 @@ def test_discrete_laplace_tails(scale):
 
 def test_discrete_laplace_harness_has_power():
     # Samples at scale 1 must be rejected against the pmf for scale 1.05.
-    x = noise.discrete_laplace(rng(5), 1, 1, N)
+    x = noise.discrete_laplace(make_rng(5), 1, 1, N)
     grid = dlap_grid(1.05)
     assert chisq_pvalue(x, grid, dlap_pmf(1.05, grid)) < ALPHA
 
 
 def test_discrete_laplace_large_scale_near_limit():
     scale = 2**48 - 1
-    x = noise.discrete_laplace(rng(9), scale, 1, 2000)
+    x = noise.discrete_laplace(make_rng(9), scale, 1, 2000)
     assert np.abs(x).max() < 40 * scale
     assert np.median(np.abs(x)) > scale / 4  # median of |Z| is about s·ln 2
 
@@ -250,7 +250,7 @@ def dyadic_sigma2():
 def test_discrete_gaussian_chisquare_and_moments(sigma2):
     grid = dgauss_grid(float(sigma2))
     pmf = dgauss_pmf(float(sigma2), grid)
-    x = noise.discrete_gaussian(rng(2000 + sigma2.numerator % 1000), *frac_args(sigma2), N)
+    x = noise.discrete_gaussian(make_rng(2000 + sigma2.numerator % 1000), *frac_args(sigma2), N)
     assert x.dtype == np.int64 and x.shape == (N,)
     assert chisq_pvalue(x, grid, pmf) > ALPHA
     assert_mean_var(x, grid, pmf)
@@ -259,14 +259,14 @@ def test_discrete_gaussian_chisquare_and_moments(sigma2):
 
 
 def test_discrete_gaussian_harness_has_power():
-    x = noise.discrete_gaussian(rng(6), 1, 1, N)
+    x = noise.discrete_gaussian(make_rng(6), 1, 1, N)
     grid = dgauss_grid(1.05)
     assert chisq_pvalue(x, grid, dgauss_pmf(1.05, grid)) < ALPHA
 
 
 def test_discrete_gaussian_large_sigma2():
     sigma2 = 2**57  # close to the documented exact-arithmetic limit
-    x = noise.discrete_gaussian(rng(8), sigma2, 1, 4000).astype(np.float64)
+    x = noise.discrete_gaussian(make_rng(8), sigma2, 1, 4000).astype(np.float64)
     assert x.var() / sigma2 == pytest.approx(1.0, abs=5 * math.sqrt(2 / 4000))
 
 
@@ -277,14 +277,14 @@ def test_discrete_gaussian_large_sigma2():
 @pytest.mark.parametrize("gamma", [Fraction(3, 10), Fraction(1), Fraction(5, 2), Fraction(7)], ids=str)
 def test_bernoulli_exp_frequency(gamma):
     n = 1_000_000
-    b = noise.bernoulli_exp(rng(300 + gamma.numerator), *frac_args(gamma), n)
+    b = noise.bernoulli_exp(make_rng(300 + gamma.numerator), *frac_args(gamma), n)
     assert b.dtype == np.bool_ and b.shape == (n,)
     p = math.exp(-float(gamma))
     assert stats.binomtest(int(b.sum()), n, p).pvalue > ALPHA
 
 
 def test_bernoulli_exp_extremes():
-    r = rng(11)
+    r = make_rng(11)
     assert noise.bernoulli_exp(r, 0, 1, 10_000).all()  # exp(0) = 1
     assert noise.bernoulli_exp(r, 0, 5, 10_000).all()
     assert not noise.bernoulli_exp(r, 10**6, 1, 10_000).any()  # exp(-10^6) ≈ 0, and fast
@@ -293,7 +293,7 @@ def test_bernoulli_exp_extremes():
 
 
 def test_bernoulli_exp_harness_has_power():
-    b = noise.bernoulli_exp(rng(12), 3, 10, 1_000_000)
+    b = noise.bernoulli_exp(make_rng(12), 3, 10, 1_000_000)
     assert stats.binomtest(int(b.sum()), len(b), math.exp(-0.31)).pvalue < ALPHA
 
 
@@ -348,7 +348,7 @@ def test_dyadic_down_rejects(x, frac_bits):
 @pytest.mark.parametrize("sampler", ["discrete_laplace", "discrete_gaussian", "bernoulli_exp"])
 def test_invalid_arguments(sampler):
     f = getattr(noise, sampler)
-    r = rng(0)
+    r = make_rng(0)
     with pytest.raises(ValueError, match="_den"):
         f(r, 1, 0, 10)
     with pytest.raises(ValueError, match="_den"):
@@ -366,7 +366,7 @@ def test_invalid_arguments(sampler):
 
 
 def test_invalid_scales():
-    r = rng(0)
+    r = make_rng(0)
     with pytest.raises(ValueError, match="scale must be > 0"):
         noise.discrete_laplace(r, 0, 1, 1)
     with pytest.raises(ValueError, match="sigma2 must be > 0"):

@@ -3,6 +3,7 @@ serialization, pickling and reprs that never show keys."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, ClassVar
 
 import numpy as np
@@ -60,8 +61,10 @@ class Keyed:
     def update(self, item) -> None:
         """Add one occurrence of ``item`` (an int in the int64 range, or a str)."""
         kt = key_type_of(item)
-        self._settle(kt)
-        self._impl.update(as_int_key(item) if kt == "int" else item)
+        key = as_int_key(item) if kt == "int" else item
+        with self._unchanged_on_error():
+            self._settle(kt)
+            self._impl.update(key)
 
     def update_many(self, items) -> None:
         """Add every item of a batch, in order. Fast paths: numpy int64 arrays, numpy str arrays,
@@ -71,11 +74,22 @@ class Keyed:
         if len(items) == 0:
             return
         kt = batch_key_type(items)
-        self._settle(kt)
-        if kt == "int":
-            self._impl.update_many(int_batch(items))
-        else:
-            feed_str_batch(self._impl, items)
+        with self._unchanged_on_error():
+            self._settle(kt)
+            if kt == "int":
+                self._impl.update_many(int_batch(items))
+            else:
+                feed_str_batch(self._impl, items)
+
+    @contextlib.contextmanager
+    def _unchanged_on_error(self):
+        """A rejected update must not fix the key type either (the native feeders are all-or-nothing)."""
+        saved = (self._impl, self._key_type, self._key_type_fixed)
+        try:
+            yield
+        except BaseException:
+            self._impl, self._key_type, self._key_type_fixed = saved
+            raise
 
     def _checked_key(self, item):
         kt = key_type_of(item)
@@ -124,7 +138,9 @@ class Keyed:
         obj = cls.__new__(cls)
         obj._impl = cls._natives[key_type].from_bytes(data)
         obj._key_type = key_type
-        obj._key_type_fixed = obj._impl.n > 0
+        # An empty str summary was fixed to str explicitly; an empty int one is ambiguous (the
+        # format does not record it), so it stays untyped.
+        obj._key_type_fixed = obj._impl.n > 0 or key_type == "str"
         obj._restore_params()
         return obj
 
@@ -132,10 +148,10 @@ class Keyed:
         """Subclasses re-derive their Python-side parameters from the restored native object."""
 
     def __reduce__(self):
-        return (type(self).from_bytes, (self.to_bytes(),))
+        return (_restore, (type(self), self.to_bytes(), self._key_type_fixed))
 
     def __copy__(self):
-        return type(self).from_bytes(self.to_bytes())
+        return _restore(type(self), self.to_bytes(), self._key_type_fixed)
 
     def __deepcopy__(self, memo):
         return self.__copy__()
@@ -146,3 +162,11 @@ class Keyed:
     def __repr__(self) -> str:
         # Never shows keys: reprs end up in logs.
         return f"{type(self).__name__}({self._repr_fields()}, key_type={self.key_type!r}, n={self.n})"
+
+
+def _restore(cls, data, key_type_fixed):
+    """Unpickle/copy: from_bytes plus whether the key type was fixed (the byte format alone cannot
+    tell an empty ``key_type='int'`` summary from an untyped one)."""
+    obj = cls.from_bytes(data)
+    obj._key_type_fixed = bool(key_type_fixed) or obj._key_type_fixed
+    return obj

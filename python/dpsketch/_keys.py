@@ -42,6 +42,8 @@ def as_int_key(item) -> int:
 def batch_key_type(items) -> str:
     """Key type of a batch (numpy array, pyarrow array, or sequence), from its dtype or first element."""
     if isinstance(items, np.ndarray):
+        if items.ndim != 1:
+            raise ValueError(f"expected a 1-D batch of keys, got an array of shape {items.shape}")
         if items.dtype.kind in "iu":
             return "int"
         if items.dtype.kind == "U":
@@ -63,6 +65,8 @@ def batch_key_type(items) -> str:
     if isinstance(items, (str, bytes)):
         raise TypeError("update_many takes a sequence of keys, not a single string; use update(key)")
     for first in items:
+        if isinstance(first, (list, tuple, np.ndarray)):
+            raise ValueError("expected a 1-D batch of keys, got a nested sequence")
         return key_type_of(first)
     return "int"
 
@@ -73,7 +77,9 @@ def int_batch(items) -> np.ndarray:
         if items.null_count:
             raise ValueError("keys contain nulls; drop or fill them before updating")
         items = items.to_numpy(zero_copy_only=False)
-    arr = items if isinstance(items, np.ndarray) else np.asarray(items)
+    if not isinstance(items, np.ndarray):
+        return _int_sequence(items)
+    arr = items
     if arr.ndim != 1:
         raise ValueError(f"expected a 1-D batch of keys, got shape {arr.shape}")
     kind = arr.dtype.kind
@@ -95,6 +101,26 @@ def int_batch(items) -> np.ndarray:
     raise TypeError(f"cannot use values of dtype {arr.dtype} as int keys (floats are not keys); cast explicitly")
 
 
+def _int_sequence(items) -> np.ndarray:
+    """A Python sequence of int keys as int64, element by element semantics: bools, floats and strs
+    are TypeErrors and out-of-range ints OverflowErrors (np.asarray would silently turn True into 1,
+    or a mix of negative and >= 2**63 ints into float64)."""
+    items = items if isinstance(items, (list, tuple)) else list(items)
+    if set(map(type, items)) <= {int}:
+        try:
+            return np.array(items, dtype=np.int64)
+        except OverflowError:
+            pass  # report the offending element below
+    out = np.empty(len(items), dtype=np.int64)
+    for i, x in enumerate(items):
+        if isinstance(x, (list, tuple, np.ndarray)):
+            raise ValueError("expected a 1-D batch of keys, got a nested sequence")
+        if key_type_of(x) != "int":
+            raise TypeError(f"element {i} is a {type(x).__name__}, but this summary's keys are int")
+        out[i] = as_int_key(x)
+    return out
+
+
 def feed_str_batch(impl, items) -> None:
     """Feed a batch of str keys: numpy str/object arrays and sequences go straight to the core;
     pyarrow string arrays pass their UTF-8 buffer and offsets without per-item Python objects."""
@@ -102,6 +128,8 @@ def feed_str_batch(impl, items) -> None:
         import pyarrow as pa
 
         if isinstance(items, pa.ChunkedArray):
+            if items.null_count:  # checked up front: a bad later chunk must not leave earlier ones fed
+                raise ValueError("keys contain nulls; drop or fill them before updating")
             for chunk in items.chunks:
                 feed_str_batch(impl, chunk)
             return

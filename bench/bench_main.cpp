@@ -1,0 +1,255 @@
+// dpsketch_bench: google-benchmark microbenchmarks of the per-update cost of every summary and
+// sketch, and of release, over capacity k in {64 ... 65536}, Zipf skew in {0.8, 1.1, 1.5, 2.0} and
+// int / str keys. Streams (2^20 items over 10^5 keys) are generated once, before any timing. Each
+// structure lives across the benchmark's iterations, so after the first pass it is measured in
+// steady state (full, evicting). Every stream is also fed to an exact counter
+// (std::unordered_map increment) in the same run; the summary table printed at the end gives each
+// figure as a ratio to that baseline.
+//
+// Adding a structure is one registration in register_all():
+//   add_update<Key>("Name", [](std::uint64_t k) { return Structure(k); });      // needs update(view)
+//   add_release<Key>("Name", make, [](auto& s, std::uint64_t iter) { ...; return result; });
+//
+// Usage: dpsketch_bench [--quick] [google-benchmark flags, e.g. --benchmark_filter=SpaceSaving]
+//   --quick: k in {256, 4096}, skew in {1.1}; the full grid takes a few minutes on 2 cores.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "bench_streams.hpp"
+#include "dpsketch/counters/misra_gries.hpp"
+#include "dpsketch/counters/space_saving.hpp"
+#include "dpsketch/sketches/linear_sketch.hpp"
+
+
+namespace {
+
+using namespace dpsketch;
+using dpsketch::bench::StringStream;
+
+constexpr std::size_t kStreamLength = std::size_t{1} << 20;
+constexpr std::size_t kUniverse = 100000;
+std::vector<std::uint64_t> g_capacities = {64, 256, 1024, 4096, 16384, 65536};
+std::vector<double> g_skews = {0.8, 1.1, 1.5, 2.0};
+
+std::string skew_name(double s) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%.1f", s);
+  return b;
+}
+
+// ---- streams (generated lazily, once, outside the timed loops) ---------------------------------
+const std::vector<std::int64_t>& int_stream(double skew) {
+  static std::map<double, std::vector<std::int64_t>> cache;
+  auto it = cache.find(skew);
+  if (it == cache.end())
+    it = cache.emplace(skew, bench::zipf_ints(kStreamLength, skew, kUniverse, 0x5eed0000 + std::uint64_t(skew * 10))).first;
+  return it->second;
+}
+const StringStream& str_stream(double skew) {
+  static std::map<double, std::unique_ptr<StringStream>> cache;
+  auto it = cache.find(skew);
+  if (it == cache.end()) it = cache.emplace(skew, std::make_unique<StringStream>(bench::to_strings(int_stream(skew)))).first;
+  return *it->second;
+}
+template <class Key>
+const auto& keys_of(double skew) {
+  if constexpr (std::is_same_v<Key, std::int64_t>) return int_stream(skew);
+  else return str_stream(skew).keys;
+}
+
+// ---- exact-count baseline ----------------------------------------------------------------------
+template <class Key>
+struct ExactCount;
+template <>
+struct ExactCount<std::int64_t> {
+  std::unordered_map<std::uint64_t, std::uint64_t> m;
+  void update(std::int64_t x) { ++m[static_cast<std::uint64_t>(x)]; }
+  // libstdc++: one pointer per bucket, nodes of next pointer + pair (24 B, 32 B with malloc header).
+  std::size_t memory_bytes() const { return m.bucket_count() * 8 + m.size() * 32; }
+};
+template <>
+struct ExactCount<std::string> {
+  // Views into the stream buffer, which outlives the map: no string copies.
+  std::unordered_map<std::string_view, std::uint64_t> m;
+  void update(std::string_view x) { ++m[x]; }
+  std::size_t memory_bytes() const { return m.bucket_count() * 8 + m.size() * 48; }
+};
+
+// ---- registration ------------------------------------------------------------------------------
+struct Entry {
+  std::string stream;       // "int/1.1": rows sharing the same exact baseline
+  std::uint64_t capacity;   // 0 for the baseline
+};
+std::map<std::string, Entry>& registry() {
+  static std::map<std::string, Entry> r;
+  return r;
+}
+
+template <class Key>
+std::string stream_id(double skew) {
+  return std::string(KeyTraits<Key>::name) + "/" + skew_name(skew);
+}
+
+void set_update_counters(benchmark::State& st, std::size_t n, std::size_t bytes, std::uint64_t k) {
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * n));
+  st.counters["ns/update"] = benchmark::Counter(double(n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  st.counters["bytes"] = double(bytes);
+  if (k) st.counters["B/counter"] = double(bytes) / double(k);
+}
+
+// Per-update benchmark of `make(k)` for every (k, skew). Structures need update(view) and
+// memory_bytes(); `capacities` overrides the k grid (e.g. {0} for structures without one).
+template <class Key, class Make>
+void add_update(const std::string& name, Make make, const std::vector<std::uint64_t>* capacities = nullptr) {
+  for (double skew : g_skews)
+    for (std::uint64_t k : capacities ? *capacities : g_capacities) {
+      std::string full = name + "<" + KeyTraits<Key>::name + ">/";
+      if (k) full += "k:" + std::to_string(k) + "/";
+      full += "skew:" + skew_name(skew);
+      registry()[full] = Entry{stream_id<Key>(skew), k};
+      benchmark::RegisterBenchmark(full.c_str(), [=](benchmark::State& st) {
+        const auto& xs = keys_of<Key>(skew);
+        auto s = make(k);
+        for (auto _ : st) {
+          for (const auto& x : xs) s.update(x);
+          benchmark::ClobberMemory();
+        }
+        benchmark::DoNotOptimize(&s);
+        set_update_counters(st, xs.size(), s.memory_bytes(), k);
+      });
+    }
+}
+
+// Release benchmark (skew 1.1 only): the structure is fed the whole stream once (untimed), then each iteration
+// times release(s, iteration) -- the result is kept alive so the work is not optimised away.
+template <class Key, class Make, class Release>
+void add_release(const std::string& name, Make make, Release release) {
+  for (double skew : {1.1})
+    for (std::uint64_t k : g_capacities) {
+      const std::string full = name + "<" + KeyTraits<Key>::name + ">/k:" + std::to_string(k) + "/skew:" + skew_name(skew);
+      registry()[full] = Entry{"release", k};
+      benchmark::RegisterBenchmark(full.c_str(), [=](benchmark::State& st) {
+        const auto& xs = keys_of<Key>(skew);
+        auto s = make(k);
+        for (const auto& x : xs) s.update(x);
+        std::uint64_t i = 0;
+        for (auto _ : st) {
+          auto out = release(s, i++);
+          benchmark::DoNotOptimize(out);
+        }
+        st.counters["ns/counter"] = benchmark::Counter(double(k) * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+      })->Unit(benchmark::kMicrosecond);
+    }
+}
+
+// Private variants: DPSS / PMG release (add_release on a SpaceSaving / MisraGries), noisy sketches
+// and SketchHeavyHitters with d >= 32 (add_update; add_release for their release step), one
+// registration each, e.g.
+//   add_update<Key>("SHH_CM_d32", [](std::uint64_t k) { return SketchHeavyHitters<...>(k, 32, ...); });
+//   add_release<Key>("DPSS", [](std::uint64_t k) { return SpaceSaving<Key>(k); },
+//                    [](const auto& s, std::uint64_t i) { return release_dpss(s, params, rng(i)); });
+template <class Key>
+void register_private() {}
+
+template <class Key>
+void register_key_type() {
+  static const std::vector<std::uint64_t> none = {0};
+  add_update<Key>("Exact", [](std::uint64_t) { return ExactCount<Key>(); }, &none);
+  add_update<Key>("SpaceSaving", [](std::uint64_t k) { return SpaceSaving<Key>(k); });
+  add_update<Key>("MisraGries", [](std::uint64_t k) { return MisraGries<Key>(k); });
+  // Linear sketches: width k (the same counter budget per row as a k-counter summary).
+  add_update<Key>("CountMin_d5", [](std::uint64_t k) { return CountMin<Key>(k, 5, 42); });
+  add_update<Key>("CountSketch_d5", [](std::uint64_t k) { return CountSketch<Key>(k, 5, 42); });
+  add_update<Key>("CountMin_d32", [](std::uint64_t k) { return CountMin<Key>(k, 32, 42); });
+  add_update<Key>("CountSketch_d32", [](std::uint64_t k) { return CountSketch<Key>(k, 32, 42); });
+  register_private<Key>();
+}
+
+// ---- end-of-run table: ns/update and same-run ratio to the exact baseline ----------------------
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      const bool agg = r.run_type == Run::RT_Aggregate;
+      if (agg && r.aggregate_name != "median") continue;
+      if (!agg && r.repetitions > 1) continue;
+      const std::string name = r.run_name.str();
+      Row row;
+      auto ns = r.counters.find("ns/update");
+      if (ns != r.counters.end()) row.ns = ns->second.value;
+      auto it = r.counters.find("ns/counter");
+      if (it != r.counters.end()) row.release_us = r.GetAdjustedCPUTime();
+      auto b = r.counters.find("bytes");
+      if (b != r.counters.end()) row.bytes = b->second.value;
+      rows_.emplace_back(name, row);
+    }
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    std::map<std::string, double> base;
+    for (auto& [name, row] : rows_)
+      if (name.rfind("Exact<", 0) == 0) base[registry()[name].stream] = row.ns;
+    std::printf("\n| benchmark | ns/update | Mupdates/s | x exact | bytes | B/counter |\n|---|---:|---:|---:|---:|---:|\n");
+    for (auto& [name, row] : rows_) {
+      if (row.ns <= 0) continue;
+      const Entry& e = registry()[name];
+      const double b = base.count(e.stream) ? base[e.stream] : 0;
+      std::printf("| %s | %.2f | %.1f | %s | %.0f | %s |\n", name.c_str(), row.ns, 1e3 / row.ns,
+                  b > 0 ? fmt("%.2f", row.ns / b).c_str() : "-", row.bytes,
+                  e.capacity ? fmt("%.1f", row.bytes / double(e.capacity)).c_str() : "-");
+    }
+    bool any_release = false;
+    for (auto& [name, row] : rows_)
+      if (row.release_us > 0) {
+        if (!any_release) std::printf("\n| release | us/release |\n|---|---:|\n");
+        any_release = true;
+        std::printf("| %s | %.1f |\n", name.c_str(), row.release_us);
+      }
+  }
+
+ private:
+  struct Row {
+    double ns = 0, bytes = 0, release_us = 0;
+  };
+  static std::string fmt(const char* f, double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, f, v);
+    return b;
+  }
+  std::vector<std::pair<std::string, Row>> rows_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      g_capacities = {256, 4096};
+      g_skews = {1.1};
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  int n = static_cast<int>(args.size());
+  register_key_type<std::int64_t>();
+  register_key_type<std::string>();
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,117 @@
+// Dependency-free timing program for the CI regression check (driven by bench/timing_check.py).
+//
+// Times a few key update paths on one Zipf(1.1) stream over 10^5 keys and expresses each as a
+// ratio to an exact counter (std::unordered_map increment) timed on the same stream in the same
+// round. Rounds interleave baseline and paths, so slow phases of a loaded machine hit both; the
+// per-path figure is the median over rounds. Prints one JSON object.
+//
+// Usage: dpsketch_timing [rounds] [items]
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "bench_streams.hpp"
+#include "dpsketch/counters/misra_gries.hpp"
+#include "dpsketch/counters/space_saving.hpp"
+#include "dpsketch/sketches/linear_sketch.hpp"
+
+namespace {
+
+using namespace dpsketch;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+volatile std::uint64_t g_sink;
+
+// One timed pass of `s` over `xs`; seconds.
+template <class S, class Xs>
+double pass(S& s, const Xs& xs) {
+  const double t0 = bench::now_seconds();
+  for (const auto& x : xs) s.update(x);
+  const double t1 = bench::now_seconds();
+  g_sink = g_sink + s.n();
+  return t1 - t0;
+}
+
+struct ExactInt {
+  std::unordered_map<std::uint64_t, std::uint64_t> m;
+  std::uint64_t count = 0;
+  void update(std::int64_t x) { ++m[static_cast<std::uint64_t>(x)]; ++count; }
+  std::uint64_t n() const { return count; }
+};
+struct ExactStr {
+  std::unordered_map<std::string_view, std::uint64_t> m;
+  std::uint64_t count = 0;
+  void update(std::string_view x) { ++m[x]; ++count; }
+  std::uint64_t n() const { return count; }
+};
+
+struct Path {
+  std::string name;
+  bool str;                     // compared with the string-keyed baseline
+  std::function<double()> run;  // one timed pass, seconds
+  std::vector<double> ratios, ns;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 9;
+  const std::size_t items = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : (std::size_t{1} << 20);
+  const auto ints = bench::zipf_ints(items, 1.1, 100000, 0x5eed000b);
+  const auto strs = bench::to_strings(ints);
+
+  ExactInt exact_int;
+  ExactStr exact_str;
+  SpaceSaving<std::int64_t> ss(256);
+  MisraGries<std::int64_t> mg(256);
+  CountMin<std::int64_t> cm(2048, 5, 42);
+  CountSketch<std::int64_t> cs(2048, 5, 42);
+  CountMin<std::int64_t> cm32(256, 32, 42);
+  SpaceSaving<std::string> ss_str(256);
+
+  std::vector<Path> paths;
+  paths.push_back({"spacesaving_int_k256", false, [&] { return pass(ss, ints); }, {}, {}});
+  paths.push_back({"misragries_int_k256", false, [&] { return pass(mg, ints); }, {}, {}});
+  paths.push_back({"countmin_int_2048x5", false, [&] { return pass(cm, ints); }, {}, {}});
+  paths.push_back({"countsketch_int_2048x5", false, [&] { return pass(cs, ints); }, {}, {}});
+  paths.push_back({"countmin_int_256x32", false, [&] { return pass(cm32, ints); }, {}, {}});
+  paths.push_back({"spacesaving_str_k256", true, [&] { return pass(ss_str, strs.keys); }, {}, {}});
+
+  // Warm-up: fills the maps and summaries (steady state from the first timed round on).
+  pass(exact_int, ints);
+  pass(exact_str, strs.keys);
+  for (auto& p : paths) p.run();
+
+  std::vector<double> base_int_ns, base_str_ns;
+  for (int r = 0; r < rounds; ++r) {
+    const double bi = pass(exact_int, ints);
+    const double bs = pass(exact_str, strs.keys);
+    base_int_ns.push_back(bi * 1e9 / double(items));
+    base_str_ns.push_back(bs * 1e9 / double(items));
+    for (auto& p : paths) {
+      const double t = p.run();
+      p.ratios.push_back(t / (p.str ? bs : bi));
+      p.ns.push_back(t * 1e9 / double(items));
+    }
+  }
+
+  std::printf("{\n  \"items\": %zu,\n  \"rounds\": %d,\n", items, rounds);
+  std::printf("  \"exact_int_ns\": %.3f,\n  \"exact_str_ns\": %.3f,\n", median(base_int_ns), median(base_str_ns));
+  std::printf("  \"paths\": {\n");
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    std::printf("    \"%s\": {\"ratio\": %.4f, \"ns\": %.3f}%s\n", paths[i].name.c_str(), median(paths[i].ratios),
+                median(paths[i].ns), i + 1 < paths.size() ? "," : "");
+  std::printf("  }\n}\n");
+  return 0;
+}
