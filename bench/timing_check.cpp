@@ -5,7 +5,9 @@
 // round. Rounds interleave baseline and paths, so slow phases of a loaded machine hit both; the
 // per-path figure is the median over rounds. Prints one JSON object.
 //
-// Usage: dpsketch_timing [rounds] [items]
+// Usage: dpsketch_timing [rounds] [items] [dump.bin]
+//   dump.bin: also write the int stream there (raw little-endian int64), so the Python side of the
+//   check can time the bindings on the very same stream.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -70,6 +72,14 @@ int main(int argc, char** argv) {
   const std::size_t items = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : (std::size_t{1} << 20);
   const auto ints = bench::zipf_ints(items, 1.1, 100000, 0x5eed000b);
   const auto strs = bench::to_strings(ints);
+  if (argc > 3) {
+    std::FILE* f = std::fopen(argv[3], "wb");
+    if (!f || std::fwrite(ints.data(), sizeof(std::int64_t), ints.size(), f) != ints.size()) {
+      std::fprintf(stderr, "cannot write %s\n", argv[3]);
+      return 2;
+    }
+    std::fclose(f);
+  }
 
   ExactInt exact_int;
   ExactStr exact_str;

@@ -5,10 +5,12 @@ namespace py = pybind11;
 
 void bind_summaries(py::module_& m);
 void bind_noise(py::module_& m);
+void bind_release(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "dpsketch native core (header-only C++ structures compiled for Python)";
   m.attr("__version__") = DPSKETCH_VERSION;
   bind_summaries(m);
   bind_noise(m);
+  bind_release(m);
 }

@@ -5,6 +5,14 @@ from __future__ import annotations
 from . import _core
 from ._keyed import Keyed
 from ._validation import check_int
+from .release import (
+    Release,
+    ReleaseGuard,
+    build_release,
+    check_length_params,
+    check_privacy_params,
+    make_rng,
+)
 
 __all__ = ["MisraGries", "SpaceSaving"]
 
@@ -19,6 +27,24 @@ class _CounterSummary(Keyed):
 
     def _restore_params(self):
         self._capacity = self._impl.capacity
+
+    @property
+    def _guard(self) -> ReleaseGuard:
+        g = self.__dict__.get("_release_guard")
+        if g is None:
+            g = self.__dict__["_release_guard"] = ReleaseGuard()
+        return g
+
+    def _release(self, native_fn, mechanism, epsilon, delta, k, seed, length_epsilon, length_delta, allow_repeat):
+        eps, dlt = check_privacy_params(epsilon, delta)
+        le, ld = check_length_params(length_epsilon, length_delta, dlt)
+        extra = self._guard.next(type(self).__name__, allow_repeat)  # before any noise is drawn
+        rng, seeded = make_rng(seed)
+        raw = native_fn(self._impl, eps, dlt, k, le, ld, rng)
+        return build_release(
+            raw, mechanism=mechanism, epsilon=eps, delta=dlt, n_public=self.n, seeded=seeded,
+            extra=extra, length_epsilon=le, length_delta=ld,
+        )
 
     @property
     def capacity(self) -> int:
@@ -53,6 +79,24 @@ class MisraGries(_CounterSummary):
         """Internal order (tests): positive counts ascending, newest first per count, then zero keys."""
         return self._impl.items(True)
 
+    def release(
+        self, epsilon: float, delta: float, k: int | None = None, seed: int | None = None, *,
+        length_epsilon: float | None = None, length_delta: float | None = None, allow_repeat: bool = False,
+    ) -> Release:
+        """PMG: (ε, δ)-DP release of this summary (ALGORITHMS.md §2, docs/privacy.md).
+
+        Every stored key (zero counts included) gets ``c(x) + η + Z_x`` with a shared ``η`` and
+        independent ``Z_x``, all ``DLap(1/ε)``; keys with noisy value ``>= 1 + 2t`` are released.
+        ``k`` additionally keeps only values ``>= n/k`` (heavy hitters; post-processing).
+        ``seed`` makes the noise reproducible and NOT secret (experiments only).
+        ``length_epsilon`` treats n as private (ALGORITHMS.md §0): only the ``n/k`` filter uses n.
+        A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
+        """
+        kk = None if k is None else check_int("k", k, 1, 2**63 - 1)
+        return self._release(
+            _core.release.pmg, "PMG", epsilon, delta, kk, seed, length_epsilon, length_delta, allow_repeat
+        )
+
     @property
     def decrements(self) -> int:
         """How many 'decrement all' steps happened; ``n - sum(counts) == decrements*(capacity+1)``."""
@@ -81,6 +125,29 @@ class SpaceSaving(_CounterSummary):
     def _state(self) -> list[tuple]:
         """Internal order (tests): counts ascending, newest first per count (first = next victim)."""
         return self._impl.items()
+
+    def release(
+        self, epsilon: float, delta: float, k: int, seed: int | None = None, length_epsilon: float | None = None, *,
+        length_delta: float | None = None, allow_repeat: bool = False,
+    ) -> Release:
+        """DPSS: (ε, δ)-DP heavy hitters of this SpaceSaving (ALGORITHMS.md §3, Holland Alg. 3).
+
+        Each tracked count gets independent ``DLap(1/ε)`` noise; items whose noisy count exceeds
+        ``τ = max(n/k − γ, n/capacity + 1 + γ)`` are released. Needs ``capacity >= k``
+        (``capacity >= 2k`` for the recall guarantee). ``seed`` makes the noise reproducible and NOT
+        secret. ``length_epsilon`` = ε_n: n is treated as private (§0): n̂ = n + DLap(1/ε_n) and the
+        total guarantee becomes (ε + ε_n, δ + δ_n), ``length_delta`` = δ_n defaulting to δ.
+        A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
+        """
+        kk = check_int("k", k, 1, 2**63 - 1)
+        if kk > self._capacity:
+            raise ValueError(
+                f"DPSS needs capacity >= k, got capacity={self._capacity} < k={kk}; "
+                f"use SpaceSaving({2 * kk}) (capacity = 2k) for full recall"
+            )
+        return self._release(
+            _core.release.dpss, "DPSS", epsilon, delta, kk, seed, length_epsilon, length_delta, allow_repeat
+        )
 
     def min_count(self) -> int:
         """Minimum tracked count once all counters are used (0 before)."""

@@ -12,6 +12,9 @@
 
 namespace dpsketch::detail {
 
+// Items hashed ahead per block by the summaries' update_many (a 512-byte stack buffer).
+inline constexpr std::size_t kHashBlock = 64;
+
 template <class Key>
 class SlotTable {
   using Traits = KeyTraits<Key>;

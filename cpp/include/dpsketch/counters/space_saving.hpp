@@ -42,8 +42,23 @@ class SpaceSaving {
       : capacity_((check_capacity(capacity), static_cast<std::uint32_t>(capacity))),
         keys_(capacity), hashes_(capacity), groups_(capacity), table_(capacity) {}
 
-  void update(const View& x) {
-    const std::uint64_t h = Traits::table_hash(x);
+  void update(const View& x) { update_hashed(Traits::table_hash(x), x); }
+
+  // Same result as update() on each item in order. Hashes a block of items ahead of the
+  // updates, so the hit/miss branch of each update resolves without waiting for the hash.
+  template <class It>
+  void update_many(It first, It last) {
+    std::uint64_t hs[detail::kHashBlock];
+    while (first != last) {
+      It it = first;
+      std::size_t m = 0;
+      for (; m < detail::kHashBlock && it != last; ++m, ++it) hs[m] = Traits::table_hash(*it);
+      for (std::size_t i = 0; i < m; ++i, ++first) update_hashed(hs[i], *first);
+    }
+  }
+
+  // update(x) given h == Traits::table_hash(x).
+  void update_hashed(std::uint64_t h, const View& x) {
     std::int32_t s = table_.find(h, x, keys_);
     ++n_;
     if (s != detail::SlotTable<Key>::kEmpty) {
@@ -59,11 +74,6 @@ class SpaceSaving {
       place(s, h, x);
       groups_.increment(s);  // c[x] = c_min + 1, and x becomes newest of its group
     }
-  }
-
-  template <class It>
-  void update_many(It first, It last) {
-    for (; first != last; ++first) update(*first);
   }
 
   // Tracked count of x, or 0 if x is not tracked (then f(x) <= min_count()).

@@ -90,6 +90,31 @@ class LinearSketch {
     for (; first != last; ++first) update(*first);
   }
 
+  // Adds fp and returns its estimate afterwards in the same pass over the rows (the candidate
+  // tracking of §5 needs both on every update).
+  estimate_type update_and_estimate_fp(std::uint64_t fp) noexcept {
+    std::int64_t* row = cells_.data();
+    ++n_;
+    if constexpr (Kind == SketchKind::count_min) {
+      std::int64_t best = INT64_MAX;
+      for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
+        std::int64_t& c = row[reduce_range(rows_[i](fp), width_)];
+        best = std::min(best, ++c);
+      }
+      return best;
+    } else {
+      std::array<std::int64_t, kMaxDepth> v;
+      for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
+        const std::uint64_t h = rows_[i](fp);
+        const std::int64_t g = sign_of(h);
+        std::int64_t& c = row[reduce_range(h & ~std::uint64_t{1}, width_)];
+        c += g;
+        v[i] = g * c;
+      }
+      return median(v.data(), depth_);
+    }
+  }
+
   estimate_type estimate(const View& x) const noexcept { return estimate_fp(fingerprint(x)); }
 
   estimate_type estimate_fp(std::uint64_t fp) const noexcept {

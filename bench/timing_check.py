@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""CI timing regression check (a few seconds).
+
+Compiles bench/timing_check.cpp (header-only library, no dependencies) with $CXX (default c++),
+runs it, and compares each key path's time -- as a ratio to an exact counter
+(std::unordered_map increment) timed on the same stream in the same run, median over interleaved
+rounds -- with the ratios recorded in bench/timing_baseline.json. When the dpsketch Python module
+is importable, SpaceSaving.update_many on the same int64 stream is checked too (ratio to the same
+C++ exact baseline). Exit status 1 when any ratio exceeds its recorded value by more than the
+tolerance (default 1.5, i.e. a >50% regression); 0 otherwise.
+
+    python bench/timing_check.py            # check
+    python bench/timing_check.py --update   # re-record the ratios (after an intended change)
+
+Ratios, not times, are compared, so a slower or loaded machine does not flip the result; the
+recorded ratios come from the machine class in docs/benchmarks.md. Only regressions fail;
+improvements beyond the tolerance are reported with a hint to re-record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BASELINE = ROOT / "bench" / "timing_baseline.json"
+PY_PATH = "python_spacesaving_int_k256"
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def build(tmp: Path) -> Path:
+    exe = tmp / "dpsketch_timing"
+    cxx = shlex.split(os.environ.get("CXX", "c++"))
+    cmd = cxx + ["-O3", "-DNDEBUG", "-std=c++17", "-I", str(ROOT / "cpp" / "include"), "-I", str(ROOT / "bench"),
+                 str(ROOT / "bench" / "timing_check.cpp"), "-o", str(exe)]
+    subprocess.run(cmd, check=True)
+    return exe
+
+
+def time_python(stream_file: Path, reps: int) -> float | None:
+    """Median ns/item of SpaceSaving(256).update_many on the dumped stream, or None without dpsketch."""
+    try:
+        import numpy as np
+
+        import dpsketch
+    except ImportError as e:  # the check still covers the C++ paths
+        print(f"note: Python path skipped ({e})")
+        return None
+    xs = np.fromfile(stream_file, dtype=np.int64)
+    ss = dpsketch.SpaceSaving(256)
+    ss.update_many(xs)  # warm-up: steady state, as in the C++ program
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        ss.update_many(xs)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e9 / len(xs)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--update", action="store_true", help="record the measured ratios in bench/timing_baseline.json")
+    ap.add_argument("--tolerance", type=float, default=None, help="allowed ratio growth factor (default: from the baseline file, 1.5)")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--items", type=int, default=1 << 19)
+    ap.add_argument("--binary", help="use this prebuilt dpsketch_timing instead of compiling")
+    args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
+        exe = Path(args.binary) if args.binary else build(tmp)
+        stream = tmp / "stream.bin"
+        out = subprocess.run([str(exe), str(args.rounds), str(args.items), str(stream)], check=True,
+                             capture_output=True, text=True).stdout
+        res = json.loads(out)
+        ratios = {k: v["ratio"] for k, v in res["paths"].items()}
+        ns = {k: v["ns"] for k, v in res["paths"].items()}
+        py_ns = time_python(stream, args.rounds)
+        if py_ns is not None:
+            ratios[PY_PATH] = py_ns / res["exact_int_ns"]
+            ns[PY_PATH] = py_ns
+
+    print(f"exact baseline: int {res['exact_int_ns']:.2f} ns/update, str {res['exact_str_ns']:.2f} ns/update "
+          f"({res['items']} items, median of {res['rounds']} rounds)")
+
+    if args.update:
+        data = {
+            "comment": "Same-run ratios time(path) / time(exact unordered_map count); refresh with "
+                       "`python bench/timing_check.py --update` after an intended performance change.",
+            "machine": f"{cpu_model()}, {os.cpu_count()} cpus",
+            "tolerance": 1.5,
+            "ratios": {k: round(v, 4) for k, v in ratios.items()},
+            "ns_at_recording": {k: round(v, 2) for k, v in ns.items()},
+        }
+        BASELINE.write_text(json.dumps(data, indent=2) + "\n")
+        for k, v in ratios.items():
+            print(f"  {k:28s} ratio {v:6.3f}  ({ns[k]:.2f} ns/update)")
+        print(f"recorded {len(ratios)} ratios in {BASELINE.relative_to(ROOT)}")
+        return 0
+
+    recorded = json.loads(BASELINE.read_text())
+    tol = args.tolerance or recorded.get("tolerance", 1.5)
+    failed = []
+    print(f"{'path':28s} {'ns/upd':>8s} {'ratio':>7s} {'recorded':>8s} {'change':>7s}")
+    for k, v in ratios.items():
+        ref = recorded["ratios"].get(k)
+        if ref is None:
+            print(f"{k:28s} {ns[k]:8.2f} {v:7.3f} {'-':>8s}   (not recorded; run --update)")
+            continue
+        change = v / ref
+        verdict = "REGRESSED" if change > tol else ("faster: consider --update" if change < 1 / tol else "ok")
+        print(f"{k:28s} {ns[k]:8.2f} {v:7.3f} {ref:8.3f} {change:6.2f}x  {verdict}")
+        if change > tol:
+            failed.append(k)
+    if failed:
+        print(f"timing check FAILED: {', '.join(failed)} slower than recorded by more than {tol:.2f}x "
+              f"(same-run ratio to the exact-count baseline). If intended, re-record with "
+              f"`python bench/timing_check.py --update`.")
+        return 1
+    print("timing check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

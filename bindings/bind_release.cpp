@@ -1,0 +1,152 @@
+// Private releases: PMG, DPSS, noisy Count-Min/CountSketch, the error-envelope wrapper, and the
+// threshold formulas (exposed so tests can check them against hand-computed values). The Python
+// layer (dpsketch/release.py, dpsketch/private.py) adds budget tracking and the Release object.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+
+#include "dpsketch/release/counter_release.hpp"
+#include "dpsketch/release/private_sketch.hpp"
+#include "dpsketch/release/sketch_heavy_hitters.hpp"
+#include "keys.hpp"
+
+namespace py = pybind11;
+using namespace dpsketch;
+using namespace dpsketch::release;
+using namespace dpsketch::bindings;
+
+namespace {
+
+// (items, threshold, threshold_inclusive, metadata) -- keys appear only for items that passed.
+template <class Key, class Value>
+py::tuple to_python(const Release<Key, Value>& r) {
+  py::list items(r.items.size());
+  for (std::size_t i = 0; i < r.items.size(); ++i) items[i] = py::make_tuple(to_py(r.items[i].first), r.items[i].second);
+  py::dict meta;
+  for (const auto& [k, v] : r.metadata) meta[py::str(k)] = v;
+  return py::make_tuple(items, r.threshold, r.threshold_inclusive, meta);
+}
+
+template <class Key>
+void bind_counter_releases(py::module_& m) {
+  m.def("pmg", [](const MisraGries<Key>& mg, double eps, double delta, std::optional<std::uint64_t> k,
+                  std::optional<double> length_eps, double length_delta, noise::SecureRng& rng) {
+    return to_python(pmg(mg, eps, delta, k, length_eps, length_delta, rng));
+  });
+  m.def("dpss", [](const SpaceSaving<Key>& ss, double eps, double delta, std::uint64_t k,
+                   std::optional<double> length_eps, double length_delta, noise::SecureRng& rng) {
+    return to_python(dpss(ss, eps, delta, k, length_eps, length_delta, rng));
+  });
+}
+
+template <class T>
+void bind_private_sketch(py::module_& m, const char* name) {
+  py::class_<T> c(m, name);
+  c.def(py::init([](std::uint64_t width, std::uint64_t depth, std::uint64_t hash_seed, const std::string& kind,
+                    std::uint64_t num, std::uint64_t den, std::int64_t shift, bool f2_row, noise::SecureRng& rng) {
+          NoiseSpec spec{kind == "laplace" ? NoiseKind::laplace : NoiseKind::gaussian, noise::Rational{num, den}, shift};
+          if (kind != "laplace" && kind != "gaussian") throw std::invalid_argument("noise kind must be laplace or gaussian");
+          return T(width, depth, hash_seed, spec, f2_row, rng);
+        }),
+        py::arg("width"), py::arg("depth"), py::arg("hash_seed"), py::arg("kind"), py::arg("num"), py::arg("den"),
+        py::arg("shift"), py::arg("f2_row"), py::arg("rng"));
+  def_keyed<T>(c);
+  c.def_property_readonly("width", [](const T& s) { return s.sketch().width(); });
+  c.def_property_readonly("depth", [](const T& s) { return s.sketch().depth(); });
+  c.def_property_readonly("seed", [](const T& s) { return s.sketch().seed(); });
+  c.def_property_readonly("noise_kind", [](const T& s) { return s.noise_spec().kind == NoiseKind::laplace ? "laplace" : "gaussian"; });
+  c.def_property_readonly("noise_param", [](const T& s) { return py::make_tuple(s.noise_spec().param.num, s.noise_spec().param.den); });
+  c.def_property_readonly("shift", [](const T& s) { return s.noise_spec().shift; });
+  c.def("cells", [](const T& s) {
+    const auto& sk = s.sketch();
+    py::array_t<std::int64_t> a({static_cast<py::ssize_t>(sk.depth()), static_cast<py::ssize_t>(sk.width())});
+    std::copy(sk.cells().begin(), sk.cells().end(), a.mutable_data());
+    return a;
+  });
+  if constexpr (std::is_same_v<typename T::key_type, std::int64_t>) {
+    c.def("estimate_many", [](const T& s, const IntArray& a) {
+      if (a.ndim() != 1) throw py::value_error("expected a 1-D int64 array");
+      py::array_t<typename T::estimate_type> out(a.shape(0));
+      auto* o = out.mutable_data();
+      const auto* p = a.data();
+      const auto n = a.shape(0);
+      py::gil_scoped_release nogil;
+      for (py::ssize_t i = 0; i < n; ++i) o[i] = s.estimate(p[i]);
+      return out;
+    }, py::arg("items"));
+  }
+}
+
+template <class T>
+void bind_envelope(py::module_& m, const char* name) {
+  py::class_<T> c(m, name);
+  c.def(py::init([](std::uint64_t k, std::uint64_t capacity, std::uint64_t width, std::uint64_t depth, double epsilon,
+                    double delta, std::uint64_t max_stream_length, std::uint64_t hash_seed, noise::SecureRng& rng) {
+          EnvelopeParams p;
+          p.k = k; p.capacity = capacity; p.width = width; p.depth = depth;
+          p.epsilon = epsilon; p.delta = delta; p.max_stream_length = max_stream_length;
+          return T(p, hash_seed, rng);
+        }),
+        py::arg("k"), py::arg("capacity"), py::arg("width"), py::arg("depth"), py::arg("epsilon"), py::arg("delta"),
+        py::arg("max_stream_length"), py::arg("hash_seed"), py::arg("rng"));
+  using Key = typename T::key_type;
+  if constexpr (std::is_same_v<Key, std::int64_t>) {
+    c.def("update", [](T& s, std::int64_t x) { s.update(x); });
+    c.def("update_many", [](T& s, const IntArray& a) { for_each_int(a, [&](std::int64_t x) { s.update(x); }); });
+    c.def("estimate", [](const T& s, std::int64_t x) { return s.estimate(x); });
+  } else {
+    c.def("update", [](T& s, std::string_view x) { s.update(x); });
+    c.def("update_many", [](T& s, const py::object& items) { for_each_str(items, [&](std::string_view x) { s.update(x); }); });
+    c.def("update_many_utf8", [](T& s, const py::array_t<std::uint8_t, py::array::c_style>& data, const IntArray& off) {
+      for_each_utf8_offsets(data, off, [&](std::string_view x) { s.update(x); });
+    });
+    c.def("estimate", [](const T& s, std::string_view x) { return s.estimate(x); });
+  }
+  c.def_property_readonly("n", &T::n);
+  c.def_property_readonly("candidates", &T::candidates);
+  c.def_property_readonly("width", [](const T& s) { return s.params().width; });
+  c.def_property_readonly("depth", [](const T& s) { return s.params().depth; });
+  c.def("memory_bytes", &T::memory_bytes);
+  c.def("release", [](const T& s, std::optional<double> length_eps, double length_delta, noise::SecureRng& rng) {
+    return to_python(s.release(length_eps, length_delta, rng));
+  });
+}
+
+}  // namespace
+
+void bind_release(py::module_& root) {
+  py::module_ m = root.def_submodule("release", "private release mechanisms (ALGORITHMS.md §2-§5)");
+  bind_counter_releases<std::int64_t>(m);
+  bind_counter_releases<std::string>(m);
+  bind_private_sketch<PrivateSketch<std::int64_t, SketchKind::count_min>>(m, "PrivateCountMinInt");
+  bind_private_sketch<PrivateSketch<std::string, SketchKind::count_min>>(m, "PrivateCountMinStr");
+  bind_private_sketch<PrivateSketch<std::int64_t, SketchKind::count_sketch>>(m, "PrivateCountSketchInt");
+  bind_private_sketch<PrivateSketch<std::string, SketchKind::count_sketch>>(m, "PrivateCountSketchStr");
+  bind_envelope<SketchHeavyHitters<std::int64_t, SketchKind::count_min>>(m, "EnvelopeCountMinInt");
+  bind_envelope<SketchHeavyHitters<std::string, SketchKind::count_min>>(m, "EnvelopeCountMinStr");
+  bind_envelope<SketchHeavyHitters<std::int64_t, SketchKind::count_sketch>>(m, "EnvelopeCountSketchInt");
+  bind_envelope<SketchHeavyHitters<std::string, SketchKind::count_sketch>>(m, "EnvelopeCountSketchStr");
+  // Threshold formulas (for tests and metadata).
+  m.def("pmg_t", [](double e, double d) { return pmg_t(e, d); });
+  m.def("dpss_gamma", [](double e, double d) { return dpss_gamma(e, d); });
+  m.def("length_t", [](double e, double d) { return length_t(e, d); });
+  m.def("dpss_threshold", [](double n_lo, double n_up, std::uint64_t k, std::uint64_t kt, std::uint64_t g) {
+    return static_cast<double>(dpss_threshold(n_lo, n_up, k, kt, g));
+  });
+  m.def("envelope_noise", [](std::uint64_t sens, double e, std::uint64_t cells, double dn) {
+    return static_cast<double>(envelope_noise(sens, e, cells, dn));
+  });
+  m.def("envelope_min_depth", [](std::uint64_t n_max, std::uint64_t kt, double dc) { return envelope_min_depth(n_max, kt, dc); });
+  m.def("gaussian_cm_shift", [](double s2, std::uint64_t d, std::uint64_t w, double b) { return gaussian_cm_shift(s2, d, w, b); });
+  m.def("epsilon_used", [](double e) { return static_cast<double>(Epsilon(e).value); });
+  m.def("laplace_scale", [](std::uint64_t sens, double e) {
+    const auto r = noise::laplace_scale(sens, Epsilon(e).exact);
+    return py::make_tuple(r.num, r.den);
+  });
+  m.def("gaussian_sigma2", [](std::uint64_t sens2, double rho) {
+    const auto r = noise::gaussian_sigma2(sens2, noise::dyadic_down(rho, 32));
+    return py::make_tuple(r.num, r.den);
+  });
+}

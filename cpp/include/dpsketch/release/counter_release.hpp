@@ -1,0 +1,78 @@
+// Private releases of the counter summaries: PMG (ALGORITHMS.md §2, Lebeda-Tetek) and DPSS
+// (§3, Holland Algorithm 3). Derivations in docs/privacy.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "dpsketch/counters/misra_gries.hpp"
+#include "dpsketch/counters/space_saving.hpp"
+#include "dpsketch/release/release.hpp"
+
+namespace dpsketch::release {
+
+// PMG. Every stored key (zero-count keys included: never filter by true count before noising)
+// gets v_x = c(x) + η + Z_x with η, Z_x ~ DLap(1/ε), η shared; keep v_x >= τ = 1 + 2t (§2).
+// With k, also keep v_x >= n/k (post-processing; n̂ in the rigorous length mode).
+template <class Key>
+Release<Key, std::int64_t> pmg(const MisraGries<Key>& mg, double epsilon, double delta, std::optional<std::uint64_t> k,
+                               std::optional<double> length_epsilon, double length_delta, SecureRng& rng) {
+  const Epsilon eps(epsilon);
+  const std::uint64_t t = pmg_t(eps.value, delta);
+  const real tau = 1 + 2 * static_cast<real>(t);
+  const Length L = Length::make(mg.n(), length_epsilon, length_delta, rng);
+  const real hh = k ? L.n_hat / static_cast<real>(*k) : 0;
+  const real cut = tau > hh ? tau : hh;
+
+  const noise::DiscreteLaplace lap(noise::laplace_scale(1, eps.exact));  // sensitivity 1 per draw
+  const std::int64_t eta = lap(rng);
+  Release<Key, std::int64_t> rel;
+  mg.for_each([&](const Key& key, std::uint64_t c) {
+    const std::int64_t v = static_cast<std::int64_t>(c) + eta + lap(rng);
+    if (static_cast<real>(v) >= cut) rel.items.emplace_back(key, v);
+  });
+  rel.sort_items();
+  rel.threshold = static_cast<double>(cut);
+  rel.threshold_inclusive = true;
+  rel.note("epsilon_used", static_cast<double>(eps.value));
+  rel.note("t", static_cast<double>(t));
+  rel.note("tau", static_cast<double>(tau));
+  rel.note("capacity", mg.capacity());
+  if (k) {
+    rel.note("k", static_cast<double>(*k));
+    rel.note("heavy_hitter_cut", static_cast<double>(hh));
+  }
+  L.describe(rel);
+  return rel;
+}
+
+// DPSS. v_x = c(x) + Z_x, Z_x ~ DLap(1/ε) independent; release v_x > τ = max(n/k - γ, n/k̃ + 1 + γ) (§3).
+template <class Key>
+Release<Key, std::int64_t> dpss(const SpaceSaving<Key>& ss, double epsilon, double delta, std::uint64_t k,
+                                std::optional<double> length_epsilon, double length_delta, SecureRng& rng) {
+  if (k < 1) throw ParameterError("k must be >= 1");
+  if (ss.capacity() < k)
+    throw ParameterError("DPSS needs capacity (k̃) >= k; got capacity " + std::to_string(ss.capacity()) + " < k " +
+                         std::to_string(k) + ". Use SpaceSaving(capacity >= 2*k) for full recall");
+  const Epsilon eps(epsilon);
+  const std::uint64_t gamma = dpss_gamma(eps.value, delta);
+  const Length L = Length::make(ss.n(), length_epsilon, length_delta, rng);
+  const real tau = dpss_threshold(L.n_lo, L.n_up, k, ss.capacity(), gamma);
+
+  const noise::DiscreteLaplace lap(noise::laplace_scale(1, eps.exact));
+  Release<Key, std::int64_t> rel;
+  ss.for_each([&](const Key& key, std::uint64_t c) {
+    const std::int64_t v = static_cast<std::int64_t>(c) + lap(rng);
+    if (static_cast<real>(v) > tau) rel.items.emplace_back(key, v);
+  });
+  rel.sort_items();
+  rel.threshold = static_cast<double>(tau);
+  rel.note("epsilon_used", static_cast<double>(eps.value));
+  rel.note("gamma", static_cast<double>(gamma));
+  rel.note("k", static_cast<double>(k));
+  rel.note("capacity", ss.capacity());
+  L.describe(rel);
+  return rel;
+}
+
+}  // namespace dpsketch::release
