@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace dpsketch::bindings {
@@ -147,6 +149,29 @@ inline std::string_view view_of(const py::bytes& b) {
   return {p, static_cast<std::size_t>(n)};
 }
 
+// Whether T stores keys it can list (the counter summaries) -- the linear sketches keep none.
+template <class T, class = void>
+struct lists_keys : std::false_type {};
+template <class T>
+struct lists_keys<T, std::void_t<decltype(std::declval<const T&>().for_each(
+                         std::declval<void (*)(const typename T::key_type&, std::uint64_t)>()))>>
+    : std::true_type {};
+
+// The C++ structures take any byte strings as keys, but Python keys are str: restored bytes whose
+// string keys are not valid UTF-8 are corrupt (they could never be listed or estimated from Python).
+template <class T>
+void check_restored_keys(const T& s) {
+  if constexpr (std::is_same_v<typename T::key_type, std::string> && lists_keys<T>::value) {
+    bool ok = true;
+    s.for_each([&](const std::string& k, std::uint64_t) {
+      if (!ok) return;
+      PyObject* o = PyUnicode_DecodeUTF8(k.data(), static_cast<Py_ssize_t>(k.size()), "strict");
+      if (o) Py_DECREF(o); else { PyErr_Clear(); ok = false; }
+    });
+    if (!ok) throw py::value_error("corrupt or incompatible dpsketch bytes: a string key is not valid UTF-8");
+  }
+}
+
 // Methods every keyed class has: update, update_many (by key type), estimate, n, memory, bytes.
 template <class T, class Cls>
 void def_keyed(Cls& c) {
@@ -170,7 +195,11 @@ void def_keyed(Cls& c) {
   c.def_property_readonly("n", &T::n);
   c.def("memory_bytes", &T::memory_bytes);
   c.def("to_bytes", [](const T& s) { return py::bytes(s.serialize()); });
-  c.def_static("from_bytes", [](const py::bytes& b) { return T::deserialize(view_of(b)); }, py::arg("data"));
+  c.def_static("from_bytes", [](const py::bytes& b) {
+    T s = T::deserialize(view_of(b));
+    check_restored_keys(s);
+    return s;
+  }, py::arg("data"));
 }
 
 }  // namespace dpsketch::bindings

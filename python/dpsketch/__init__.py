@@ -1,11 +1,28 @@
 """dpsketch: differentially private heavy hitters on data streams.
 
 Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
-:class:`CountMin`, :class:`CountSketch`. See ALGORITHMS.md / docs/ for what each computes.
+:class:`CountMin`, :class:`CountSketch`. Private releases: ``MisraGries.release`` (PMG),
+``SpaceSaving.release`` (DPSS), :class:`PrivateCountMin`, :class:`PrivateCountSketch`,
+:class:`SketchHeavyHitters`; each returns or builds on a :class:`Release`. See docs/privacy.md.
 """
 
 from ._core import __version__
+from . import datasets
+from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
+from .release import Release, ReleaseBudgetError
 from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
 
-__all__ = ["MisraGries", "SpaceSaving", "CountMin", "CountSketch", "__version__"]
+__all__ = [
+    "MisraGries",
+    "SpaceSaving",
+    "CountMin",
+    "CountSketch",
+    "PrivateCountMin",
+    "PrivateCountSketch",
+    "SketchHeavyHitters",
+    "Release",
+    "ReleaseBudgetError",
+    "datasets",
+    "__version__",
+]

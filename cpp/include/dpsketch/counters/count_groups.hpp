@@ -15,44 +15,52 @@ class CountGroups {
  public:
   static constexpr std::int32_t kNone = -1;
 
-  explicit CountGroups(std::uint32_t slots) : links_(slots), groups_(slots) {
+  // Both lists are circular with sentinels, so link surgery has no end-of-list branches: group
+  // g's slot list hangs off sentinel link n + g, and the group list off sentinel group n, whose
+  // value (all ones) never equals a count. Accessors map sentinels back to kNone.
+  explicit CountGroups(std::uint32_t slots)
+      : n_(static_cast<std::int32_t>(slots)), links_(2 * std::size_t{slots}), groups_(std::size_t{slots} + 1) {
     for (std::uint32_t g = 0; g < slots; ++g) groups_[g].next = g + 1 < slots ? std::int32_t(g + 1) : kNone;
     free_group_ = slots ? 0 : kNone;
+    groups_[n_] = Group{~std::uint64_t{0}, n_, n_};
   }
 
-  std::int32_t min_group() const noexcept { return head_; }
-  std::int32_t max_group() const noexcept { return tail_; }
+  std::int32_t min_group() const noexcept { return group_or_none(groups_[n_].next); }
+  std::int32_t max_group() const noexcept { return group_or_none(groups_[n_].prev); }
   std::uint64_t value(std::int32_t g) const noexcept { return groups_[g].value; }
-  std::int32_t first_slot(std::int32_t g) const noexcept { return groups_[g].head; }  // newest
-  std::int32_t next_group(std::int32_t g) const noexcept { return groups_[g].next; }
-  std::int32_t prev_group(std::int32_t g) const noexcept { return groups_[g].prev; }
-  std::int32_t next_slot(std::int32_t s) const noexcept { return links_[s].next; }   // older
+  std::int32_t first_slot(std::int32_t g) const noexcept { return slot_or_none(links_[n_ + g].next); }  // newest
+  std::int32_t next_group(std::int32_t g) const noexcept { return group_or_none(groups_[g].next); }
+  std::int32_t prev_group(std::int32_t g) const noexcept { return group_or_none(groups_[g].prev); }
+  std::int32_t next_slot(std::int32_t s) const noexcept { return slot_or_none(links_[s].next); }   // older
   std::int32_t group_of(std::int32_t s) const noexcept { return links_[s].group; }
   std::uint64_t value_of(std::int32_t s) const noexcept { return groups_[links_[s].group].value; }
   bool grouped(std::int32_t s) const noexcept { return links_[s].group != kNone; }
+  // Newest slot of the minimum group. Precondition: some slot is grouped.
+  std::int32_t min_first_slot() const noexcept { return links_[n_ + groups_[n_].next].next; }
 
   // Puts an ungrouped slot into the group of value v as its newest member. Requires v <= the
   // minimum value (new counts start at the bottom: 1 for SpaceSaving, base + 1 for Misra-Gries).
   void attach_min(std::int32_t s, std::uint64_t v) noexcept {
-    std::int32_t g = head_;
-    if (g == kNone || groups_[g].value != v) g = new_group_after(kNone, v);
+    std::int32_t g = groups_[n_].next;
+    if (groups_[g].value != v) g = new_group_after(n_, v);  // also when empty: sentinel value differs
     push_front(g, s);
   }
 
   // value(s) += 1, keeping the slot newest in its new group.
   void increment(std::int32_t s) noexcept {
-    const std::int32_t g = links_[s].group;
+    const Link l = links_[s];
+    const std::int32_t g = l.group;
     const std::uint64_t v1 = groups_[g].value + 1;
     const std::int32_t ng = groups_[g].next;
-    const bool alone = links_[s].prev == kNone && links_[s].next == kNone;
-    if (ng != kNone && groups_[ng].value == v1) {
-      unlink(g, s);
+    const bool alone = l.prev == l.next;  // both are the group's sentinel
+    if (groups_[ng].value == v1) {
+      unlink(l);
       push_front(ng, s);
       if (alone) free_group(g);
     } else if (alone) {
       groups_[g].value = v1;  // next group (if any) is > v1, order holds
     } else {
-      unlink(g, s);
+      unlink(l);
       push_front(new_group_after(g, v1), s);
     }
   }
@@ -61,23 +69,23 @@ class CountGroups {
   // slots become ungrouped. Used by Misra-Gries when the minimum count reaches zero.
   template <class Visit>
   void release_min_group(Visit&& visit) noexcept {
-    const std::int32_t g = head_;
-    std::int32_t s = groups_[g].head;
-    while (s != kNone) {
+    const std::int32_t g = groups_[n_].next;
+    const std::int32_t sentinel = n_ + g;
+    std::int32_t s = links_[sentinel].next;
+    while (s != sentinel) {
       const std::int32_t nx = links_[s].next;
       links_[s] = Link{};
       visit(s);
       s = nx;
     }
-    groups_[g].head = kNone;
     free_group(g);
   }
 
   // Rebuild support (deserialization): append s as newest member of the top group when it has
   // value v, else of a new top group with value v. Values must arrive in non-decreasing order.
   void append_top(std::int32_t s, std::uint64_t v) noexcept {
-    std::int32_t g = tail_;
-    if (g == kNone || groups_[g].value != v) g = new_group_after(tail_, v);
+    const std::int32_t top = groups_[n_].prev;
+    const std::int32_t g = top != n_ && groups_[top].value == v ? top : new_group_after(top, v);
     push_front(g, s);
   }
 
@@ -91,44 +99,49 @@ class CountGroups {
   };
   struct Group {
     std::uint64_t value = 0;
-    std::int32_t head = kNone, prev = kNone, next = kNone;
+    std::int32_t prev = kNone, next = kNone;
   };
 
+  std::int32_t group_or_none(std::int32_t g) const noexcept { return g == n_ ? kNone : g; }
+  std::int32_t slot_or_none(std::int32_t s) const noexcept { return s >= n_ ? kNone : s; }
+
   void push_front(std::int32_t g, std::int32_t s) noexcept {
-    const std::int32_t h = groups_[g].head;
-    links_[s] = Link{g, kNone, h};
-    if (h != kNone) links_[h].prev = s;
-    groups_[g].head = s;
+    const std::int32_t sentinel = n_ + g;
+    const std::int32_t h = links_[sentinel].next;
+    links_[s] = Link{g, sentinel, h};
+    links_[h].prev = s;
+    links_[sentinel].next = s;
   }
 
-  void unlink(std::int32_t g, std::int32_t s) noexcept {
-    const Link l = links_[s];
-    if (l.prev != kNone) links_[l.prev].next = l.next; else groups_[g].head = l.next;
-    if (l.next != kNone) links_[l.next].prev = l.prev;
+  void unlink(const Link& l) noexcept {
+    links_[l.prev].next = l.next;
+    links_[l.next].prev = l.prev;
   }
 
-  // New empty group with value v right after group `after` (kNone: at the bottom).
+  // New empty group with value v right after group `after` (the sentinel n_: at the bottom).
   std::int32_t new_group_after(std::int32_t after, std::uint64_t v) noexcept {
     const std::int32_t g = free_group_;  // never exhausted: #groups <= #nonempty slots
     free_group_ = groups_[g].next;
-    const std::int32_t nx = after == kNone ? head_ : groups_[after].next;
-    groups_[g] = Group{v, kNone, after, nx};
-    if (after == kNone) head_ = g; else groups_[after].next = g;
-    if (nx == kNone) tail_ = g; else groups_[nx].prev = g;
+    const std::int32_t nx = groups_[after].next;
+    groups_[g] = Group{v, after, nx};
+    groups_[after].next = g;
+    groups_[nx].prev = g;
+    links_[n_ + g].next = links_[n_ + g].prev = n_ + g;
     return g;
   }
 
   void free_group(std::int32_t g) noexcept {
-    const Group& x = groups_[g];
-    if (x.prev == kNone) head_ = x.next; else groups_[x.prev].next = x.next;
-    if (x.next == kNone) tail_ = x.prev; else groups_[x.next].prev = x.prev;
+    const Group x = groups_[g];
+    groups_[x.prev].next = x.next;
+    groups_[x.next].prev = x.prev;
     groups_[g].next = free_group_;
     free_group_ = g;
   }
 
+  std::int32_t n_;             // slots; links_[n_ + g] is group g's list sentinel, groups_[n_] the list's
   std::vector<Link> links_;
   std::vector<Group> groups_;
-  std::int32_t head_ = kNone, tail_ = kNone, free_group_ = kNone;
+  std::int32_t free_group_ = kNone;
 };
 
 }  // namespace dpsketch::detail

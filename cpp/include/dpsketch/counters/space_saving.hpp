@@ -69,7 +69,7 @@ class SpaceSaving {
       groups_.attach_min(s, 1);
     } else {
       // Eviction register: newest slot of the minimum group (the recency tie rule).
-      s = groups_.first_slot(groups_.min_group());
+      s = groups_.min_first_slot();
       table_.erase(hashes_[s], s);
       place(s, h, x);
       groups_.increment(s);  // c[x] = c_min + 1, and x becomes newest of its group

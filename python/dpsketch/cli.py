@@ -1,0 +1,620 @@
+"""The ``dpsketch`` command line (also ``python -m dpsketch``).
+
+``dpsketch top [FILE|-]``
+    Stream items from a text file (one item per line, gzip-compressed or not), a CSV column or a
+    Parquet column through a summary, release the differentially private heavy hitters once and
+    print them (rank, item, noisy count) as a table, JSON or CSV.
+``dpsketch top --demo``
+    The same on the bundled *retail* stream, plus recall and precision against the exact answer.
+``dpsketch experiment NAME``
+    Run one of the experiments of :mod:`dpsketch.experiments`.
+
+Exit status: 0 on success, 2 for usage errors (bad options or parameters), 1 for runtime errors
+(unreadable or empty input, a release the library refuses). Errors are one line on stderr,
+``dpsketch: error: ...``; they name line numbers, never the items themselves (an item label may
+only be shown once it has passed the release threshold).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import gzip
+import io
+import itertools
+import json
+import math
+import os
+import stat
+import sys
+import time
+
+import numpy as np
+
+__all__ = ["main"]
+
+PROG = "dpsketch"
+ALGORITHMS = ("spacesaving", "misragries", "countmin", "countsketch")
+FORMATS = ("text", "csv", "parquet")
+DEFAULT_K = 10
+DEMO_DEFAULT_K = 100  # at k = 10 no retail item reaches n/k, so recall would be vacuous
+DEFAULT_CHUNK = 1_000_000
+
+
+class UsageError(Exception):
+    """Bad command line: exit status 2."""
+
+
+class RunError(Exception):
+    """The command could not be carried out (input, release): exit status 1."""
+
+
+# ---------------------------------------------------------------------------------------------
+# argument parsing
+# ---------------------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (no usage dump) and never exits the interpreter."""
+
+    def error(self, message):
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _positive_float(name):
+    def conv(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not math.isfinite(v) or v <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be a finite number > 0, got {text}")
+        return v
+
+    return conv
+
+
+def _delta(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"delta must be a number, got {text!r}") from None
+    if not (0.0 < v < 1.0):
+        raise argparse.ArgumentTypeError(f"delta must be strictly between 0 and 1, got {text}")
+    return v
+
+
+def _int_at_least(name, lo, hi=None):
+    def conv(text):
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if v < lo or (hi is not None and v > hi):
+            bound = f">= {lo}" if hi is None else f"between {lo} and {hi}"
+            raise argparse.ArgumentTypeError(f"{name} must be an integer {bound}, got {text}")
+        return v
+
+    return conv
+
+
+def _oversample(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"oversample must be a number, got {text!r}") from None
+    if not math.isfinite(v) or v < 1:
+        raise argparse.ArgumentTypeError(f"oversample (capacity/k) must be a number >= 1, got {text}")
+    return v
+
+
+def _max_length(text):
+    if text == "auto":
+        return "auto"
+    return _int_at_least("max-stream-length", 1)(text)
+
+
+def _build_parser() -> _Parser:
+    p = _Parser(
+        prog=PROG,
+        description="Differentially private heavy hitters on data streams.",
+        epilog="Run 'dpsketch COMMAND --help' for the options of a command. See docs/cli.md.",
+    )
+    from . import __version__
+
+    p.add_argument("--version", action="version", version=f"dpsketch {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    t = sub.add_parser(
+        "top",
+        help="release the differentially private heavy hitters of a stream",
+        description=(
+            "Stream the items of FILE (or stdin) through a summary and release, once, the items "
+            "whose noisy count passes the mechanism's threshold. The table goes to stdout; a "
+            "header (mechanism, epsilon, delta, threshold, n) goes to stderr."
+        ),
+    )
+    t.add_argument("file", nargs="?", metavar="FILE", help="input file, or '-' for stdin (default)")
+    t.add_argument("--demo", action="store_true",
+                   help="run on the bundled retail stream and print recall/precision "
+                        f"(default --k {DEMO_DEFAULT_K})")
+    g = t.add_argument_group("input")
+    g.add_argument("--format", choices=FORMATS,
+                   help="input format (default: from the extension: .csv/.tsv -> csv, "
+                        ".parquet/.pq -> parquet, anything else -> text; a .gz suffix is looked through)")
+    g.add_argument("--column", metavar="NAME",
+                   help="CSV/Parquet column holding the items (optional when there is only one); "
+                        "with --no-header, a 0-based column index")
+    g.add_argument("--delimiter", metavar="CHAR", help="CSV field delimiter (default ',' or tab for .tsv)")
+    g.add_argument("--no-header", action="store_true", help="the CSV file has no header row")
+    g.add_argument("--encoding", default="utf-8", help="text/CSV encoding (default utf-8)")
+    keys = g.add_mutually_exclusive_group()
+    keys.add_argument("--int-keys", dest="keys", action="store_const", const="int",
+                      help="parse every item as a 64-bit integer")
+    keys.add_argument("--str-keys", dest="keys", action="store_const", const="str",
+                      help="keep every item as text")
+    g.add_argument("--chunk-size", type=_int_at_least("chunk-size", 1), default=DEFAULT_CHUNK,
+                   metavar="N", help=f"items per update batch (default {DEFAULT_CHUNK:,})")
+    m = t.add_argument_group("mechanism")
+    m.add_argument("--algorithm", "-a", choices=ALGORITHMS, default="spacesaving",
+                   help="summary: spacesaving (DPSS, default), misragries (PMG), countmin or "
+                        "countsketch (noisy sketch + candidate set)")
+    m.add_argument("--k", "-k", type=_int_at_least("k", 1), default=None,
+                   help=f"target: items with frequency >= n/k (default {DEFAULT_K})")
+    m.add_argument("--epsilon", "-e", type=_positive_float("epsilon"), default=1.0,
+                   help="privacy parameter epsilon > 0 (default 1.0)")
+    m.add_argument("--delta", "-d", type=_delta, default=1e-6,
+                   help="privacy parameter delta in (0, 1) (default 1e-6)")
+    m.add_argument("--oversample", type=_oversample, default=2.0,
+                   help="capacity / k, i.e. counters or candidates per target item (default 2)")
+    m.add_argument("--max-stream-length", type=_max_length, metavar="N|auto",
+                   help="countmin/countsketch: public upper bound on the number of items, fixed "
+                        "before reading ('auto': count a file in a first pass; Parquet: row count)")
+    m.add_argument("--length-epsilon", type=_positive_float("length-epsilon"), metavar="EPS",
+                   help="spacesaving: also release n with this extra epsilon instead of treating "
+                        "n as public (total epsilon + EPS)")
+    m.add_argument("--seed", type=_int_at_least("seed", 0, 2**64 - 1),
+                   help="seed the noise for reproducible experiments (the release is then NOT secret)")
+    o = t.add_argument_group("output")
+    fmt = o.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the release as JSON")
+    fmt.add_argument("--csv", action="store_true", help="print rank,item,noisy_count as CSV")
+    o.add_argument("--quiet", "-q", action="store_true", help="no header, notes or progress bar on stderr")
+    o.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.set_defaults(handler=_cmd_top, keys="auto")
+
+    e = sub.add_parser(
+        "experiment",
+        help="run a paper experiment (dpsketch.experiments)",
+        description="Run one experiment of dpsketch.experiments and write its results.",
+    )
+    e.add_argument("name", metavar="NAME", help="experiment name")
+    e.add_argument("--quick", action="store_true", help="small, fast version")
+    e.add_argument("--out", metavar="DIR", help="output folder")
+    e.add_argument("--repeats", type=_int_at_least("repeats", 1), metavar="R", help="repetitions")
+    e.add_argument("--seed", type=_int_at_least("seed", 0, 2**64 - 1), metavar="S", help="seed")
+    e.add_argument("--data", metavar="PATH", help="folder or file with the real data sets")
+    e.set_defaults(handler=_cmd_experiment)
+    return p
+
+
+# ---------------------------------------------------------------------------------------------
+# stderr helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _note(args, msg):
+    if not getattr(args, "quiet", False):
+        print(f"{PROG}: {msg}", file=sys.stderr)
+
+
+def _warn(msg):
+    print(f"{PROG}: warning: {msg}", file=sys.stderr)
+
+
+class _Progress:
+    """Progress on stderr, only when stderr is a terminal: tqdm if importable, else a one-line
+    counter redrawn at most 5 times a second, shown only for inputs that take > 0.5 s."""
+
+    def __init__(self, enabled, total, unit):
+        self.total, self.unit, self.last = total, unit, 0
+        self.bar = None
+        self.enabled = bool(enabled)
+        self.t0 = time.monotonic()
+        self.drawn = 0.0
+        self.shown = False
+        if not self.enabled:
+            return
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return
+        try:
+            self.bar = tqdm(total=total, unit=unit, unit_scale=True, file=sys.stderr, leave=False,
+                            delay=0.5, desc=PROG)
+        except TypeError:  # tqdm without delay=
+            self.bar = tqdm(total=total, unit=unit, unit_scale=True, file=sys.stderr, leave=False, desc=PROG)
+
+    def update(self, pos):
+        if not self.enabled or pos is None:
+            return
+        if self.bar is not None:
+            self.bar.update(pos - self.last)
+            self.last = pos
+            return
+        now = time.monotonic()
+        if now - self.t0 < 0.5 or now - self.drawn < 0.2:
+            return
+        self.drawn, self.shown = now, True
+        done = _si(pos) + self.unit
+        if self.total:
+            frac = min(1.0, pos / self.total)
+            width = 30
+            fill = int(frac * width)
+            line = f"{PROG}: [{'#' * fill}{'.' * (width - fill)}] {frac:6.1%}  {done} / {_si(self.total)}{self.unit}"
+        else:
+            line = f"{PROG}: {done} read"
+        sys.stderr.write("\r" + line + "\x1b[K")
+        sys.stderr.flush()
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+        elif self.shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def _si(x):
+    for unit in ("", "k", "M", "G", "T"):
+        if abs(x) < 1000:
+            return f"{x:.0f}{unit}" if unit == "" else f"{x:.1f}{unit}"
+        x /= 1000.0
+    return f"{x:.1f}P"
+
+
+# ---------------------------------------------------------------------------------------------
+# input
+# ---------------------------------------------------------------------------------------------
+
+
+def _detect_format(path: str | None) -> str:
+    if path is None or path == "-":
+        return "text"
+    name = os.path.basename(path).lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    if name.endswith((".csv", ".tsv")):
+        return "csv"
+    if name.endswith((".parquet", ".pq", ".parq")):
+        return "parquet"
+    return "text"
+
+
+def _display(path):
+    return "stdin" if path == "-" else repr(path)
+
+
+def _canonical_ints(items):
+    """int64 array when every item is a canonical decimal integer in the int64 range (so the
+    integer prints back as the same text), else None."""
+    try:
+        vals = list(map(int, items))
+    except (ValueError, TypeError):
+        return None
+    if not all(map(str.__eq__, map(str, vals), items)):
+        return None
+    try:
+        return np.array(vals, dtype=np.int64)
+    except OverflowError:
+        return None
+
+
+class _KeyConverter:
+    """Turns a chunk of text items into keys. Mode 'str' keeps the text; 'int' parses every item
+    with int() (leading zeros, '+', surrounding space allowed); 'auto' decides on the first
+    chunk: int keys if every item there is a canonical integer (e.g. '42', '-7', not '007'),
+    else str. Later chunks must then follow the same choice."""
+
+    def __init__(self, mode):
+        self.mode = mode
+        self.chosen = None if mode == "auto" else mode
+        self.how = "auto-detected from the first chunk" if mode == "auto" else "forced"
+
+    def describe(self):
+        if self.chosen is None:
+            return "none"
+        return f"{self.chosen} ({self.how})"
+
+    def convert(self, items, locate):
+        if self.chosen is None:
+            arr = _canonical_ints(items)
+            self.chosen = "int" if arr is not None else "str"
+            return arr if arr is not None else items
+        if self.chosen == "str":
+            return items
+        if self.mode == "auto":
+            arr = _canonical_ints(items)
+            if arr is not None:
+                return arr
+            bad = next(i for i, s in enumerate(items) if _canonical_ints([s]) is None)
+            raise RunError(
+                f"{locate(bad)} is not an integer, but the keys were auto-detected as integers from "
+                f"the first chunk; rerun with --str-keys (or --int-keys to parse leniently)"
+            )
+        out = np.empty(len(items), dtype=np.int64)
+        for i, s in enumerate(items):
+            try:
+                out[i] = int(s)
+            except ValueError:
+                raise RunError(f"{locate(i)} is not an integer (--int-keys); rerun without --int-keys") from None
+            except OverflowError:
+                raise RunError(f"{locate(i)} does not fit in a signed 64-bit integer (--int-keys)") from None
+        return out
+
+
+class _Input:
+    """An input source that yields key batches for ``update_many``."""
+
+    def __init__(self, args):
+        self.path = args.file if args.file is not None else "-"
+        self.format = args.format or _detect_format(self.path)
+        self.column = args.column
+        self.no_header = args.no_header
+        self.chunk_size = args.chunk_size
+        enc = args.encoding
+        try:
+            import codecs
+
+            enc = codecs.lookup(enc).name
+        except LookupError:
+            raise UsageError(f"unknown encoding {args.encoding!r}") from None
+        self.encoding = "utf-8-sig" if enc == "utf-8" else enc  # drop a leading byte-order mark
+        self.delimiter = args.delimiter
+        self.keys = _KeyConverter(args.keys)
+        self.skipped = 0
+        self.skipped_what = "blank lines" if self.format == "text" else "empty values"
+        self.total = None  # progress total (bytes or rows)
+        self.unit = "B"
+        self._pos = lambda: None
+        if self.format == "text" and self.column is not None:
+            raise UsageError("--column is only for CSV and Parquet input; pass --format csv or --format parquet")
+        if self.format != "csv" and (self.delimiter is not None or self.no_header):
+            raise UsageError("--delimiter and --no-header are only for CSV input")
+        if self.delimiter is not None and len(self.delimiter) != 1:
+            if self.delimiter in ("\\t", "tab"):
+                self.delimiter = "\t"
+            else:
+                raise UsageError(f"--delimiter must be one character, got {self.delimiter!r}")
+        if self.no_header and self.column is not None:
+            try:
+                self.col_index = int(self.column)
+            except ValueError:
+                raise UsageError("with --no-header, --column is a 0-based column index") from None
+            if self.col_index < 0:
+                raise UsageError("with --no-header, --column is a 0-based column index")
+        if self.path != "-" and not os.path.exists(self.path):
+            raise RunError(f"cannot read {self.path!r}: no such file")
+        if self.path != "-" and os.path.isdir(self.path):
+            raise RunError(f"cannot read {self.path!r}: it is a directory")
+
+    def position(self):
+        return self._pos()
+
+    # -- raw bytes ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _binary(self):
+        """The decompressed byte stream (gzip detected by its magic bytes)."""
+        if self.path == "-":
+            buf = sys.stdin.buffer
+            if not hasattr(buf, "peek"):
+                buf = io.BufferedReader(buf)
+            raw, owned = buf, False
+        else:
+            raw, owned = open(self.path, "rb"), True
+            st = os.fstat(raw.fileno())
+            if stat.S_ISREG(st.st_mode):
+                self.total, self.unit = st.st_size, "B"
+                self._pos = raw.tell
+        try:
+            magic = raw.peek(2)[:2]
+            stream = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
+            yield stream
+        finally:
+            if owned:
+                raw.close()
+
+    @contextlib.contextmanager
+    def _text(self, newline=None):
+        with self._binary() as stream:
+            text = io.TextIOWrapper(stream, encoding=self.encoding, newline=newline)
+            try:
+                yield text
+            finally:
+                text.detach()  # never close stdin through the wrapper
+
+    # -- chunk generators ---------------------------------------------------------------------
+    def chunks(self):
+        """Batches of keys (list of str, int64 array or pyarrow array); empty items are skipped."""
+        if self.format == "parquet":
+            yield from self._parquet_chunks()
+            return
+        gen = self._text_chunks() if self.format == "text" else self._csv_chunks()
+        for items, locate in gen:
+            if items:
+                yield self.keys.convert(items, locate)
+
+    def _text_chunks(self):
+        line_no = 0
+        try:
+            with self._text() as fh:
+                while True:
+                    raw = list(itertools.islice(fh, self.chunk_size))
+                    if not raw:
+                        return
+                    start = line_no + 1
+                    line_no += len(raw)
+                    stripped = list(map(str.strip, raw))
+                    items = [s for s in stripped if s]
+                    self.skipped += len(raw) - len(items)
+
+                    def locate(idx, stripped=stripped, start=start):
+                        seen = -1
+                        for j, s in enumerate(stripped):
+                            seen += bool(s)
+                            if seen == idx:
+                                return f"line {start + j}"
+                        return f"line {start}"  # pragma: no cover
+
+                    yield items, locate
+        except UnicodeDecodeError:
+            raise RunError(
+                f"{_display(self.path)} is not valid {self.encoding.replace('-sig', '')} text "
+                f"(after line {line_no}); pass --encoding, or check that it is a text file"
+            ) from None
+
+    def _csv_chunks(self):
+        delim = self.delimiter
+        if delim is None:
+            delim = "\t" if _detect_base(self.path).endswith(".tsv") else ","
+        try:
+            with self._text(newline="") as fh:
+                reader = csv.reader(fh, delimiter=delim)
+                if self.no_header:
+                    idx = self.col_index if self.column is not None else 0
+                else:
+                    header = next(reader, None)
+                    if header is None:
+                        raise RunError(f"{_display(self.path)} is empty (no CSV header row)")
+                    header = [h.strip() for h in header]
+                    idx = self._pick_column(header)
+                colname = self.column if self.column is not None else f"#{idx}"
+                items, lines = [], []
+                for row in reader:
+                    if not row:
+                        continue  # blank line
+                    if idx >= len(row):
+                        raise RunError(
+                            f"line {reader.line_num} of {_display(self.path)} has {len(row)} "
+                            f"field(s); column {colname!r} is field {idx + 1}"
+                        )
+                    v = row[idx].strip()
+                    if not v:
+                        self.skipped += 1
+                        continue
+                    items.append(v)
+                    lines.append(reader.line_num)
+                    if len(items) >= self.chunk_size:
+                        yield items, (lambda i, lines=lines: f"line {lines[i]}")
+                        items, lines = [], []
+                if items:
+                    yield items, (lambda i, lines=lines: f"line {lines[i]}")
+        except UnicodeDecodeError:
+            raise RunError(
+                f"{_display(self.path)} is not valid {self.encoding.replace('-sig', '')} text; pass --encoding"
+            ) from None
+        except csv.Error as exc:
+            raise RunError(f"malformed CSV in {_display(self.path)}: {exc}") from None
+
+    def _pick_column(self, header):
+        if self.column is None:
+            if len(header) == 1:
+                return 0
+            raise UsageError(
+                f"{_display(self.path)} has {len(header)} columns ({', '.join(map(repr, header[:20]))}"
+                f"{', ...' if len(header) > 20 else ''}); pick one with --column NAME"
+            )
+        if self.column in header:
+            return header.index(self.column)
+        raise UsageError(
+            f"no column {self.column!r} in {_display(self.path)}; its columns are "
+            f"{', '.join(map(repr, header[:20]))}{', ...' if len(header) > 20 else ''}"
+        )
+
+    def _parquet_chunks(self):
+        try:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise RunError("install pyarrow to read Parquet (pip install pyarrow)") from None
+        if self.path == "-":
+            source = pa.BufferReader(sys.stdin.buffer.read())
+        else:
+            source = self.path
+        try:
+            pf = pq.ParquetFile(source)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise RunError(f"cannot read {_display(self.path)} as Parquet: {_first_line(exc)}") from None
+        schema = pf.schema_arrow
+        names = list(schema.names)
+        if self.column is None:
+            if len(names) != 1:
+                raise UsageError(
+                    f"{_display(self.path)} has {len(names)} columns ({', '.join(map(repr, names[:20]))}"
+                    f"{', ...' if len(names) > 20 else ''}); pick one with --column NAME"
+                )
+            column = names[0]
+        elif self.column in names:
+            column = self.column
+        else:
+            raise UsageError(
+                f"no column {self.column!r} in {_display(self.path)}; its columns are "
+                f"{', '.join(map(repr, names[:20]))}{', ...' if len(names) > 20 else ''}"
+            )
+        typ = schema.field(column).type
+        if pa.types.is_dictionary(typ):
+            typ = typ.value_type
+        is_int = pa.types.is_integer(typ)
+        is_str = pa.types.is_string(typ) or pa.types.is_large_string(typ) or (
+            hasattr(pa.types, "is_string_view") and pa.types.is_string_view(typ))
+        if not (is_int or is_str):
+            raise RunError(
+                f"column {column!r} has type {typ}; only integer and string columns can be items"
+            )
+        self.total, self.unit = pf.metadata.num_rows, " rows"
+        mode = self.keys.mode
+        if mode == "auto":
+            mode = "int" if is_int else "str"
+        self.keys.chosen = mode
+        self.keys.how = "from the Parquet column type" if self.keys.mode == "auto" else "forced"
+        rows = 0
+        self._pos = lambda: rows
+        try:
+            for batch in pf.iter_batches(batch_size=self.chunk_size, columns=[column]):
+                arr = batch.column(0)
+                rows += len(arr)
+                if pa.types.is_dictionary(arr.type):
+                    arr = arr.dictionary_decode()
+                if arr.null_count:
+                    self.skipped += arr.null_count
+                    arr = pc.drop_null(arr)
+                if not len(arr):
+                    continue
+                if is_str and not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+                    arr = arr.cast(pa.large_string())
+                if mode == "str" and is_int:
+                    arr = arr.cast(pa.string())
+                elif mode == "int" and is_str:
+                    try:
+                        arr = pc.cast(pc.utf8_trim_whitespace(arr), pa.int64())
+                    except pa.ArrowInvalid:
+                        raise RunError(
+                            f"column {column!r} holds values that are not 64-bit integers (--int-keys)"
+                        ) from None
+                yield arr
+        except (pa.ArrowException, OSError) as exc:
+            if isinstance(exc, RunError):  # pragma: no cover
+                raise
+            raise RunError(f"cannot read {_display(self.path)} as Parquet: {_first_line(exc)}") from None
+
+
+def _detect_base(path):
+    name = os.path.basename(path or "").lower()
+    return name[:-3] if name.endswith(".gz") else name
+
+
+def _first_line(exc):
+    s = str(exc).strip().splitlines()
+    return s[0] if s else type(exc).__name__

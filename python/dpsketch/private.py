@@ -1,0 +1,246 @@
+"""Differentially private linear sketches (ALGORITHMS.md §4) and the error-envelope heavy-hitter
+wrapper over them (§5). Noise is drawn once, when the object is built, from the secure generator
+(or from ``seed`` -- reproducible and NOT secret, for experiments)."""
+
+from __future__ import annotations
+
+import math
+
+from . import _core
+from ._keyed import Keyed
+from ._validation import check_int
+from .release import (
+    Release,
+    ReleaseGuard,
+    build_release,
+    check_length_params,
+    check_privacy_params,
+    make_rng,
+)
+
+__all__ = ["PrivateCountMin", "PrivateCountSketch", "SketchHeavyHitters", "zcdp_to_dp"]
+
+_R = _core.release
+# Hash seeds are public (they are released with the sketch); with seed=S they are derived from S
+# so a seeded experiment is reproducible end to end.
+_HASH_SALT = 0x5EED_1234_ABCD_0001
+
+
+def zcdp_to_dp(rho: float, delta: float) -> float:
+    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (ALGORITHMS.md §1)."""
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+
+
+def _hash_seed(seed):
+    if seed is None:
+        import secrets
+
+        return secrets.randbits(64)
+    return (seed ^ _HASH_SALT) & (2**64 - 1)
+
+
+class _PrivateLinear(Keyed):
+    _count_min: bool
+
+    def __init__(self, width: int, depth: int, *, epsilon=None, rho=None, beta: float = 0.01, seed=None, key_type=None):
+        self._width = check_int("width", width, 1, 2**31)
+        self._depth = check_int("depth", depth, 1, _core.MAX_DEPTH)
+        if self._width * self._depth > _core.MAX_CELLS:
+            raise ValueError(f"width * depth must be at most {_core.MAX_CELLS} cells; lower width or depth")
+        if (epsilon is None) == (rho is None):
+            raise ValueError("pass exactly one of epsilon= (pure DP, Laplace noise) or rho= (zCDP, Gaussian noise)")
+        if epsilon is not None:
+            self._epsilon, _ = check_privacy_params(epsilon, 0.5)
+            self._rho = None
+        else:
+            self._rho, _ = check_privacy_params(rho, 0.5, name="rho")
+            self._epsilon = None
+        if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not (0 < float(beta) < 1):
+            raise ValueError(f"beta must be in (0, 1), got {beta!r}")
+        self._beta = float(beta)
+        self._seed = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
+        self._hash_seed = _hash_seed(self._seed)
+        self._frozen = False
+        self._guard = ReleaseGuard()
+        super().__init__(key_type)
+
+    def _noise(self):
+        """(kind, num, den, shift): §4 pure DP cell noise DLap(d/ε) (ℓ1-sensitivity d), or zCDP
+        DGauss(σ²) with σ² = d/(2ρ) (ℓ2-sensitivity √d) and, for Count-Min, the shift E."""
+        d = self._depth
+        if self._epsilon is not None:
+            num, den = _R.laplace_scale(d, self._epsilon)
+            return "laplace", num, den, 0
+        num, den = _R.gaussian_sigma2(d, self._rho)
+        shift = _R.gaussian_cm_shift(num / den, d, self._width, self._beta) if self._count_min else 0
+        return "gaussian", num, den, shift
+
+    def _make(self, key_type):
+        kind, num, den, shift = self._noise()
+        rng, _ = make_rng(self._seed)
+        return self._natives[key_type](self._width, self._depth, self._hash_seed, kind, num, den, shift, False, rng)
+
+    def _restore_params(self):
+        impl = self._impl
+        self._width, self._depth, self._hash_seed = impl.width, impl.depth, impl.seed
+        num, den = impl.noise_param
+        if impl.noise_kind == "laplace":  # scale = d/ε
+            self._epsilon, self._rho = self._depth * den / num, None
+        else:  # σ² = d/(2ρ)
+            self._rho, self._epsilon = self._depth * den / (2 * num), None
+        self._beta, self._seed, self._frozen, self._guard = None, None, True, ReleaseGuard()
+
+    width = property(lambda self: self._width, doc="Columns per row.")
+    depth = property(lambda self: self._depth, doc="Rows.")
+    epsilon = property(lambda self: self._epsilon, doc="Pure-DP ε of the noisy cells (None for zCDP).")
+    rho = property(lambda self: self._rho, doc="zCDP ρ of the noisy cells (None for pure DP).")
+
+    def privacy(self, delta: float | None = None) -> dict:
+        """The guarantee of the noisy cells; with ``delta``, the (ε, δ) conversion of ρ-zCDP."""
+        out = {"epsilon": self._epsilon, "rho": self._rho, "noise": self._impl.noise_kind,
+               "noise_param": self._impl.noise_param, "shift": self._impl.shift}
+        if self._rho is not None and delta is not None:
+            out["epsilon_from_zcdp"] = zcdp_to_dp(self._rho, delta)
+            out["delta"] = delta
+        return out
+
+    def update(self, item) -> None:
+        self._check_not_frozen()
+        super().update(item)
+
+    def update_many(self, items) -> None:
+        self._check_not_frozen()
+        super().update_many(items)
+
+    def _check_not_frozen(self):
+        if self._frozen:
+            raise RuntimeError("this is a released (published) sketch and is read-only; keep updating the original")
+
+    def cells(self):
+        """The noisy cells, shape (depth, width). Safe to publish: they are the DP object."""
+        return self._impl.cells()
+
+    def estimate_many(self, items):
+        from ._keys import int_batch
+
+        if self._key_type_fixed and self._key_type != "int":
+            raise TypeError("this sketch has str keys; estimate them one by one")
+        return self._impl.estimate_many(int_batch(items))
+
+    def release(self, *, allow_repeat: bool = False):
+        """The noisy sketch as a publishable, read-only copy (serializable with to_bytes, queryable
+        with estimate). Publishing the sketch at more than one time composes privacy loss, so a
+        second release raises unless ``allow_repeat=True``."""
+        self._guard.next(type(self).__name__, allow_repeat)
+        out = type(self).from_bytes(self.to_bytes())
+        out._beta, out._seed = self._beta, self._seed
+        return out
+
+    def _repr_fields(self):
+        p = f"epsilon={self._epsilon:g}" if self._epsilon is not None else f"rho={self._rho:g}"
+        return f"width={self._width}, depth={self._depth}, {p}"
+
+
+class PrivateCountMin(_PrivateLinear):
+    """Count-Min with noisy cells: ``epsilon`` → every cell += DLap(depth/ε) (ε-DP); ``rho`` →
+    every cell += DGauss(depth/(2ρ)) + E with E chosen so that, w.p. 1 − β, estimates never
+    underestimate (ρ-zCDP; Zhao et al.). ALGORITHMS.md §4."""
+
+    _natives = {"int": _R.PrivateCountMinInt, "str": _R.PrivateCountMinStr}
+    _family = 7
+    _count_min = True
+
+
+class PrivateCountSketch(_PrivateLinear):
+    """CountSketch with noisy cells (DLap(depth/ε) or DGauss(depth/(2ρ)), no shift); ``estimate``
+    is the median of the signed row values (a float). ALGORITHMS.md §4."""
+
+    _natives = {"int": _R.PrivateCountSketchInt, "str": _R.PrivateCountSketchStr}
+    _family = 8
+    _count_min = False
+
+
+class SketchHeavyHitters(Keyed):
+    """(ε, δ)-DP heavy hitters from a noisy Count-Min or CountSketch plus ``capacity`` candidates
+    (Holland's error-envelope wrapper, ALGORITHMS.md §5).
+
+    ``depth`` defaults to max(32, ⌈log2((max_stream_length + capacity)/(δ/2))⌉) and ``width`` to
+    2·capacity (Count-Min) or 3·capacity (CountSketch); given values are checked against §5.
+    ``release()`` publishes candidates whose final noisy estimate exceeds
+    max(n/capacity + 1 + γ2 + 2γ1, n/k − γ2); every constant is in the release metadata.
+    """
+
+    _family = 0
+
+    def __init__(self, sketch: str = "countmin", *, k: int, capacity: int, epsilon: float, delta: float,
+                 max_stream_length: int, seed: int | None = None, width: int | None = None,
+                 depth: int | None = None, key_type=None):
+        if sketch not in ("countmin", "countsketch"):
+            raise ValueError(f"sketch must be 'countmin' or 'countsketch', got {sketch!r}")
+        self._sketch = sketch
+        self._k = check_int("k", k, 1, 2**62)
+        self._capacity = check_int("capacity", capacity, 2, _core.MAX_CAPACITY)
+        if self._capacity <= self._k:
+            raise ValueError(f"capacity must exceed k (got capacity={capacity}, k={k}); the paper uses capacity = 4k")
+        self._epsilon, self._delta = check_privacy_params(epsilon, delta)
+        self._n_max = check_int("max_stream_length", max_stream_length, 1, 2**62)
+        self._width = 0 if width is None else check_int("width", width, 1, 2**31)
+        self._depth = 0 if depth is None else check_int("depth", depth, 1, _core.MAX_DEPTH)
+        self._seed = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
+        self._hash_seed = _hash_seed(self._seed)
+        self._guard = ReleaseGuard()
+        prefix = "EnvelopeCountMin" if sketch == "countmin" else "EnvelopeCountSketch"
+        self._natives = {"int": getattr(_R, prefix + "Int"), "str": getattr(_R, prefix + "Str")}
+        super().__init__(key_type)
+
+    def _make(self, key_type):
+        rng, _ = make_rng(self._seed)
+        return self._natives[key_type](
+            self._k, self._capacity, self._width, self._depth, self._epsilon, self._delta, self._n_max,
+            self._hash_seed, rng,
+        )
+
+    def update_many(self, items) -> None:
+        n = len(items)
+        if self.n + n > self._n_max:
+            raise ValueError(
+                f"adding {n} items would exceed max_stream_length={self._n_max} (n is {self.n}); the error "
+                "envelope was derived for that length. Build with a larger max_stream_length"
+            )
+        super().update_many(items)
+
+    def update(self, item) -> None:
+        if self.n + 1 > self._n_max:
+            raise ValueError(f"the stream already has max_stream_length={self._n_max} items; build with a larger one")
+        super().update(item)
+
+    width = property(lambda self: self._impl.width, doc="Columns of the noisy sketch.")
+    depth = property(lambda self: self._impl.depth, doc="Rows of the noisy sketch.")
+    k = property(lambda self: self._k)
+    capacity = property(lambda self: self._capacity)
+
+    def release(self, *, seed: int | None = None, length_epsilon: float | None = None,
+                length_delta: float | None = None, allow_repeat: bool = False) -> Release:
+        """Publish the heavy hitters (§5). ``seed`` seeds only the length noise of the rigorous
+        mode; the sketch noise was drawn at construction (from the constructor's ``seed``)."""
+        le, ld = check_length_params(length_epsilon, length_delta, self._delta)
+        extra = self._guard.next(type(self).__name__, allow_repeat)
+        rng, _ = make_rng(seed if seed is not None else (None if self._seed is None else self._seed ^ 0xA5A5))
+        raw = self._impl.release(le, ld, rng)
+        extra.update(sketch=self._sketch, delta_split="delta_noise = delta_hash = delta/2")
+        return build_release(
+            raw, mechanism=f"SketchHeavyHitters[{self._sketch}]", epsilon=self._epsilon, delta=self._delta,
+            n_public=self.n, seeded=self._seed is not None, extra=extra, length_epsilon=le, length_delta=ld,
+        )
+
+    def to_bytes(self):
+        raise NotImplementedError(
+            "SketchHeavyHitters is not serializable (its candidate set is internal state); release() and "
+            "serialize the Release instead"
+        )
+
+    def __reduce__(self):
+        return self.to_bytes()
+
+    def _repr_fields(self):
+        return f"{self._sketch!r}, k={self._k}, capacity={self._capacity}, epsilon={self._epsilon:g}, delta={self._delta:g}"
