@@ -479,3 +479,20 @@ def test_declared_sizes_do_not_allocate(bounded_memory):
     struct.pack_into("<I", b, 8 + 4 + 8, 2**28)
     with pytest.raises(ValueError):
         SpaceSaving.from_bytes(bytes(b))
+
+
+@pytest.mark.parametrize("cls", [MisraGries, SpaceSaving])
+def test_invalid_utf8_string_key_is_rejected(cls):
+    """str keys come back as Python str: bytes holding a key that is not UTF-8 are corrupt (else the
+    restored summary's items() would raise forever)."""
+    s = cls(2)
+    s.update_many(["abc", "abc", "xyz", "q\u00e9"])  # MG(2): the third key forces a decrement
+    b = s.to_bytes()
+    keys = [k for k, _ in (s.items(include_zero=True) if cls is MisraGries else s.items())]
+    assert keys
+    for k in keys:
+        i = b.find(k.encode())
+        d = bytearray(b)
+        d[i] = 0xFF
+        with pytest.raises(ValueError, match="UTF-8"):
+            cls.from_bytes(bytes(d))

@@ -172,8 +172,8 @@ def _build_parser() -> _Parser:
                    help="countmin/countsketch: public upper bound on the number of items, fixed "
                         "before reading ('auto': count a file in a first pass; Parquet: row count)")
     m.add_argument("--length-epsilon", type=_positive_float("length-epsilon"), metavar="EPS",
-                   help="spacesaving: also release n with this extra epsilon instead of treating "
-                        "n as public (total epsilon + EPS)")
+                   help="treat n as private: release a noisy n with this extra epsilon (total "
+                        "privacy (epsilon + EPS, 2 delta)) instead of treating n as public")
     m.add_argument("--seed", type=_int_at_least("seed", 0, 2**64 - 1),
                    help="seed the noise for reproducible experiments (the release is then NOT secret)")
     o = t.add_argument_group("output")
@@ -618,3 +618,337 @@ def _detect_base(path):
 def _first_line(exc):
     s = str(exc).strip().splitlines()
     return s[0] if s else type(exc).__name__
+# ---------------------------------------------------------------------------------------------
+# dpsketch top
+# ---------------------------------------------------------------------------------------------
+
+
+def _make_estimator(args, capacity, max_len):
+    import dpsketch
+
+    if args.algorithm == "spacesaving":
+        return dpsketch.SpaceSaving(capacity)
+    if args.algorithm == "misragries":
+        return dpsketch.MisraGries(capacity)
+    return dpsketch.SketchHeavyHitters(
+        sketch=args.algorithm, k=args.k, capacity=capacity, epsilon=args.epsilon, delta=args.delta,
+        max_stream_length=max_len, seed=args.seed,
+    )
+
+
+def _release(args, est):
+    extra = {} if args.length_epsilon is None else {"length_epsilon": args.length_epsilon}
+    if args.algorithm == "spacesaving":
+        return est.release(args.epsilon, args.delta, args.k, seed=args.seed, **extra)
+    if args.algorithm == "misragries":
+        return est.release(args.epsilon, args.delta, k=args.k, seed=args.seed, **extra)
+    return est.release(**extra)  # sketch noise was drawn at construction (seeded there)
+
+
+def _num(x):
+    if isinstance(x, (bool, np.bool_)):
+        return str(bool(x))
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    if isinstance(x, (float, np.floating)):
+        x = float(x)
+        if x.is_integer() and abs(x) < 1e15:
+            return str(int(x))
+        return f"{x:.10g}"
+    return str(x)
+
+
+def _label(key):
+    s = str(key)
+    return s if s.isprintable() else repr(s)[1:-1]
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    return str(o)
+
+
+def _print_table(items, threshold):
+    out = sys.stdout
+    rows = [(str(i), _label(k), _num(v)) for i, (k, v) in enumerate(items, 1)]
+    head = ("rank", "item", "noisy count")
+    w = [max([len(head[j])] + [len(r[j]) for r in rows]) for j in range(3)]
+    out.write(f"{head[0]:>{w[0]}}  {head[1]:<{w[1]}}  {head[2]:>{w[2]}}\n")
+    for r in rows:
+        out.write(f"{r[0]:>{w[0]}}  {r[1]:<{w[1]}}  {r[2]:>{w[2]}}\n")
+    if not rows:
+        out.write(f"(no item passed the threshold {_num(threshold)})\n")
+
+
+def _print_csv(items):
+    w = csv.writer(sys.stdout, lineterminator="\n")
+    w.writerow(["rank", "item", "noisy_count"])
+    for i, (k, v) in enumerate(items, 1):
+        w.writerow([i, k, _num(v)])
+
+
+def _evaluate(stream, items, k):
+    """Recall and precision of the released keys against {x : f(x) >= n/k} (exact, non-private)."""
+    n = len(stream)
+    keys, counts = np.unique(stream, return_counts=True)
+    truth = set(keys[counts * k >= n].tolist())  # f(x) >= n/k, exactly in integers
+    released = {k_ for k_, _ in items}
+    hit = len(truth & released)
+    return {
+        "true_heavy_hitters": len(truth),
+        "released": len(released),
+        "correct": hit,
+        "recall": hit / len(truth) if truth else 1.0,
+        "precision": hit / len(released) if released else 1.0,
+        "threshold_n_over_k": n / k,
+        "note": "evaluated against the exact counts: not differentially private",
+    }
+
+
+def _cmd_top(args):
+    if args.demo:
+        if args.file is not None:
+            raise UsageError("--demo reads the bundled retail stream; do not also give FILE")
+        for opt in ("format", "column", "delimiter"):
+            if getattr(args, opt) is not None:
+                raise UsageError(f"--{opt} does not apply to --demo")
+    if args.k is None:
+        args.k = DEMO_DEFAULT_K if args.demo else DEFAULT_K
+    if args.max_stream_length is not None and args.algorithm not in ("countmin", "countsketch"):
+        raise UsageError("--max-stream-length is only for --algorithm countmin/countsketch")
+    capacity = max(args.k, math.ceil(args.oversample * args.k - 1e-9))
+
+    src = None
+    stream = None
+    max_len = args.max_stream_length
+    if args.demo:
+        import dpsketch.datasets
+
+        stream = dpsketch.datasets.retail()
+        if max_len in (None, "auto"):
+            max_len = len(stream)
+    else:
+        src = _Input(args)
+    sketch = args.algorithm in ("countmin", "countsketch")
+    if sketch and max_len is None and src.format == "parquet" and src.path != "-":
+        max_len = "auto"
+    if sketch and max_len is None:
+        raise UsageError(
+            f"--algorithm {args.algorithm} needs --max-stream-length N, a public upper bound on "
+            f"the number of items fixed before reading (or 'auto' to count a file in a first pass)"
+        )
+    if sketch and max_len == "auto":
+        if src.path == "-":
+            raise UsageError("--max-stream-length auto cannot count stdin; give a number")
+        max_len = _count_items(src, args)
+        _note(args, f"max stream length {max_len:,} (counted in a first pass; the length is treated as public)")
+        if max_len == 0:
+            raise RunError(f"{_display(src.path)} has no items")
+
+    if args.seed is not None:
+        _warn("--seed makes the noise reproducible: this release is NOT secret (use for experiments only)")
+
+    try:
+        est = _make_estimator(args, capacity, max_len)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise UsageError(_first_line(exc)) from None
+
+    n = 0
+    if args.demo:
+        progress = _Progress(_show_progress(args), len(stream), " items")
+        try:
+            for i in range(0, len(stream), args.chunk_size):
+                chunk = stream[i : i + args.chunk_size]
+                est.update_many(chunk)
+                n += len(chunk)
+                progress.update(n)
+        finally:
+            progress.close()
+        keys_desc = "int (retail item ids)"
+        source_desc = f"bundled retail stream ({len(stream):,} items)"
+    else:
+        n = _feed(src, est, args)
+        keys_desc = src.keys.describe()
+        source_desc = _display(src.path)
+        if n == 0:
+            what = f" ({src.skipped:,} {src.skipped_what} skipped)" if src.skipped else ""
+            raise RunError(f"{source_desc} has no items{what}")
+        if src.skipped:
+            _note(args, f"skipped {src.skipped:,} {src.skipped_what}")
+
+    try:
+        rel = _release(args, est)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise RunError(f"release failed: {_first_line(exc)}") from None
+
+    items = [(k, v) for k, v in rel.items]
+    _print_header(args, rel, capacity, keys_desc, source_desc, len(items))
+    evaluation = _evaluate(stream, items, args.k) if args.demo else None
+
+    if args.json:
+        obj = rel.to_dict()
+        obj["cli"] = {
+            "algorithm": args.algorithm, "k": args.k, "capacity": capacity, "source": source_desc,
+            "keys": keys_desc, "items_read": n,
+            "skipped": 0 if src is None else src.skipped,
+        }
+        if evaluation is not None:
+            obj["evaluation"] = evaluation
+        json.dump(obj, sys.stdout, default=_json_default, indent=2)
+        sys.stdout.write("\n")
+    elif args.csv:
+        _print_csv(items)
+    else:
+        _print_table(items, rel.threshold)
+    if evaluation is not None and not args.json:
+        ev = evaluation
+        out = sys.stderr if args.csv else sys.stdout
+        print(
+            f"recall    {ev['recall']:.3f}  ({ev['correct']}/{ev['true_heavy_hitters']} items with "
+            f"f(x) >= n/k = {ev['threshold_n_over_k']:.2f} released)\n"
+            f"precision {ev['precision']:.3f}  ({ev['correct']}/{ev['released']} released items have "
+            f"f(x) >= n/k)\n"
+            f"(exact counts, for evaluation only: not differentially private)",
+            file=out,
+        )
+    return 0
+
+
+def _show_progress(args):
+    return not (args.quiet or args.no_progress) and _isatty(sys.stderr)
+
+
+def _isatty(f):
+    try:
+        return f.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _feed(src, est, args):
+    n = 0
+    progress = None
+    try:
+        for batch in src.chunks():
+            if progress is None:
+                progress = _Progress(_show_progress(args), src.total, src.unit)
+            try:
+                est.update_many(batch)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise RunError(f"cannot add the items of {_display(src.path)}: {_first_line(exc)}") from None
+            n += len(batch)
+            progress.update(src.position() if src.total else n)
+    except OSError as exc:
+        raise RunError(f"cannot read {_display(src.path)}: {exc.strerror or _first_line(exc)}") from None
+    except EOFError:
+        raise RunError(f"{_display(src.path)} is truncated (compressed stream ended early)") from None
+    finally:
+        if progress is not None:
+            progress.close()
+    return n
+
+
+def _count_items(src, args):
+    """First pass for --max-stream-length auto: Parquet row count, else count the items."""
+    if src.format == "parquet":
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise RunError("install pyarrow to read Parquet (pip install pyarrow)") from None
+        try:
+            return pq.ParquetFile(src.path).metadata.num_rows
+        except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
+            raise RunError(f"cannot read {_display(src.path)} as Parquet: {_first_line(exc)}") from None
+    counter = _Input(args)
+    counter.keys = _KeyConverter("str")  # counting only
+    n = 0
+    try:
+        for batch in counter.chunks():
+            n += len(batch)
+    except OSError as exc:
+        raise RunError(f"cannot read {_display(src.path)}: {exc.strerror or _first_line(exc)}") from None
+    except EOFError:
+        raise RunError(f"{_display(src.path)} is truncated (compressed stream ended early)") from None
+    return n
+
+
+def _print_header(args, rel, capacity, keys_desc, source_desc, released):
+    if args.quiet:
+        return
+    unit = {"spacesaving": "counters", "misragries": "counters"}.get(args.algorithm, "candidates")
+    parts = [f"epsilon={_num(rel.epsilon)}", f"delta={_num(rel.delta)}"]
+    if getattr(rel, "rho", None) is not None:
+        parts.append(f"rho={_num(rel.rho)}")
+    parts += [f"threshold={_num(rel.threshold)}", f"n={_num(rel.n)}"]
+    meta = getattr(rel, "metadata", None) or {}
+    if meta.get("assumes_public_length"):
+        parts.append("(n treated as public)")
+    print(f"{PROG}: {rel.mechanism} via {args.algorithm} ({capacity} {unit}, k={args.k}) on {source_desc}; "
+          f"keys: {keys_desc}", file=sys.stderr)
+    print(f"{PROG}: {' '.join(parts)} -> {released} item(s) released", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------------------------
+# dpsketch experiment
+# ---------------------------------------------------------------------------------------------
+
+
+def _cmd_experiment(args):
+    try:
+        from . import experiments
+    except ImportError as exc:
+        if getattr(exc, "name", None) == f"{__package__}.experiments":
+            raise RunError("the experiments module (dpsketch.experiments) is not available") from None
+        raise RunError(f"cannot load dpsketch.experiments: {_first_line(exc)}") from None
+    names = getattr(experiments, "EXPERIMENTS", None) or getattr(experiments, "NAMES", None)
+    if names is not None and args.name not in names:
+        raise UsageError(f"unknown experiment {args.name!r}; choose from {', '.join(sorted(names))}")
+    run = getattr(experiments, "run", None)
+    if run is None:
+        raise RunError("the experiments module (dpsketch.experiments) is not available")
+    try:
+        result = run(args.name, quick=args.quick, out=args.out, repeats=args.repeats,
+                                 seed=args.seed, data=args.data)
+    except (FileNotFoundError, ValueError) as exc:
+        raise RunError(_first_line(exc)) from None
+    return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# entry point
+# ---------------------------------------------------------------------------------------------
+
+
+def main(argv=None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return 2
+        return args.handler(args)
+    except SystemExit as exc:  # --help / --version
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except UsageError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except RunError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # stdout closed early (e.g. piped into head): exit quietly
+        with contextlib.suppress(Exception):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 1

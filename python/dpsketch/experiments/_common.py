@@ -8,7 +8,6 @@ import sys
 import time
 import zlib
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
@@ -79,7 +78,8 @@ def summary_rows(runs: list[dict], group_by: list[str], metrics: list[str]) -> l
     runs had a defined value) of each metric."""
     groups: dict[tuple, list[dict]] = {}
     for r in runs:
-        groups.setdefault(tuple(r.get(g) for g in group_by), []).append(r)
+        key = tuple(None if isinstance(v, float) and math.isnan(v) else v for v in (r.get(g) for g in group_by))
+        groups.setdefault(key, []).append(r)
     out = []
     for key, rs in groups.items():
         row = dict(zip(group_by, key))
@@ -149,14 +149,3 @@ class Progress:
 def log(msg: str, enabled: bool = True) -> None:
     if enabled:
         print(msg, file=sys.stderr, flush=True)
-
-
-def iter_chunks(seq: Iterable, size: int):
-    buf = []
-    for x in seq:
-        buf.append(x)
-        if len(buf) == size:
-            yield buf
-            buf = []
-    if buf:
-        yield buf

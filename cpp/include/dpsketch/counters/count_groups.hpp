@@ -48,19 +48,20 @@ class CountGroups {
 
   // value(s) += 1, keeping the slot newest in its new group.
   void increment(std::int32_t s) noexcept {
-    const Link l = links_[s];
-    const std::int32_t g = l.group;
+    // Fields are read one by one: a wide copy of a Link would straddle recent 4-byte stores
+    // (push_front's prev update) and miss store forwarding.
+    const std::int32_t g = links_[s].group, prev = links_[s].prev, next = links_[s].next;
     const std::uint64_t v1 = groups_[g].value + 1;
     const std::int32_t ng = groups_[g].next;
-    const bool alone = l.prev == l.next;  // both are the group's sentinel
+    const bool alone = prev == next;  // both are the group's sentinel
     if (groups_[ng].value == v1) {
-      unlink(l);
+      unlink(prev, next);
       push_front(ng, s);
       if (alone) free_group(g);
     } else if (alone) {
       groups_[g].value = v1;  // next group (if any) is > v1, order holds
     } else {
-      unlink(l);
+      unlink(prev, next);
       push_front(new_group_after(g, v1), s);
     }
   }
@@ -108,14 +109,16 @@ class CountGroups {
   void push_front(std::int32_t g, std::int32_t s) noexcept {
     const std::int32_t sentinel = n_ + g;
     const std::int32_t h = links_[sentinel].next;
-    links_[s] = Link{g, sentinel, h};
+    links_[s].group = g;
+    links_[s].prev = sentinel;
+    links_[s].next = h;
     links_[h].prev = s;
     links_[sentinel].next = s;
   }
 
-  void unlink(const Link& l) noexcept {
-    links_[l.prev].next = l.next;
-    links_[l.next].prev = l.prev;
+  void unlink(std::int32_t prev, std::int32_t next) noexcept {
+    links_[prev].next = next;
+    links_[next].prev = prev;
   }
 
   // New empty group with value v right after group `after` (the sentinel n_: at the bottom).
@@ -131,9 +134,9 @@ class CountGroups {
   }
 
   void free_group(std::int32_t g) noexcept {
-    const Group x = groups_[g];
-    groups_[x.prev].next = x.next;
-    groups_[x.next].prev = x.prev;
+    const std::int32_t prev = groups_[g].prev, next = groups_[g].next;
+    groups_[prev].next = next;
+    groups_[next].prev = prev;
     groups_[g].next = free_group_;
     free_group_ = g;
   }

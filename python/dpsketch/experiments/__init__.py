@@ -1,0 +1,146 @@
+"""Reproductions of the experiments of the two source papers (ALGORITHMS.md §7).
+
+``run(name, ...)`` runs one sweep and writes, into ``<out>/<name>/``:
+
+- ``runs.csv``    one row per run (algorithm x parameter point x repeat), written as runs finish;
+- ``summary.csv`` per point: mean, 5th and 95th percentile over repeats of every metric;
+- ``claims.csv`` / ``claims.md``  the papers' headline claims with the measured value and whether
+  it holds (computed from ``summary.csv``);
+- ``fig*.png``    one panel per panel of the paper's figure (skipped, with a message, when
+  matplotlib is not installed);
+- ``run_info.json`` parameters, sizes, seed and wall time.
+
+Sweeps (``NAMES``): ``holland-synthetic`` (Holland Fig. 10-11), ``holland-real`` (Fig. 12 on the
+bundled retail stream and, when found, the GCIDE word stream), ``zhao-frequency`` (Zhao Fig. 1,
+Zipf panels). ``quick=True`` shrinks the Holland synthetic stream to 2^20 items and uses fewer
+repeats; ``tiny=True`` (for tests) runs a handful of small points in seconds.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import platform
+import time
+from pathlib import Path
+
+from . import claims as _claims
+from . import holland, plots, zhao
+from ._common import log, read_csv, summary_rows, write_csv
+
+__all__ = ["run", "replot", "NAMES"]
+
+NAMES = ("holland-synthetic", "holland-real", "zhao-frequency")
+
+_GROUP = {
+    "holland-synthetic": ["experiment", "dataset", "sweep", "x", "algorithm", "k", "factor", "epsilon", "skew", "n"],
+    "holland-real": ["experiment", "dataset", "sweep", "x", "algorithm", "k", "factor", "epsilon", "n"],
+    "zhao-frequency": ["experiment", "dataset", "sweep", "x", "algorithm", "rho", "width", "depth", "n"],
+}
+
+
+class _RowWriter:
+    """Appends rows to runs.csv as they finish (a long run keeps what it measured)."""
+
+    def __init__(self, path: Path, columns: list[str]):
+        self.rows: list[dict] = []
+        self._fh = open(path, "w", newline="")
+        self._w = csv.DictWriter(self._fh, fieldnames=columns, extrasaction="ignore")
+        self._w.writeheader()
+        self._columns = columns
+
+    def __call__(self, row: dict) -> None:
+        self.rows.append(row)
+        self._w.writerow({c: _cell(row.get(c, "")) for c in self._columns})
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def _cell(v):
+    if isinstance(v, float):
+        return "" if math.isnan(v) else repr(v)
+    return v
+
+
+def _scale(quick: bool, tiny: bool) -> str:
+    return "tiny" if tiny else "quick" if quick else "full"
+
+
+def run(name: str, *, quick: bool = False, out="results", repeats: int | None = None, seed: int = 0,
+        data=None, progress: bool = True, tiny: bool = False) -> Path:
+    """Run sweep ``name`` (one of ``NAMES``) and return the folder ``<out>/<name>`` holding its CSVs,
+    claims and figures. ``repeats`` overrides the sweep's default number of repeats; ``seed`` fixes
+    every stream and every noise draw (the releases are then reproducible, not secret); ``data`` is
+    the folder (or file) holding ``gcide_words.txt.gz`` for ``holland-real``."""
+    if name not in NAMES:
+        raise ValueError(f"unknown experiment {name!r}; choose one of {', '.join(NAMES)}")
+    if repeats is not None and int(repeats) < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    scale = _scale(quick, tiny)
+    outdir = Path(out) / name
+    outdir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    info: dict = {"experiment": name, "scale": scale, "seed": seed, "python": platform.python_version(),
+                  "machine": platform.machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    if name == "zhao-frequency":
+        cfg = zhao.with_repeats(zhao.CONFIGS[scale], repeats)
+        writer = _RowWriter(outdir / "runs.csv", zhao.COLUMNS)
+        try:
+            zhao.frequency(cfg, seed=seed, writer=writer, progress=progress)
+        finally:
+            writer.close()
+        info.update(n=cfg.n, repeats=cfg.repeats, rhos=list(cfg.rhos), beta=cfg.beta, depth=cfg.depth,
+                    target_kb=list(cfg.target_kb), skew=cfg.skew, universe=[cfg.lo, cfg.hi])
+        metrics = zhao.METRICS
+    else:
+        table = holland.SYNTHETIC if name == "holland-synthetic" else holland.REAL
+        cfg = holland.with_repeats(table[scale], repeats)
+        writer = _RowWriter(outdir / "runs.csv", holland.COLUMNS)
+        try:
+            if name == "holland-synthetic":
+                holland.synthetic(cfg, seed=seed, writer=writer, progress=progress)
+                info.update(n=cfg.n, skews=list(cfg.skews), universe=cfg.universe)
+            else:
+                used = holland.real(cfg, seed=seed, writer=writer, data=data, progress=progress)
+                info.update(datasets=used, n={ds: next(int(r["n"]) for r in writer.rows if r["dataset"] == ds) for ds in used},
+                            prefix_limits=dict(cfg.real_limit))
+        finally:
+            writer.close()
+        info.update(repeats=cfg.repeats, ks=list(cfg.ks), epsilons=list(cfg.epsilons), factors=list(cfg.factors),
+                    defaults={"k": cfg.k, "epsilon": cfg.epsilon, "skew": cfg.skew, "factor": cfg.factor},
+                    delta=cfg.delta, sketch_capacity=f"{cfg.sketch_capacity_ratio} * factor * k",
+                    algorithms=list(cfg.algorithms))
+        metrics = holland.METRICS
+    write_csv(outdir / "summary.csv", summary_rows(writer.rows, _GROUP[name], list(metrics)))
+    info["runs"] = len(writer.rows)
+    info["wall_seconds"] = round(time.perf_counter() - t0, 1)
+    (outdir / "run_info.json").write_text(json.dumps(info, indent=2) + "\n")
+    replot(outdir, progress=progress)
+    log(f"{name}: {len(writer.rows)} runs in {info['wall_seconds']:.0f}s -> {outdir}", progress)
+    return outdir
+
+
+def replot(outdir, *, progress: bool = True) -> list[Path]:
+    """(Re)compute claims.csv / claims.md and the figures of a finished run from its CSVs."""
+    outdir = Path(outdir)
+    info = json.loads((outdir / "run_info.json").read_text())
+    name = info["experiment"]
+    rows = read_csv(outdir / "summary.csv")
+    if name == "zhao-frequency":
+        claim_rows = _claims.zhao(rows)
+    else:
+        claim_rows = _claims.holland(rows, name)
+    write_csv(outdir / "claims.csv", claim_rows, _claims.COLUMNS)
+    (outdir / "claims.md").write_text(_claims.markdown(claim_rows))
+    if not plots.available():
+        log(f"{name}: matplotlib is not installed; wrote the CSVs, skipped the figures "
+            "(pip install matplotlib, then dpsketch.experiments.replot(dir))", progress)
+        return []
+    if name == "holland-synthetic":
+        return plots.holland_synthetic(rows, outdir, holland.ALGORITHMS, info["n"])
+    if name == "holland-real":
+        return plots.holland_real(rows, outdir, holland.ALGORITHMS, info["datasets"], info["n"])
+    return plots.zhao(rows, outdir, info["n"])
