@@ -6,7 +6,7 @@
 // (std::unordered_map increment) in the same run; the summary table printed at the end gives each
 // figure as a ratio to that baseline.
 //
-// Adding a structure is one registration in register_all():
+// Adding a structure is one registration in register_key_type() / register_private():
 //   add_update<Key>("Name", [](std::uint64_t k) { return Structure(k); });      // needs update(view)
 //   add_release<Key>("Name", make, [](auto& s, std::uint64_t iter) { ...; return result; });
 //
@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -29,6 +30,8 @@
 #include "bench_streams.hpp"
 #include "dpsketch/counters/misra_gries.hpp"
 #include "dpsketch/counters/space_saving.hpp"
+#include "dpsketch/release/counter_release.hpp"
+#include "dpsketch/release/sketch_heavy_hitters.hpp"
 #include "dpsketch/sketches/linear_sketch.hpp"
 
 
@@ -153,14 +156,38 @@ void add_release(const std::string& name, Make make, Release release) {
     }
 }
 
-// Private variants: DPSS / PMG release (add_release on a SpaceSaving / MisraGries), noisy sketches
-// and SketchHeavyHitters with d >= 32 (add_update; add_release for their release step), one
-// registration each, e.g.
-//   add_update<Key>("SHH_CM_d32", [](std::uint64_t k) { return SketchHeavyHitters<...>(k, 32, ...); });
-//   add_release<Key>("DPSS", [](std::uint64_t k) { return SpaceSaving<Key>(k); },
-//                    [](const auto& s, std::uint64_t i) { return release_dpss(s, params, rng(i)); });
+// Private variants, one registration each: SketchHeavyHitters (noisy Count-Min / CountSketch
+// oracle, d = 32, width 2k / 3k, k = capacity / 4 as in the paper) per update and per release;
+// DPSS and PMG release on a summary fed the whole stream. Parameters: epsilon 1, and for the
+// envelope delta 1e-3 with max_stream_length 2^20, which is what admits d = 32 (§5:
+// d >= log2((n_max + k~) / (delta / 2))).
+noise::SecureRng& bench_rng() {
+  static noise::SecureRng rng(12345);  // seeded: reproducible benchmark noise, not for real use
+  return rng;
+}
+release::EnvelopeParams shh_params(std::uint64_t k) {
+  release::EnvelopeParams p;
+  p.k = std::max<std::uint64_t>(1, k / 4);
+  p.capacity = k;
+  p.depth = 32;
+  p.max_stream_length = kStreamLength;
+  p.epsilon = 1.0;
+  p.delta = 1e-3;
+  return p;
+}
 template <class Key>
-void register_private() {}
+void register_private() {
+  using CM = release::SketchHeavyHitters<Key, SketchKind::count_min>;
+  using CS = release::SketchHeavyHitters<Key, SketchKind::count_sketch>;
+  add_update<Key>("SHH_CountMin_d32", [](std::uint64_t k) { return CM(shh_params(k), 42, bench_rng()); });
+  add_update<Key>("SHH_CountSketch_d32", [](std::uint64_t k) { return CS(shh_params(k), 42, bench_rng()); });
+  add_release<Key>("Release_DPSS", [](std::uint64_t k) { return SpaceSaving<Key>(k); },
+                   [](const auto& s, std::uint64_t) { return release::dpss(s, 1.0, 1e-6, std::max<std::uint64_t>(1, s.capacity() / 2), std::nullopt, 0.0, bench_rng()); });
+  add_release<Key>("Release_PMG", [](std::uint64_t k) { return MisraGries<Key>(k); },
+                   [](const auto& s, std::uint64_t) { return release::pmg(s, 1.0, 1e-6, std::optional<std::uint64_t>(), std::nullopt, 0.0, bench_rng()); });
+  add_release<Key>("Release_SHH_CountMin_d32", [](std::uint64_t k) { return CM(shh_params(k), 42, bench_rng()); },
+                   [](const auto& s, std::uint64_t) { return s.release(std::nullopt, 0.0, bench_rng()); });
+}
 
 template <class Key>
 void register_key_type() {

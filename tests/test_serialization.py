@@ -214,7 +214,9 @@ def test_merge_cell_overflow_is_an_error():
     """Cells are int64: a merge that would overflow raises instead of wrapping around."""
     a = CountMin(1, 1, seed=0)
     a.update(1)
-    b = CountMin.from_bytes(a.to_bytes()[:-8] + struct.pack("<q", 2**63 - 1))
+    raw = bytearray(a.to_bytes()[:-8] + struct.pack("<q", 2**63 - 1))
+    struct.pack_into("<Q", raw, 24, 2**63 - 1)  # n consistent with the cell, so the bytes are valid
+    b = CountMin.from_bytes(bytes(raw))
     with pytest.raises(OverflowError):
         b.merge(a)
 

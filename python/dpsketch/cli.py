@@ -170,7 +170,8 @@ def _build_parser() -> _Parser:
                    help="capacity / k, i.e. counters or candidates per target item (default 2)")
     m.add_argument("--max-stream-length", type=_max_length, metavar="N|auto",
                    help="countmin/countsketch: public upper bound on the number of items, fixed "
-                        "before reading ('auto': count a file in a first pass; Parquet: row count)")
+                        "before reading ('auto': count a file in a first pass; Parquet: row count). "
+                        "Ignored by spacesaving/misragries")
     m.add_argument("--length-epsilon", type=_positive_float("length-epsilon"), metavar="EPS",
                    help="treat n as private: release a noisy n with this extra epsilon (total "
                         "privacy (epsilon + EPS, 2 delta)) instead of treating n as public")
@@ -721,8 +722,6 @@ def _cmd_top(args):
                 raise UsageError(f"--{opt} does not apply to --demo")
     if args.k is None:
         args.k = DEMO_DEFAULT_K if args.demo else DEFAULT_K
-    if args.max_stream_length is not None and args.algorithm not in ("countmin", "countsketch"):
-        raise UsageError("--max-stream-length is only for --algorithm countmin/countsketch")
     capacity = max(args.k, math.ceil(args.oversample * args.k - 1e-9))
 
     src = None
@@ -735,6 +734,8 @@ def _cmd_top(args):
         if max_len in (None, "auto"):
             max_len = len(stream)
     else:
+        if args.file is None and _isatty(sys.stdin):
+            raise UsageError("no input: give FILE, '-' to read stdin, or --demo")
         src = _Input(args)
     sketch = args.algorithm in ("countmin", "countsketch")
     if sketch and max_len is None and src.format == "parquet" and src.path != "-":
@@ -913,11 +914,22 @@ def _cmd_experiment(args):
     run = getattr(experiments, "run", None)
     if run is None:
         raise RunError("the experiments module (dpsketch.experiments) is not available")
+    # pass only what was given, so the experiment's own defaults apply to the rest
+    kwargs = {"quick": args.quick}
+    for opt in ("out", "repeats", "seed", "data"):
+        if getattr(args, opt) is not None:
+            kwargs[opt] = getattr(args, opt)
+    with contextlib.suppress(TypeError, ValueError):
+        import inspect
+
+        if "progress" in inspect.signature(run).parameters:
+            kwargs["progress"] = _isatty(sys.stderr)
     try:
-        result = run(args.name, quick=args.quick, out=args.out, repeats=args.repeats,
-                                 seed=args.seed, data=args.data)
+        result = run(args.name, **kwargs)
     except (FileNotFoundError, ValueError) as exc:
         raise RunError(_first_line(exc)) from None
+    if isinstance(result, (str, os.PathLike)):
+        print(os.fspath(result))
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
 
 

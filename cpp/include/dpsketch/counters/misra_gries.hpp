@@ -167,6 +167,7 @@ class MisraGries {
     r.header(Family::misra_gries, Traits::tag);
     const std::uint32_t capacity = r.u32();
     if (capacity < 1 || capacity > kMaxCapacity) throw DeserializeError("capacity out of range");
+    r.need_records(capacity, 1, "slots");  // every slot is listed (>= 1 byte) before we allocate
     const std::uint64_t n = r.u64();
     const std::uint64_t decrements = r.u64();
     const std::uint32_t positive = r.u32();

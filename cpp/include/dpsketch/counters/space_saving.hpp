@@ -21,7 +21,7 @@
 namespace dpsketch {
 
 // Upper limit on counters for the counter summaries: keeps int32 slot links and bounded memory.
-inline constexpr std::uint32_t kMaxCapacity = 1u << 28;
+inline constexpr std::uint32_t kMaxCapacity = 1u << 24;  // ~2 GB of state: larger is a mistake, or corrupt bytes
 
 inline void check_capacity(std::uint64_t capacity) {
   if (capacity < 1 || capacity > kMaxCapacity)

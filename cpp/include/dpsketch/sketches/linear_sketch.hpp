@@ -186,7 +186,10 @@ class LinearSketch {
     return w.take();
   }
 
-  static LinearSketch deserialize(std::string_view bytes) {
+  // check_counts: the cells must be what updates can produce (Count-Min: every row non-negative and
+  // summing to n; CountSketch: every row's l1 norm <= n and its sum of the same parity as n). Noisy
+  // private sketches skip it: their cells carry noise by design.
+  static LinearSketch deserialize(std::string_view bytes, bool check_counts = true) {
     ByteReader r(bytes);
     r.header(family, Traits::tag);
     const std::uint32_t width = r.u32();
@@ -200,10 +203,28 @@ class LinearSketch {
     r.raw(s.cells_.data(), s.cells_.size() * 8, "cells");
     r.finish();
     s.n_ = n;
+    if (check_counts) s.check_counts();
     return s;
   }
 
  private:
+  void check_counts() const {
+    const std::int64_t* row = cells_.data();
+    for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
+      unsigned __int128 l1 = 0;
+      __int128 sum = 0;
+      for (std::uint32_t j = 0; j < width_; ++j) {
+        const std::int64_t c = row[j];
+        if (Kind == SketchKind::count_min && c < 0) throw DeserializeError("negative Count-Min cell");
+        l1 += static_cast<unsigned __int128>(c < 0 ? -static_cast<__int128>(c) : c);
+        sum += c;
+      }
+      if (Kind == SketchKind::count_min ? sum != static_cast<__int128>(n_)
+                                        : (l1 > n_ || ((sum - static_cast<__int128>(n_)) & 1) != 0))
+        throw DeserializeError("cells are inconsistent with the stream length");
+    }
+  }
+
   std::uint32_t width_;
   std::uint32_t depth_;
   std::uint64_t seed_;
