@@ -375,7 +375,7 @@ class _Input:
         self.delimiter = args.delimiter
         self.keys = _KeyConverter(args.keys)
         self.skipped = 0
-        self.skipped_what = "blank lines" if self.format == "text" else "empty values"
+        self.skipped_what = {"text": "blank lines", "csv": "empty values"}.get(self.format, "null values")
         self.total = None  # progress total (bytes or rows)
         self.unit = "B"
         self._pos = lambda: None
