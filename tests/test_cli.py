@@ -70,7 +70,11 @@ def run(capsys, *argv):
 
 def run_sub(*argv, stdin=None):
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(PYTHON_DIR) + os.pathsep + env.get("PYTHONPATH", "")
+    # The subprocess imports the same dpsketch as this process (installed, or the dev tree).
+    import dpsketch
+
+    pkg_parent = str(Path(dpsketch.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = pkg_parent + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.run(
         [sys.executable, "-m", "dpsketch", *map(str, argv)],
         input=stdin, capture_output=True, env=env, timeout=300,

@@ -6,7 +6,8 @@ Stream: n = 10^5 items, Zipf with a = 1.0 on [1, 2^16). Sketch shape: depth d = 
 = 5 rows (the usual Count-Min depth for failure probability beta), and the width chosen so that
 d * w 8-byte counters fill each memory budget; budgets double from 9.2 KB to 147.2 KB (the
 paper's axis runs from 9.2 KB to 147.3 KB). The x value of every row is the measured
-``memory_bytes()``. The estimated top-10 is taken over the whole universe [1, 2^16), not only over
+``memory_bytes()``. Within a repeat and space budget all variants share the stream and the hash
+functions, so private and non-private curves differ by the privacy noise alone. The estimated top-10 is taken over the whole universe [1, 2^16), not only over
 the items that occur.
 """
 
@@ -60,13 +61,23 @@ def _variants(cfg: ZhaoConfig):
         yield "PrivateCountSketch", rho
 
 
+def _public_hash_seed(seed: int) -> int:
+    """The hash seed a private sketch built with ``seed`` uses, so that the non-private sketch of
+    the same repeat shares its hash functions and the comparison isolates the privacy noise."""
+    try:
+        from ..private import _hash_seed
+    except ImportError:  # pragma: no cover - older library: independent hashes
+        return seed
+    return _hash_seed(seed)
+
+
 def _make(alg: str, rho: float, width: int, depth: int, beta: float, seed: int):
     import dpsketch
 
     if alg == "CountMin":
-        return dpsketch.CountMin(width, depth, seed=seed)
+        return dpsketch.CountMin(width, depth, seed=_public_hash_seed(seed))
     if alg == "CountSketch":
-        return dpsketch.CountSketch(width, depth, seed=seed)
+        return dpsketch.CountSketch(width, depth, seed=_public_hash_seed(seed))
     if alg == "PrivateCountMin":
         return dpsketch.PrivateCountMin(width, depth, rho=rho, beta=beta, seed=seed)
     if alg == "PrivateCountSketch":
@@ -88,7 +99,9 @@ def frequency(cfg: ZhaoConfig, *, seed: int, writer, progress: bool = True) -> N
             for kb in cfg.target_kb:
                 width = max(1, int(round(kb * 1000 / (8 * depth))))
                 for alg, rho in variants:
-                    s = derive_seed(seed, "zhao-frequency", kb, rep, alg, rho)
+                    # One seed per (space, repeat): every variant of a repeat uses the same hash
+                    # functions (common random numbers), so the curves differ by the noise alone.
+                    s = derive_seed(seed, "zhao-frequency", kb, rep)
                     sk = _make(alg, rho, width, depth, cfg.beta, s)
                     update_us = timed_update(sk, stream)
                     est_all = np.asarray(sk.estimate_many(universe), dtype=np.float64)
