@@ -137,7 +137,7 @@ def replot(outdir, *, progress: bool = True) -> list[Path]:
     (outdir / "claims.md").write_text(_claims.markdown(claim_rows))
     if not plots.available():
         log(f"{name}: matplotlib is not installed; wrote the CSVs, skipped the figures "
-            "(pip install matplotlib, then dpsketch.experiments.replot(dir))", progress)
+            "(pip install matplotlib, then dpsketch.experiments.replot(dir))")
         return []
     if name == "holland-synthetic":
         return plots.holland_synthetic(rows, outdir, holland.ALGORITHMS, info["n"])

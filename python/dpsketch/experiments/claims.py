@@ -63,10 +63,14 @@ def holland(rows, experiment: str) -> list[dict]:
         defined = [v for v in vals if not math.isnan(v)]
         undefined = len(vals) - len(defined)
         mn = min(defined) if defined else math.nan
-        claim = "precision is 1.0" if experiment == "holland-synthetic" else "precision is (near-)perfect"
-        out.append(_row(experiment, f"precision-{alg}", f"Holland §6 {fig}", f"{alg}: {claim}",
-                        "min over points of mean precision == 1.0", f"min {_fmt(mn, 4)}",
-                        (mn == 1.0) if defined else None, undefined, src))
+        if experiment == "holland-synthetic":
+            claim, test, ok = "precision is 1.0", "min over points of mean precision == 1.0", mn == 1.0
+        else:
+            claim, test, ok = "precision is near-perfect", "min over points of mean precision >= 0.9", mn >= 0.9
+        below = sum(v < 1.0 for v in defined)
+        out.append(_row(experiment, f"precision-{alg}", f"Holland §6 {fig}", f"{alg}: {claim}", test,
+                        f"min {_fmt(mn, 4)} ({below}/{len(defined)} points below 1)",
+                        ok if defined else None, undefined, src))
 
     # DPSS recall 1.0.
     vals = [_num(p["SpaceSaving"]["recall_mean"]) for p in all_pts.values() if "SpaceSaving" in p]
@@ -192,12 +196,15 @@ def zhao(rows) -> list[dict]:
         for s in sizes:
             p, q = by.get(("PrivateCountSketch", rho, s)), by.get(("CountSketch", None, s))
             if p and q:
-                diffs.append(abs(_num(p["are_mean"]) - _num(q["are_mean"])) / _num(q["are_mean"]))
+                diffs.append((abs(_num(p["are_mean"]) - _num(q["are_mean"])) / _num(q["are_mean"]), rho, s))
     if diffs:
-        mx = max(diffs)
+        mx, at_rho, at_s = max(diffs)
+        n_ok = sum(d <= 0.10 for d, _, _ in diffs)
         out.append(_row(exp, "are-private-cs-matches", "Zhao §5 Fig. 1(a)",
                         "private CountSketch ARE is basically that of non-private CountSketch at every space and ρ",
-                        "max relative ARE difference <= 10%", f"max {100 * mx:.1f}%", mx <= 0.10, 0, src))
+                        "relative ARE difference <= 10% at every point",
+                        f"{n_ok}/{len(diffs)} points within 10%; max {100 * mx:.1f}% at ρ={at_rho:g}, {at_s:g} KB",
+                        mx <= 0.10, 0, src))
 
     def cm(rho, s):
         r = by.get(("PrivateCountMin", rho, s))

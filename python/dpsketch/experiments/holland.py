@@ -202,7 +202,7 @@ def real(cfg: HollandConfig, *, seed: int, writer, data=None, progress: bool = T
     for name in names:
         s = load_real(name, data, cfg.real_limit.get(name))
         if s is None:
-            log(f"holland-real: gcide_words.txt.gz not found (pass --data DIR or set DPSKETCH_DATA); skipping it", progress)
+            log("holland-real: gcide_words.txt.gz not found (pass --data DIR or set DPSKETCH_DATA); skipping it")
             continue
         streams[name] = s
     bar = Progress(cfg.repeats * len(points) * len(cfg.algorithms) * len(streams), "holland-real", progress)

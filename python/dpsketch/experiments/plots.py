@@ -60,6 +60,8 @@ def _panel(ax, rows, sweep, metric, letter, title, algorithms, dataset=None):
         x, m, lo, hi = _series(rows, sweep, alg, metric, dataset)
         ok = ~np.isnan(m)
         if not ok.any():
+            if len(x):  # keep the legend entry: the metric is undefined (nothing released)
+                ax.plot([], [], label=f"{alg} (undefined: nothing released)", **HOLLAND_STYLE.get(alg, {}))
             continue
         any_line = True
         yerr = np.vstack([np.clip(m - lo, 0, None), np.clip(hi - m, 0, None)])[:, ok]
@@ -169,6 +171,10 @@ def zhao(rows, out: Path, n: int) -> list[Path]:
             ax.errorbar(x, m, yerr=np.vstack([np.clip(m - lo, 0, None), np.clip(hi - m, 0, None)]), color=color,
                         ls=ls, marker=ZHAO_MARK.get(rho, "s"), ms=4, capsize=2, lw=1.2, label=_zhao_label(alg, rho))
         ax.set_xscale("log", base=2)
+        ticks = sorted({round(r["memory_bytes_mean"] / 1000, 1) for r in rows if r["algorithm"] == "CountMin"})
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([f"{t:g}" for t in ticks])
+        ax.minorticks_off()
         ax.set_xlabel("Space (KB)")
         ax.set_ylabel(YLABEL[metric])
         if metric == "are":
