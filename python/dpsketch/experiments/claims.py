@@ -93,6 +93,21 @@ def holland(rows, experiment: str) -> list[dict]:
             cs_cm.append(ares["CountSketch"] < ares["CountMinSketch"])
         if "MisraGries" in ares:
             mg_max.append(ares["MisraGries"] >= max(ares.values()))
+    # The same among the algorithms that find most heavy hitters (ARE is over *reported* items, so
+    # an algorithm that reports only the heaviest one or two items has a tiny ARE).
+    lowest_hr, undefined_hr = [], 0
+    for key, p in sorted(all_pts.items()):
+        ares = {a: _num(r["are_mean"]) for a, r in p.items()
+                if not math.isnan(_num(r["are_mean"])) and _num(r["recall_mean"]) >= 0.5}
+        if "SpaceSaving" not in ares or len(ares) < 2:
+            undefined_hr += 1
+            continue
+        lowest_hr.append(ares["SpaceSaving"] <= min(ares.values()))
+    h, t = _frac(lowest_hr)
+    out.append(_row(experiment, "are-lowest-SpaceSaving-recall>=0.5", f"Holland §6 {fig}",
+                    "SpaceSaving has the lowest ARE (among algorithms with mean recall >= 0.5)",
+                    "true at every point where SpaceSaving and another algorithm have recall >= 0.5",
+                    f"{h}/{t} points", (h == t) if t else None, undefined_hr, src))
     for cid, claim, flags in (
         ("are-lowest-SpaceSaving", "SpaceSaving has the lowest ARE", lowest),
         ("are-CountSketch-below-CountMin", "CountSketch ARE is below Count-Min ARE", cs_cm),
@@ -120,8 +135,8 @@ def holland(rows, experiment: str) -> list[dict]:
             med = float(np.median(ratios))
             out.append(_row(experiment, "memory-ratio-6x", "Holland §6 Fig. 10(a)",
                             "linear sketches use roughly 6x the memory of counter-based summaries",
-                            "median over k of (smaller sketch) / (larger counter summary) in [3, 12]",
-                            f"median {med:.1f}x (range {min(ratios):.1f}-{max(ratios):.1f}x)", 3 <= med <= 12, 0,
+                            "median over k of (smaller sketch) / (larger counter summary) in [4, 9] (6x within a factor 1.5)",
+                            f"median {med:.1f}x (range {min(ratios):.1f}-{max(ratios):.1f}x)", 4 <= med <= 9, 0,
                             "summary.csv, sweep k"))
         # Recall of the sketches degrades as k grows; MG recall improves with k.
         for alg, direction in (("CountMinSketch", "degrades"), ("CountSketch", "degrades"), ("MisraGries", "improves")):
