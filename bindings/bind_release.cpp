@@ -59,24 +59,7 @@ void bind_private_sketch(py::module_& m, const char* name) {
   c.def_property_readonly("noise_kind", [](const T& s) { return s.noise_spec().kind == NoiseKind::laplace ? "laplace" : "gaussian"; });
   c.def_property_readonly("noise_param", [](const T& s) { return py::make_tuple(s.noise_spec().param.num, s.noise_spec().param.den); });
   c.def_property_readonly("shift", [](const T& s) { return s.noise_spec().shift; });
-  c.def("cells", [](const T& s) {
-    const auto& sk = s.sketch();
-    py::array_t<std::int64_t> a({static_cast<py::ssize_t>(sk.depth()), static_cast<py::ssize_t>(sk.width())});
-    std::copy(sk.cells().begin(), sk.cells().end(), a.mutable_data());
-    return a;
-  });
-  if constexpr (std::is_same_v<typename T::key_type, std::int64_t>) {
-    c.def("estimate_many", [](const T& s, const IntArray& a) {
-      if (a.ndim() != 1) throw py::value_error("expected a 1-D int64 array");
-      py::array_t<typename T::estimate_type> out(a.shape(0));
-      auto* o = out.mutable_data();
-      const auto* p = a.data();
-      const auto n = a.shape(0);
-      py::gil_scoped_release nogil;
-      for (py::ssize_t i = 0; i < n; ++i) o[i] = s.estimate(p[i]);
-      return out;
-    }, py::arg("items"));
-  }
+  def_sketch_queries<T>(c, [](const T& s) -> const auto& { return s.sketch(); });
 }
 
 template <class T>

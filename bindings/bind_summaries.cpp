@@ -59,23 +59,7 @@ void bind_linear(py::module_& m, const char* name) {
   c.def_property_readonly("seed", &T::seed);
   c.def("merge", &T::merge, py::arg("other"));
   c.def("compatible", &T::compatible, py::arg("other"));
-  c.def("cells", [](const T& s) {
-    py::array_t<std::int64_t> a({static_cast<py::ssize_t>(s.depth()), static_cast<py::ssize_t>(s.width())});
-    std::copy(s.cells().begin(), s.cells().end(), a.mutable_data());
-    return a;
-  });
-  if constexpr (std::is_same_v<typename T::key_type, std::int64_t>) {
-    c.def("estimate_many", [](const T& s, const IntArray& a) {
-      if (a.ndim() != 1) throw py::value_error("expected a 1-D int64 array");
-      py::array_t<typename T::estimate_type> out(a.shape(0));
-      auto* o = out.mutable_data();
-      const auto* p = a.data();
-      const auto n = a.shape(0);
-      py::gil_scoped_release nogil;
-      for (py::ssize_t i = 0; i < n; ++i) o[i] = s.estimate(p[i]);
-      return out;
-    }, py::arg("items"));
-  }
+  def_sketch_queries<T>(c, [](const T& s) -> const T& { return s; });
 }
 
 }  // namespace

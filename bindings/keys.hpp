@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -200,6 +201,30 @@ void def_keyed(Cls& c) {
     check_restored_keys(s);
     return s;
   }, py::arg("data"));
+}
+
+// cells() as a (depth, width) array and, for int keys, a GIL-free estimate_many. `sketch(s)` gives
+// the LinearSketch inside T (T itself for the non-private sketches).
+template <class T, class Cls, class GetSketch>
+void def_sketch_queries(Cls& c, GetSketch sketch) {
+  c.def("cells", [sketch](const T& s) {
+    const auto& sk = sketch(s);
+    py::array_t<std::int64_t> a({static_cast<py::ssize_t>(sk.depth()), static_cast<py::ssize_t>(sk.width())});
+    std::copy(sk.cells().begin(), sk.cells().end(), a.mutable_data());
+    return a;
+  });
+  if constexpr (std::is_same_v<typename T::key_type, std::int64_t>) {
+    c.def("estimate_many", [](const T& s, const IntArray& a) {
+      if (a.ndim() != 1) throw py::value_error("expected a 1-D int64 array");
+      py::array_t<typename T::estimate_type> out(a.shape(0));
+      auto* o = out.mutable_data();
+      const auto* p = a.data();
+      const auto n = a.shape(0);
+      py::gil_scoped_release nogil;
+      for (py::ssize_t i = 0; i < n; ++i) o[i] = s.estimate(p[i]);
+      return out;
+    }, py::arg("items"));
+  }
 }
 
 }  // namespace dpsketch::bindings
