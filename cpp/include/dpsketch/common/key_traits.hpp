@@ -20,8 +20,12 @@ struct KeyTraits<std::int64_t> {
   using view_type = std::int64_t;
   static constexpr std::uint8_t tag = 1;
   static constexpr const char* name = "int";
+  static constexpr bool cache_table_hash = false;  // recomputing is cheaper than storing
+  // Slot-table hash: one multiply by an odd constant (a bijection) folded so the low bits, which
+  // pick the home position, depend on all input bits. Tables only need spread, not independence.
   static std::uint64_t table_hash(std::int64_t k) noexcept {
-    return fmix64(static_cast<std::uint64_t>(k));
+    const std::uint64_t h = static_cast<std::uint64_t>(k) * 0x9e3779b97f4a7c15ULL;
+    return h ^ (h >> 32);
   }
   // Linear sketches hash the integer itself (the row families are strongly universal on 64 bits).
   static std::uint64_t fingerprint(std::int64_t k, std::uint64_t /*poly_seed*/) noexcept {
@@ -40,6 +44,7 @@ struct KeyTraits<std::string> {
   using view_type = std::string_view;
   static constexpr std::uint8_t tag = 2;
   static constexpr const char* name = "str";
+  static constexpr bool cache_table_hash = true;
   // Fixed table seed: the table only needs spread, not secrecy.
   static constexpr std::uint64_t kTableSeed = 0x1d8e4e27c47d124fULL % (kMersenne61 - 1) + 1;
   static std::uint64_t table_hash(std::string_view k) noexcept { return fmix64(poly61(k, kTableSeed)); }

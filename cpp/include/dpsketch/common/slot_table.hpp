@@ -79,4 +79,25 @@ class SlotTable {
   std::size_t mask_ = 0;
 };
 
+// Each slot's table hash, needed to erase the slot's key. Stored only for key types whose hash is
+// expensive (strings); integer keys recompute it (3 instructions), saving 8 bytes per counter.
+template <class Key>
+class SlotHashes {
+  using Traits = KeyTraits<Key>;
+
+ public:
+  explicit SlotHashes(std::size_t slots) : hashes_(Traits::cache_table_hash ? slots : 0) {}
+  void set(std::int32_t s, std::uint64_t h) noexcept {
+    if constexpr (Traits::cache_table_hash) hashes_[s] = h;
+  }
+  std::uint64_t get(std::int32_t s, const Key& key) const noexcept {
+    if constexpr (Traits::cache_table_hash) return hashes_[s];
+    else return Traits::table_hash(key);
+  }
+  std::size_t memory_bytes() const noexcept { return hashes_.capacity() * sizeof(std::uint64_t); }
+
+ private:
+  std::vector<std::uint64_t> hashes_;
+};
+
 }  // namespace dpsketch::detail

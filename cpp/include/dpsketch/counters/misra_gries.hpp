@@ -58,9 +58,9 @@ class MisraGries {
     } else if (zero_top_ != kNone) {
       s = zero_top_;
       unlink_zero(s);
-      if (has_key_[s]) table_.erase(hashes_[s], s);
+      if (has_key_[s]) table_.erase(hashes_.get(s, keys_[s]), s);
       Traits::assign(keys_[s], x);
-      hashes_[s] = h;
+      hashes_.set(s, h);
       has_key_[s] = 1;
       table_.insert(h, s);
       groups_.attach_min(s, base_ + 1);
@@ -125,7 +125,7 @@ class MisraGries {
   }
 
   std::size_t memory_bytes() const noexcept {
-    std::size_t b = sizeof(*this) + keys_.capacity() * sizeof(Key) + hashes_.capacity() * 8 +
+    std::size_t b = sizeof(*this) + keys_.capacity() * sizeof(Key) + hashes_.memory_bytes() +
                     has_key_.capacity() + (zero_prev_.capacity() + zero_next_.capacity()) * 4 +
                     groups_.memory_bytes() + table_.memory_bytes();
     for (std::uint32_t s = 0; s < capacity_; ++s) b += has_key_[s] ? Traits::heap_bytes(keys_[s]) : 0;
@@ -214,7 +214,7 @@ class MisraGries {
     const std::uint64_t h = Traits::table_hash(k);
     if (table_.find(h, k, keys_) != kNone) throw DeserializeError("duplicate key");
     keys_[s] = std::move(k);
-    hashes_[s] = h;
+    hashes_.set(s, h);
     has_key_[s] = 1;
     table_.insert(h, s);
   }
@@ -235,7 +235,7 @@ class MisraGries {
   std::uint64_t base_ = 0;
   std::uint64_t decrements_ = 0;
   std::vector<Key> keys_;
-  std::vector<std::uint64_t> hashes_;
+  detail::SlotHashes<Key> hashes_;
   std::vector<std::uint8_t> has_key_;
   std::vector<std::int32_t> zero_prev_, zero_next_;  // LIFO of zero-count slots, doubly linked
   std::int32_t zero_top_ = kNone;

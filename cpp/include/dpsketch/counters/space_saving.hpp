@@ -70,7 +70,7 @@ class SpaceSaving {
     } else {
       // Eviction register: newest slot of the minimum group (the recency tie rule).
       s = groups_.min_first_slot();
-      table_.erase(hashes_[s], s);
+      table_.erase(hashes_.get(s, keys_[s]), s);
       place(s, h, x);
       groups_.increment(s);  // c[x] = c_min + 1, and x becomes newest of its group
     }
@@ -111,7 +111,7 @@ class SpaceSaving {
   }
 
   std::size_t memory_bytes() const noexcept {
-    std::size_t b = sizeof(*this) + keys_.capacity() * sizeof(Key) + hashes_.capacity() * 8 +
+    std::size_t b = sizeof(*this) + keys_.capacity() * sizeof(Key) + hashes_.memory_bytes() +
                     groups_.memory_bytes() + table_.memory_bytes();
     for (std::uint32_t s = 0; s < size_; ++s) b += Traits::heap_bytes(keys_[s]);
     return b;
@@ -171,7 +171,7 @@ class SpaceSaving {
  private:
   void place(std::int32_t s, std::uint64_t h, const View& x) {
     Traits::assign(keys_[s], x);
-    hashes_[s] = h;
+    hashes_.set(s, h);
     table_.insert(h, s);
   }
 
@@ -179,7 +179,7 @@ class SpaceSaving {
   std::uint32_t size_ = 0;
   std::uint64_t n_ = 0;
   std::vector<Key> keys_;
-  std::vector<std::uint64_t> hashes_;
+  detail::SlotHashes<Key> hashes_;
   Groups groups_;
   detail::SlotTable<Key> table_;
 };
