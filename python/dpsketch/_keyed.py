@@ -19,6 +19,7 @@ from ._keys import (
 )
 
 _KEY_TAGS = {1: "int", 2: "str"}
+_UNTYPED = 0
 _HEADER = 8
 
 
@@ -116,8 +117,12 @@ class Keyed:
 
     # -- serialization --------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        """Serialize (versioned little-endian format; see docs/format.md)."""
-        return self._impl.to_bytes()
+        """Serialize (versioned little-endian format; see docs/format.md). An empty summary whose
+        key type is not fixed yet is written with key tag 0 ("untyped")."""
+        data = self._impl.to_bytes()
+        if not self._key_type_fixed:
+            data = data[:6] + bytes([_UNTYPED]) + data[7:]
+        return data
 
     @classmethod
     def from_bytes(cls, data):
@@ -132,15 +137,18 @@ class Keyed:
             raise ValueError(
                 f"corrupt or incompatible dpsketch bytes: these bytes do not hold a {cls.__name__}"
             )
+        untyped = data[6] == _UNTYPED
+        if untyped:  # an empty summary written before its key type was fixed: int layout
+            data = data[:6] + b"\x01" + data[7:]
         key_type = _KEY_TAGS.get(data[6])
         if key_type is None:
             raise ValueError(f"corrupt or incompatible dpsketch bytes: unknown key type tag {data[6]}")
         obj = cls.__new__(cls)
         obj._impl = cls._natives[key_type].from_bytes(data)
+        if untyped and obj._impl.n != 0:
+            raise ValueError("corrupt or incompatible dpsketch bytes: an untyped summary must be empty")
         obj._key_type = key_type
-        # An empty str summary was fixed to str explicitly; an empty int one is ambiguous (the
-        # format does not record it), so it stays untyped.
-        obj._key_type_fixed = obj._impl.n > 0 or key_type == "str"
+        obj._key_type_fixed = not untyped
         obj._restore_params()
         return obj
 
@@ -165,8 +173,7 @@ class Keyed:
 
 
 def _restore(cls, data, key_type_fixed):
-    """Unpickle/copy: from_bytes plus whether the key type was fixed (the byte format alone cannot
-    tell an empty ``key_type='int'`` summary from an untyped one)."""
+    """Unpickle/copy (kept for pickles made before the untyped tag existed)."""
     obj = cls.from_bytes(data)
     obj._key_type_fixed = bool(key_type_fixed) or obj._key_type_fixed
     return obj

@@ -88,7 +88,7 @@ class _PrivateLinear(Keyed):
             self._epsilon, self._rho = self._depth * den / num, None
         else:  # σ² = d/(2ρ)
             self._rho, self._epsilon = self._depth * den / (2 * num), None
-        self._beta, self._seed, self._frozen, self._guard = None, None, True, ReleaseGuard()
+        self._beta, self._seed, self._frozen, self._guard = None, None, False, ReleaseGuard()
 
     width = property(lambda self: self._width, doc="Columns per row.")
     depth = property(lambda self: self._depth, doc="Rows.")
@@ -133,7 +133,7 @@ class _PrivateLinear(Keyed):
         second release raises unless ``allow_repeat=True``."""
         self._guard.next(type(self).__name__, allow_repeat)
         out = type(self).from_bytes(self.to_bytes())
-        out._beta, out._seed = self._beta, self._seed
+        out._beta, out._seed, out._frozen = self._beta, self._seed, True
         return out
 
     def _repr_fields(self):
