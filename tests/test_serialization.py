@@ -498,3 +498,23 @@ def test_invalid_utf8_string_key_is_rejected(cls):
         d[i] = 0xFF
         with pytest.raises(ValueError, match="UTF-8"):
             cls.from_bytes(bytes(d))
+
+
+def test_key_type_fixedness_survives_bytes():
+    """Tag 1 means int keys were fixed (explicitly or by an update); tag 0 an untyped empty summary."""
+    fixed = MisraGries.from_bytes(MisraGries(5, key_type="int").to_bytes())
+    assert fixed.key_type == "int"
+    with pytest.raises(TypeError):
+        fixed.update("x")
+    untyped_bytes = MisraGries(5).to_bytes()
+    assert untyped_bytes[6] == 0
+    untyped = MisraGries.from_bytes(untyped_bytes)
+    assert untyped.key_type is None
+    untyped.update("x")
+    assert untyped.key_type == "str"
+    full = MisraGries(5)
+    full.update(3)
+    bad = bytearray(full.to_bytes())
+    bad[6] = 0  # claims "untyped" but holds data
+    with pytest.raises(ValueError, match="untyped"):
+        MisraGries.from_bytes(bytes(bad))
