@@ -22,7 +22,7 @@
 #include "dpsketch/common/serialization.hpp"
 #include "dpsketch/common/slot_table.hpp"
 #include "dpsketch/counters/count_groups.hpp"
-#include "dpsketch/counters/space_saving.hpp"  // kMaxCapacity, check_capacity
+#include "dpsketch/common/limits.hpp"
 
 namespace dpsketch {
 

@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "dpsketch/common/limits.hpp"
 #include "dpsketch/common/slot_table.hpp"
 #include "dpsketch/release/private_sketch.hpp"
 #include "dpsketch/release/release.hpp"

@@ -59,6 +59,7 @@ class LinearSketch {
     rows_.reserve(depth);
     for (std::uint32_t i = 0; i < depth_; ++i) rows_.push_back(MultiplyAddShift::from_stream(state));
     poly_seed_ = poly61_seed(splitmix64(state));
+    shift_ = pow2_shift(width_);
   }
 
   std::uint64_t fingerprint(const View& x) const noexcept { return Traits::fingerprint(x, poly_seed_); }
@@ -76,11 +77,8 @@ class LinearSketch {
     std::int64_t* row = cells_.data();
     for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
       const std::uint64_t h = rows_[i](fp);
-      if constexpr (Kind == SketchKind::count_min) {
-        row[reduce_range(h, width_)] += 1;
-      } else {
-        row[reduce_range(h & ~std::uint64_t{1}, width_)] += sign_of(h);
-      }
+      if constexpr (Kind == SketchKind::count_min) row[column(h)] += 1;
+      else row[column(h)] += sign_mask(h) | 1;  // +1 or -1
     }
     ++n_;
   }
@@ -97,21 +95,16 @@ class LinearSketch {
     ++n_;
     if constexpr (Kind == SketchKind::count_min) {
       std::int64_t best = INT64_MAX;
-      for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
-        std::int64_t& c = row[reduce_range(rows_[i](fp), width_)];
-        best = std::min(best, ++c);
-      }
+      for (std::uint32_t i = 0; i < depth_; ++i, row += width_) best = std::min(best, ++row[column(rows_[i](fp))]);
       return best;
     } else {
-      std::array<std::int64_t, kMaxDepth> v;
+      std::int64_t v[kMaxDepth];
       for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
         const std::uint64_t h = rows_[i](fp);
-        const std::int64_t g = sign_of(h);
-        std::int64_t& c = row[reduce_range(h & ~std::uint64_t{1}, width_)];
-        c += g;
-        v[i] = g * c;
+        const std::int64_t m = sign_mask(h);
+        v[i] = signed_value(row[column(h)] += m | 1, m);
       }
-      return median(v.data(), depth_);
+      return median(v, depth_);
     }
   }
 
@@ -121,25 +114,94 @@ class LinearSketch {
     const std::int64_t* row = cells_.data();
     if constexpr (Kind == SketchKind::count_min) {
       std::int64_t best = INT64_MAX;
-      for (std::uint32_t i = 0; i < depth_; ++i, row += width_) best = std::min(best, row[reduce_range(rows_[i](fp), width_)]);
+      for (std::uint32_t i = 0; i < depth_; ++i, row += width_) best = std::min(best, row[column(rows_[i](fp))]);
       return best;
     } else {
-      std::array<std::int64_t, kMaxDepth> v;
+      std::int64_t v[kMaxDepth];
       for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
         const std::uint64_t h = rows_[i](fp);
-        v[i] = sign_of(h) * row[reduce_range(h & ~std::uint64_t{1}, width_)];
+        v[i] = signed_value(row[column(h)], sign_mask(h));
       }
-      return median(v.data(), depth_);
+      return median(v, depth_);
     }
   }
 
-  // Median; the mean of the two middle values when d is even (ALGORITHMS.md §4).
+  // Median; the mean of the two middle values when d is even (ALGORITHMS.md §4). Exact order
+  // statistics by branchless selection (order_pair), so the value is the same as sorting v.
   static double median(std::int64_t* v, std::uint32_t d) noexcept {
+    if (d == 1) return static_cast<double>(v[0]);
     const std::uint32_t mid = d / 2;
-    std::nth_element(v, v + mid, v + d);
-    if (d & 1) return static_cast<double>(v[mid]);
-    const std::int64_t lower = *std::max_element(v, v + mid);
-    return (static_cast<double>(lower) + static_cast<double>(v[mid])) / 2.0;
+    std::int64_t lower, upper;  // order statistics mid - 1 and mid (0-based)
+    order_pair(v, d, mid, lower, upper);
+    if (d & 1) return static_cast<double>(upper);
+    return (static_cast<double>(lower) + static_cast<double>(upper)) / 2.0;
+  }
+
+  // The (k-1)-th and k-th smallest of v[0..n) (0-based, 1 <= k < n); v is clobbered. Quickselect
+  // with a median-of-3 pivot and a branchless three-way split (less in place, greater to a second
+  // buffer), finished by a sorting network once at most 8 values remain.
+  static void order_pair(std::int64_t* v, std::uint32_t n, std::uint32_t k, std::int64_t& lower,
+                         std::int64_t& upper) noexcept {
+    std::int64_t spare[kMaxDepth];
+    std::int64_t* cur = v;
+    std::int64_t* other = spare;
+    while (n > 8) {
+      const std::int64_t p = median3(cur[0], cur[n / 2], cur[n - 1]);
+      std::uint32_t lt = 0, gt = 0;
+      for (std::uint32_t j = 0; j < n; ++j) {
+        const std::int64_t x = cur[j];
+        cur[lt] = x;
+        other[gt] = x;
+        lt += x < p;
+        gt += x > p;
+      }
+      const std::uint32_t le = n - gt;  // lt + number of values equal to p
+      if (k < lt) {
+        n = lt;
+      } else if (k - 1 >= le) {
+        k -= le;
+        n = gt;
+        std::swap(cur, other);
+      } else {
+        // k - 1 < le and k >= lt: the two ranks straddle or sit in the block equal to p.
+        if (k - 1 < lt) {
+          lower = cur[0];
+          for (std::uint32_t j = 1; j < lt; ++j) lower = std::max(lower, cur[j]);
+        } else {
+          lower = p;
+        }
+        if (k < le) {
+          upper = p;
+        } else {
+          upper = other[0];
+          for (std::uint32_t j = 1; j < gt; ++j) upper = std::min(upper, other[j]);
+        }
+        return;
+      }
+    }
+    std::int64_t s[8];
+    for (std::uint32_t j = 0; j < 8; ++j) s[j] = j < n ? cur[j] : INT64_MAX;  // padding sorts last
+    sort8(s);
+    lower = s[k - 1];
+    upper = s[k];
+  }
+
+  static std::int64_t median3(std::int64_t a, std::int64_t b, std::int64_t c) noexcept {
+    return std::max(std::min(a, b), std::min(std::max(a, b), c));
+  }
+  static void cex(std::int64_t& a, std::int64_t& b) noexcept {
+    const std::int64_t lo = std::min(a, b), hi = std::max(a, b);
+    a = lo;
+    b = hi;
+  }
+  // Batcher's odd-even merge sort for 8 values (19 compare-exchanges).
+  static void sort8(std::int64_t* s) noexcept {
+    cex(s[0], s[1]); cex(s[2], s[3]); cex(s[4], s[5]); cex(s[6], s[7]);
+    cex(s[0], s[2]); cex(s[1], s[3]); cex(s[4], s[6]); cex(s[5], s[7]);
+    cex(s[1], s[2]); cex(s[5], s[6]);
+    cex(s[0], s[4]); cex(s[1], s[5]); cex(s[2], s[6]); cex(s[3], s[7]);
+    cex(s[2], s[4]); cex(s[3], s[5]);
+    cex(s[1], s[2]); cex(s[3], s[4]); cex(s[5], s[6]);
   }
 
   bool compatible(const LinearSketch& o) const noexcept {
@@ -208,6 +270,25 @@ class LinearSketch {
   }
 
  private:
+  // Column of hash h in every row: reduce_range(h, w) (CountSketch: of h & ~1), with a shift fast
+  // path for w = 2^k (k >= 1), where reduce_range(h, w) = floor(h * 2^k / 2^64) = h >> (64 - k)
+  // exactly.
+  std::uint32_t column(std::uint64_t h) const noexcept {
+    if constexpr (Kind == SketchKind::count_sketch) h &= ~std::uint64_t{1};
+    return shift_ != 0 ? static_cast<std::uint32_t>(h >> shift_) : reduce_range(h, width_);
+  }
+  // CountSketch: 0 when sign_of(h) is +1, all ones when it is -1.
+  static std::int64_t sign_mask(std::uint64_t h) noexcept { return static_cast<std::int64_t>(h & 1) - 1; }
+  // sign * c for the sign encoded by mask m (wrapping like the two's-complement multiply).
+  static std::int64_t signed_value(std::int64_t c, std::int64_t m) noexcept {
+    return static_cast<std::int64_t>((static_cast<std::uint64_t>(c) ^ static_cast<std::uint64_t>(m)) - static_cast<std::uint64_t>(m));
+  }
+  // 64 - log2(w) for w = 2^k with k >= 1, else 0 (general path).
+  static unsigned pow2_shift(std::uint32_t w) noexcept {
+    if (w < 2 || (w & (w - 1)) != 0) return 0;
+    return 64 - static_cast<unsigned>(__builtin_ctz(w));
+  }
+
   void check_counts() const {
     const std::int64_t* row = cells_.data();
     for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
@@ -230,6 +311,7 @@ class LinearSketch {
   std::uint64_t seed_;
   std::uint64_t poly_seed_ = 1;
   std::uint64_t n_ = 0;
+  unsigned shift_ = 0;  // pow2_shift(width_)
   std::vector<MultiplyAddShift> rows_;
   std::vector<std::int64_t> cells_;
 };
