@@ -19,11 +19,28 @@ class CountGroups {
   // g's slot list hangs off sentinel link n + g, and the group list off sentinel group n, whose
   // value (all ones) never equals a count. Accessors map sentinels back to kNone.
   explicit CountGroups(std::uint32_t slots)
-      : n_(static_cast<std::int32_t>(slots)), links_(2 * std::size_t{slots}), groups_(std::size_t{slots} + 1) {
+      : n_(static_cast<std::int32_t>(slots)), links_(2 * std::size_t{slots} + 1), groups_(std::size_t{slots} + 1) {
     for (std::uint32_t g = 0; g < slots; ++g) groups_[g].next = g + 1 < slots ? std::int32_t(g + 1) : kNone;
     free_group_ = slots ? 0 : kNone;
     groups_[n_] = Group{~std::uint64_t{0}, n_, n_};
+    links_[parked()].next = links_[parked()].prev = parked();
   }
+
+  // A second list, of ungrouped "parked" slots (Misra-Gries' zero-count slots), kept in the slots'
+  // own links, which are free while a slot is ungrouped: no extra memory per slot.
+  std::int32_t parked_first() const noexcept { return slot_or_none(links_[parked()].next); }
+  std::int32_t next_parked(std::int32_t s) const noexcept { return slot_or_none(links_[s].next); }
+  // Inserts ungrouped slot s after parked slot `after` (kNone: at the front).
+  void park_after(std::int32_t after, std::int32_t s) noexcept {
+    const std::int32_t a = after == kNone ? parked() : after;
+    const std::int32_t nx = links_[a].next;
+    links_[s].group = kNone;
+    links_[s].prev = a;
+    links_[s].next = nx;
+    links_[nx].prev = s;
+    links_[a].next = s;
+  }
+  void unpark(std::int32_t s) noexcept { unlink(links_[s].prev, links_[s].next); }
 
   std::int32_t min_group() const noexcept { return group_or_none(groups_[n_].next); }
   std::int32_t max_group() const noexcept { return group_or_none(groups_[n_].prev); }
@@ -103,6 +120,7 @@ class CountGroups {
     std::int32_t prev = kNone, next = kNone;
   };
 
+  std::int32_t parked() const noexcept { return 2 * n_; }  // the parked list's sentinel link
   std::int32_t group_or_none(std::int32_t g) const noexcept { return g == n_ ? kNone : g; }
   std::int32_t slot_or_none(std::int32_t s) const noexcept { return s >= n_ ? kNone : s; }
 

@@ -38,8 +38,7 @@ class MisraGries {
 
   explicit MisraGries(std::uint64_t capacity)
       : capacity_((check_capacity(capacity), static_cast<std::uint32_t>(capacity))),
-        keys_(capacity), hashes_(capacity), has_key_(capacity, 0), zero_prev_(capacity, kNone),
-        zero_next_(capacity, kNone), groups_(capacity), table_(capacity) {
+        keys_(capacity), hashes_(capacity), has_key_(capacity, 0), groups_(capacity), table_(capacity) {
     // All slots start on the zero stack, slot 0 on top.
     for (std::uint32_t s = capacity_; s-- > 0;) push_zero(static_cast<std::int32_t>(s));
   }
@@ -52,12 +51,11 @@ class MisraGries {
       if (groups_.grouped(s)) {
         groups_.increment(s);
       } else {  // stored with count 0
-        unlink_zero(s);
+        groups_.unpark(s);
         groups_.attach_min(s, base_ + 1);
       }
-    } else if (zero_top_ != kNone) {
-      s = zero_top_;
-      unlink_zero(s);
+    } else if ((s = groups_.parked_first()) != kNone) {
+      groups_.unpark(s);
       if (has_key_[s]) table_.erase(hashes_.get(s, keys_[s]), s);
       Traits::assign(keys_[s], x);
       hashes_.set(s, h);
@@ -69,20 +67,13 @@ class MisraGries {
       ++base_;
       ++decrements_;
       if (groups_.value(groups_.min_group()) == base_) {
-        // Chain the released slots newest..oldest and splice the chain onto the stack, newest on
-        // top: "reached 0 most recently, ties: incremented most recently" (§2 deterministic choice).
-        std::int32_t first = kNone, last = kNone;
+        // The released slots go on top of the zero stack newest first: "reached 0 most recently,
+        // ties: incremented most recently" (§2 deterministic choice).
+        std::int32_t after = kNone;
         groups_.release_min_group([&](std::int32_t t) {
-          zero_prev_[t] = last;
-          zero_next_[t] = kNone;
-          if (last != kNone) zero_next_[last] = t; else first = t;
-          last = t;
+          groups_.park_after(after, t);
+          after = t;
         });
-        // Splice the chain [first..last] (newest..oldest) on top of the stack.
-        zero_next_[last] = zero_top_;
-        if (zero_top_ != kNone) zero_prev_[zero_top_] = last;
-        zero_prev_[first] = kNone;
-        zero_top_ = first;
       }
     }
   }
@@ -114,7 +105,7 @@ class MisraGries {
       for (std::int32_t s = groups_.first_slot(g); s != kNone; s = groups_.next_slot(s))
         visit(keys_[s], groups_.value(g) - base_);
     if (include_zero)
-      for (std::int32_t s = zero_top_; s != kNone; s = zero_next_[s])
+      for (std::int32_t s = groups_.parked_first(); s != kNone; s = groups_.next_parked(s))
         if (has_key_[s]) visit(keys_[s], std::uint64_t{0});
   }
 
@@ -126,7 +117,7 @@ class MisraGries {
 
   std::size_t memory_bytes() const noexcept {
     std::size_t b = sizeof(*this) + keys_.capacity() * sizeof(Key) + hashes_.memory_bytes() +
-                    has_key_.capacity() + (zero_prev_.capacity() + zero_next_.capacity()) * 4 +
+                    has_key_.capacity() +
                     groups_.memory_bytes() + table_.memory_bytes();
     for (std::uint32_t s = 0; s < capacity_; ++s) b += has_key_[s] ? Traits::heap_bytes(keys_[s]) : 0;
     return b;
@@ -153,7 +144,7 @@ class MisraGries {
       w.u64(groups_.value_of(s) - base_);
     }
     std::vector<std::int32_t> zeros;
-    for (std::int32_t s = zero_top_; s != kNone; s = zero_next_[s]) zeros.push_back(s);
+    for (std::int32_t s = groups_.parked_first(); s != kNone; s = groups_.next_parked(s)) zeros.push_back(s);
     w.u32(static_cast<std::uint32_t>(zeros.size()));
     for (auto it = zeros.rbegin(); it != zeros.rend(); ++it) {
       w.u8(has_key_[*it]);
@@ -175,7 +166,7 @@ class MisraGries {
     r.need_records(positive, Traits::min_serialized_bytes + 8, "counters");
     MisraGries mg(capacity);
     // Take every slot off the initial zero stack; the serialized stack is rebuilt below.
-    mg.zero_top_ = kNone;
+    for (std::uint32_t t = 0; t < capacity; ++t) mg.groups_.unpark(static_cast<std::int32_t>(t));
     std::int32_t next_slot = 0;
     std::uint64_t prev = 0, total = 0;
     for (std::uint32_t i = 0; i < positive; ++i) {
@@ -218,17 +209,7 @@ class MisraGries {
     has_key_[s] = 1;
     table_.insert(h, s);
   }
-  void push_zero(std::int32_t s) noexcept {
-    zero_prev_[s] = kNone;
-    zero_next_[s] = zero_top_;
-    if (zero_top_ != kNone) zero_prev_[zero_top_] = s;
-    zero_top_ = s;
-  }
-  void unlink_zero(std::int32_t s) noexcept {
-    if (zero_prev_[s] != kNone) zero_next_[zero_prev_[s]] = zero_next_[s]; else zero_top_ = zero_next_[s];
-    if (zero_next_[s] != kNone) zero_prev_[zero_next_[s]] = zero_prev_[s];
-    zero_prev_[s] = zero_next_[s] = kNone;
-  }
+  void push_zero(std::int32_t s) noexcept { groups_.park_after(kNone, s); }
 
   std::uint32_t capacity_;
   std::uint64_t n_ = 0;
@@ -237,8 +218,6 @@ class MisraGries {
   std::vector<Key> keys_;
   detail::SlotHashes<Key> hashes_;
   std::vector<std::uint8_t> has_key_;
-  std::vector<std::int32_t> zero_prev_, zero_next_;  // LIFO of zero-count slots, doubly linked
-  std::int32_t zero_top_ = kNone;
   Groups groups_;
   detail::SlotTable<Key> table_;
 };
