@@ -32,13 +32,7 @@ class CountGroups {
   std::int32_t next_parked(std::int32_t s) const noexcept { return slot_or_none(links_[s].next); }
   // Inserts ungrouped slot s after parked slot `after` (kNone: at the front).
   void park_after(std::int32_t after, std::int32_t s) noexcept {
-    const std::int32_t a = after == kNone ? parked() : after;
-    const std::int32_t nx = links_[a].next;
-    links_[s].group = kNone;
-    links_[s].prev = a;
-    links_[s].next = nx;
-    links_[nx].prev = s;
-    links_[a].next = s;
+    link_after(after == kNone ? parked() : after, s, kNone);
   }
   void unpark(std::int32_t s) noexcept { unlink(links_[s].prev, links_[s].next); }
 
@@ -124,14 +118,16 @@ class CountGroups {
   std::int32_t group_or_none(std::int32_t g) const noexcept { return g == n_ ? kNone : g; }
   std::int32_t slot_or_none(std::int32_t s) const noexcept { return s >= n_ ? kNone : s; }
 
-  void push_front(std::int32_t g, std::int32_t s) noexcept {
-    const std::int32_t sentinel = n_ + g;
-    const std::int32_t h = links_[sentinel].next;
-    links_[s].group = g;
-    links_[s].prev = sentinel;
-    links_[s].next = h;
-    links_[h].prev = s;
-    links_[sentinel].next = s;
+  void push_front(std::int32_t g, std::int32_t s) noexcept { link_after(n_ + g, s, g); }
+
+  // Links s right after link a (a slot or a sentinel) in a's list, as a member of `group`.
+  void link_after(std::int32_t a, std::int32_t s, std::int32_t group) noexcept {
+    const std::int32_t nx = links_[a].next;
+    links_[s].group = group;
+    links_[s].prev = a;
+    links_[s].next = nx;
+    links_[nx].prev = s;
+    links_[a].next = s;
   }
 
   void unlink(std::int32_t prev, std::int32_t next) noexcept {
