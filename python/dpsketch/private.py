@@ -172,9 +172,14 @@ class SketchHeavyHitters(Keyed):
 
     _family = 0
 
-    def __init__(self, sketch: str = "countmin", *, k: int, capacity: int, epsilon: float, delta: float,
-                 max_stream_length: int, seed: int | None = None, width: int | None = None,
-                 depth: int | None = None, key_type=None):
+    def __init__(self, sketch: str = "countmin", k: int | None = None, capacity: int | None = None,
+                 epsilon: float | None = None, delta: float | None = None, max_stream_length: int | None = None,
+                 seed: int | None = None, *, width: int | None = None, depth: int | None = None, key_type=None):
+        missing = [name for name, v in (("k", k), ("capacity", capacity), ("epsilon", epsilon), ("delta", delta),
+                                        ("max_stream_length", max_stream_length)) if v is None]
+        if missing:
+            raise TypeError(f"SketchHeavyHitters needs {', '.join(missing)} (e.g. k=128, capacity=4*k, epsilon=0.1, "
+                            "delta=1e-3, max_stream_length=<upper bound on the stream length>)")
         if sketch not in ("countmin", "countsketch"):
             raise ValueError(f"sketch must be 'countmin' or 'countsketch', got {sketch!r}")
         self._sketch = sketch
