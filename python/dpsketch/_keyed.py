@@ -3,6 +3,9 @@ serialization, pickling and reprs that never show keys."""
 
 from __future__ import annotations
 
+import functools
+import threading
+
 import contextlib
 from typing import Any, ClassVar
 
@@ -19,12 +22,31 @@ from ._keys import (
 )
 
 _KEY_TAGS = {1: "int", 2: "str"}
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _UNTYPED = 0
 _HEADER = 8
 
 
+def locked(method):
+    """Run ``method`` holding the object's lock. Batch calls release the GIL inside C++, so without
+    it another thread could read or mutate the same native structure mid-batch (a crash, not just a
+    wrong answer). Objects are safe to share between threads; calls on one object serialize."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 class Keyed:
     """Shared machinery. Subclasses set ``_natives`` and implement ``_make(key_type)``."""
+
+    def __new__(cls, *args, **kwargs):
+        obj = super().__new__(cls)
+        obj._lock = threading.RLock()
+        return obj
 
     _natives: ClassVar[dict[str, Any]]
     _family: ClassVar[int]
@@ -59,14 +81,25 @@ class Keyed:
         self._key_type_fixed = True
 
     # -- updates --------------------------------------------------------------------------------
+    @locked
     def update(self, item) -> None:
         """Add one occurrence of ``item`` (an int in the int64 range, or a str)."""
+        # Fast path for the common case: a plain int or str of the summary's fixed key type.
+        if self._key_type_fixed:
+            t = type(item)
+            if t is int and self._key_type == "int" and _INT64_MIN <= item <= _INT64_MAX:
+                self._impl.update(item)
+                return
+            if t is str and self._key_type == "str" and item.isascii():
+                self._impl.update(item)
+                return
         kt = key_type_of(item)
         key = as_int_key(item) if kt == "int" else item
         with self._unchanged_on_error():
             self._settle(kt)
             self._impl.update(key)
 
+    @locked
     def update_many(self, items) -> None:
         """Add every item of a batch, in order. Fast paths: numpy int64 arrays, numpy str arrays,
         pyarrow string arrays (no per-item Python work, GIL released); any sequence of int/str works."""
@@ -100,6 +133,7 @@ class Keyed:
             return None  # nothing of that type was ever added
         return as_int_key(item) if kt == "int" else item
 
+    @locked
     def estimate(self, item):
         """Estimated frequency of ``item``."""
         key = self._checked_key(item)
@@ -107,15 +141,18 @@ class Keyed:
 
     # -- size -----------------------------------------------------------------------------------
     @property
+    @locked
     def n(self) -> int:
         """Number of items added so far."""
         return self._impl.n
 
+    @locked
     def memory_bytes(self) -> int:
         """Bytes of memory held by the native structure (including string key storage)."""
         return self._impl.memory_bytes()
 
     # -- serialization --------------------------------------------------------------------------
+    @locked
     def to_bytes(self) -> bytes:
         """Serialize (versioned little-endian format; see docs/format.md). An empty summary whose
         key type is not fixed yet is written with key tag 0 ("untyped")."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from . import _core
-from ._keyed import Keyed
+from ._keyed import Keyed, locked
 from ._validation import check_int
 from .release import (
     Release,
@@ -95,6 +95,7 @@ class _PrivateLinear(Keyed):
     epsilon = property(lambda self: self._epsilon, doc="Pure-DP ε of the noisy cells (None for zCDP).")
     rho = property(lambda self: self._rho, doc="zCDP ρ of the noisy cells (None for pure DP).")
 
+    @locked
     def privacy(self, delta: float | None = None) -> dict:
         """The guarantee of the noisy cells; with ``delta``, the (ε, δ) conversion of ρ-zCDP."""
         out = {"epsilon": self._epsilon, "rho": self._rho, "noise": self._impl.noise_kind,
@@ -104,10 +105,12 @@ class _PrivateLinear(Keyed):
             out["delta"] = delta
         return out
 
+    @locked
     def update(self, item) -> None:
         self._check_not_frozen()
         super().update(item)
 
+    @locked
     def update_many(self, items) -> None:
         self._check_not_frozen()
         super().update_many(items)
@@ -116,10 +119,12 @@ class _PrivateLinear(Keyed):
         if self._frozen:
             raise RuntimeError("this is a released (published) sketch and is read-only; keep updating the original")
 
+    @locked
     def cells(self):
         """The noisy cells, shape (depth, width). Safe to publish: they are the DP object."""
         return self._impl.cells()
 
+    @locked
     def estimate_many(self, items):
         from ._keys import int_batch
 
@@ -127,6 +132,7 @@ class _PrivateLinear(Keyed):
             raise TypeError("this sketch has str keys; estimate them one by one")
         return self._impl.estimate_many(int_batch(items))
 
+    @locked
     def release(self, *, allow_repeat: bool = False):
         """The noisy sketch as a publishable, read-only copy (serializable with to_bytes, queryable
         with estimate). Publishing the sketch at more than one time composes privacy loss, so a
@@ -205,6 +211,7 @@ class SketchHeavyHitters(Keyed):
             self._hash_seed, rng,
         )
 
+    @locked
     def update_many(self, items) -> None:
         n = len(items)
         if self.n + n > self._n_max:
@@ -214,16 +221,18 @@ class SketchHeavyHitters(Keyed):
             )
         super().update_many(items)
 
+    @locked
     def update(self, item) -> None:
         if self.n + 1 > self._n_max:
             raise ValueError(f"the stream already has max_stream_length={self._n_max} items; build with a larger one")
         super().update(item)
 
-    width = property(lambda self: self._impl.width, doc="Columns of the noisy sketch.")
-    depth = property(lambda self: self._impl.depth, doc="Rows of the noisy sketch.")
+    width = property(locked(lambda self: self._impl.width), doc="Columns of the noisy sketch.")
+    depth = property(locked(lambda self: self._impl.depth), doc="Rows of the noisy sketch.")
     k = property(lambda self: self._k)
     capacity = property(lambda self: self._capacity)
 
+    @locked
     def release(self, *, seed: int | None = None, length_epsilon: float | None = None,
                 length_delta: float | None = None, allow_repeat: bool = False) -> Release:
         """Publish the heavy hitters (§5). ``seed`` seeds only the length noise of the rigorous

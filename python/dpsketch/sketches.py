@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
-from ._keyed import Keyed
+from ._keyed import Keyed, locked
 from ._validation import check_int, check_seed
 
 __all__ = ["CountMin", "CountSketch"]
@@ -33,10 +33,12 @@ class _LinearSketch(Keyed):
     depth = property(lambda self: self._depth, doc="Rows (independent hash functions).")
     seed = property(lambda self: self._seed, doc="Seed of the hash functions (needed to merge).")
 
+    @locked
     def cells(self) -> np.ndarray:
         """A copy of the counters, shape (depth, width)."""
         return self._impl.cells()
 
+    @locked
     def estimate_many(self, items) -> np.ndarray:
         """Estimates for a batch of int keys (numpy int64 array; GIL released)."""
         from ._keys import int_batch
@@ -55,10 +57,13 @@ class _LinearSketch(Keyed):
                 f"cannot merge sketches of different shape or seed: ({self.width}, {self.depth}, seed={self.seed}) vs "
                 f"({other.width}, {other.depth}, seed={other.seed}); build both with the same width, depth and seed"
             )
-        if not other._key_type_fixed and other.n == 0:
-            return  # an empty, untyped sketch adds nothing
-        self._settle(other._key_type)  # TypeError if the key types differ
-        self._impl.merge(other._impl)
+        # Both objects' locks, always in the same order, so concurrent a.merge(b) / b.merge(a) cannot deadlock.
+        first, second = sorted((self, other), key=id)
+        with first._lock, second._lock:
+            if not other._key_type_fixed and other._impl.n == 0:
+                return  # an empty, untyped sketch adds nothing
+            self._settle(other._key_type)  # TypeError if the key types differ
+            self._impl.merge(other._impl)
 
     def _repr_fields(self):
         return f"width={self._width}, depth={self._depth}"

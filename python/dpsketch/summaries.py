@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import _core
-from ._keyed import Keyed
+from ._keyed import Keyed, locked
 from ._validation import check_int
 from .release import (
     Release,
@@ -35,6 +35,7 @@ class _CounterSummary(Keyed):
             g = self.__dict__["_release_guard"] = ReleaseGuard()
         return g
 
+    @locked
     def _release(self, native_fn, mechanism, epsilon, delta, k, seed, length_epsilon, length_delta, allow_repeat):
         eps, dlt = check_privacy_params(epsilon, delta)
         le, ld = check_length_params(length_epsilon, length_delta, dlt)
@@ -68,6 +69,7 @@ class MisraGries(_CounterSummary):
     _natives = {"int": _core.MisraGriesInt, "str": _core.MisraGriesStr}
     _family = 1
 
+    @locked
     def items(self, include_zero: bool = False) -> list[tuple]:
         """Stored (key, count) pairs, largest count first. ``include_zero`` adds stored keys whose
         count fell to 0 (the release mechanism noises those too)."""
@@ -75,6 +77,7 @@ class MisraGries(_CounterSummary):
         out.sort(key=lambda kv: kv[1], reverse=True)
         return out
 
+    @locked
     def _state(self) -> list[tuple]:
         """Internal order (tests): positive counts ascending, newest first per count, then zero keys."""
         return self._impl.items(True)
@@ -98,6 +101,7 @@ class MisraGries(_CounterSummary):
         )
 
     @property
+    @locked
     def decrements(self) -> int:
         """How many 'decrement all' steps happened; ``n - sum(counts) == decrements*(capacity+1)``."""
         return self._impl.decrements
@@ -115,6 +119,7 @@ class SpaceSaving(_CounterSummary):
     _natives = {"int": _core.SpaceSavingInt, "str": _core.SpaceSavingStr}
     _family = 2
 
+    @locked
     def items(self) -> list[tuple]:
         """Tracked (key, count) pairs, largest count first."""
         out = self._impl.items()
@@ -122,6 +127,7 @@ class SpaceSaving(_CounterSummary):
         out.sort(key=lambda kv: kv[1], reverse=True)
         return out
 
+    @locked
     def _state(self) -> list[tuple]:
         """Internal order (tests): counts ascending, newest first per count (first = next victim)."""
         return self._impl.items()
@@ -149,6 +155,7 @@ class SpaceSaving(_CounterSummary):
             _core.release.dpss, "DPSS", epsilon, delta, kk, seed, length_epsilon, length_delta, allow_repeat
         )
 
+    @locked
     def min_count(self) -> int:
         """Minimum tracked count once all counters are used (0 before)."""
         return self._impl.min_count()
