@@ -77,7 +77,7 @@ void bind_envelope(py::module_& m, const char* name) {
   using Key = typename T::key_type;
   if constexpr (std::is_same_v<Key, std::int64_t>) {
     c.def("update", [](T& s, std::int64_t x) { s.update(x); });
-    c.def("update_many", [](T& s, const IntArray& a) { for_each_int(a, [&](std::int64_t x) { s.update(x); }); });
+    c.def("update_many", [](T& s, const IntArray& a) { update_ints(s, a); });
     c.def("estimate", [](const T& s, std::int64_t x) { return s.estimate(x); });
   } else {
     c.def("update", [](T& s, std::string_view x) { s.update(x); });

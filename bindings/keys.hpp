@@ -17,16 +17,29 @@
 namespace dpsketch::bindings {
 
 namespace py = pybind11;
+
+template <class T, class = void>
+struct has_update_many : std::false_type {};
+template <class T>
+struct has_update_many<T, std::void_t<decltype(std::declval<T&>().update_many(std::declval<const std::int64_t*>(),
+                                                                             std::declval<const std::int64_t*>()))>>
+    : std::true_type {};
+
 using IntArray = py::array_t<std::int64_t, py::array::c_style>;
 
-// Calls f(key) for each int64 in a C-contiguous int64 array, GIL released.
-template <class F>
-void for_each_int(const IntArray& a, F&& f) {
+// Feeds a whole int64 array through T's own batch loop (update_many(first, last) where T has one),
+// GIL released.
+template <class T>
+void update_ints(T& s, const IntArray& a) {
   if (a.ndim() != 1) throw py::value_error("expected a 1-D int64 array, got " + std::to_string(a.ndim()) + " dimensions");
   const std::int64_t* p = a.data();
   const auto n = static_cast<std::size_t>(a.shape(0));
   py::gil_scoped_release nogil;
-  for (std::size_t i = 0; i < n; ++i) f(p[i]);
+  if constexpr (has_update_many<T>::value) {
+    s.update_many(p, p + n);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) s.update(p[i]);
+  }
 }
 
 // UTF-8 encoding of one code point; false for surrogates and values beyond U+10FFFF.
@@ -179,7 +192,7 @@ void def_keyed(Cls& c) {
   using Key = typename T::key_type;
   if constexpr (std::is_same_v<Key, std::int64_t>) {
     c.def("update", [](T& s, std::int64_t x) { s.update(x); }, py::arg("item"));
-    c.def("update_many", [](T& s, const IntArray& a) { for_each_int(a, [&](std::int64_t x) { s.update(x); }); },
+    c.def("update_many", [](T& s, const IntArray& a) { update_ints(s, a); },
           py::arg("items"));
     c.def("estimate", [](const T& s, std::int64_t x) { return s.estimate(x); }, py::arg("item"));
   } else {

@@ -40,13 +40,7 @@ class SpaceSaving {
   // updates, so the hit/miss branch of each update resolves without waiting for the hash.
   template <class It>
   void update_many(It first, It last) {
-    std::uint64_t hs[detail::kHashBlock];
-    while (first != last) {
-      It it = first;
-      std::size_t m = 0;
-      for (; m < detail::kHashBlock && it != last; ++m, ++it) hs[m] = Traits::table_hash(*it);
-      for (std::size_t i = 0; i < m; ++i, ++first) update_hashed(hs[i], *first);
-    }
+    detail::for_each_hashed<Traits>(first, last, [this](std::uint64_t h, const auto& x) { update_hashed(h, x); });
   }
 
   // update(x) given h == Traits::table_hash(x).
