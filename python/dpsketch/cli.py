@@ -62,27 +62,27 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
-def _positive_float(name):
+def _float_in(name, ok, requirement):
+    """argparse type: a float for which ok(v) holds, else one line saying `name must be <requirement>`."""
+
     def conv(text):
         try:
             v = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
-        if not math.isfinite(v) or v <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be a finite number > 0, got {text}")
+        if not (math.isfinite(v) and ok(v)):
+            raise argparse.ArgumentTypeError(f"{name} must be {requirement}, got {text}")
         return v
 
     return conv
 
 
-def _delta(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"delta must be a number, got {text!r}") from None
-    if not (0.0 < v < 1.0):
-        raise argparse.ArgumentTypeError(f"delta must be strictly between 0 and 1, got {text}")
-    return v
+def _positive_float(name):
+    return _float_in(name, lambda v: v > 0, "a finite number > 0")
+
+
+_delta = _float_in("delta", lambda v: 0.0 < v < 1.0, "strictly between 0 and 1")
+_oversample = _float_in("oversample (capacity/k)", lambda v: v >= 1, "a number >= 1")
 
 
 def _int_at_least(name, lo, hi=None):
@@ -97,16 +97,6 @@ def _int_at_least(name, lo, hi=None):
         return v
 
     return conv
-
-
-def _oversample(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"oversample must be a number, got {text!r}") from None
-    if not math.isfinite(v) or v < 1:
-        raise argparse.ArgumentTypeError(f"oversample (capacity/k) must be a number >= 1, got {text}")
-    return v
 
 
 def _max_length(text):
