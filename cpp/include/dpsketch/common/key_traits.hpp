@@ -21,7 +21,6 @@ struct KeyTraits<std::int64_t> {
   using view_type = std::int64_t;
   static constexpr std::uint8_t tag = 1;
   static constexpr const char* name = "int";
-  static constexpr bool cache_table_hash = false;  // recomputing is cheaper than storing
   // Slot-table hash: one multiply by an odd constant (a bijection) folded so the low bits, which
   // pick the home position, depend on all input bits. Tables only need spread, not independence.
   static std::uint64_t table_hash(std::int64_t k) noexcept {
@@ -45,7 +44,6 @@ struct KeyTraits<std::string> {
   using view_type = std::string_view;
   static constexpr std::uint8_t tag = 2;
   static constexpr const char* name = "str";
-  static constexpr bool cache_table_hash = true;
   // Fixed table seed: the table only needs spread, not secrecy.
   static constexpr std::uint64_t kTableSeed = 0x1d8e4e27c47d124fULL % (kMersenne61 - 1) + 1;
   // Slot-table hash: 8 bytes per multiply, then a full avalanche. Tables need spread, not the

@@ -3,7 +3,7 @@
 // A slot enters a group only when it is incremented (or inserted), i.e. at its latest occurrence,
 // so "newest in the minimum group" is exactly "the minimum-count item whose most recent occurrence
 // is latest" -- the tie rule of ALGORITHMS.md §3. Misra-Gries (§2) reuses it with values relative
-// to a running base. Index-linked, preallocated: no allocation after construction.
+// to a running base, its zero-count slots staying in the groups at or below the base. Index-linked, preallocated: no allocation after construction.
 #pragma once
 
 #include <cstdint>
@@ -19,22 +19,11 @@ class CountGroups {
   // g's slot list hangs off sentinel link n + g, and the group list off sentinel group n, whose
   // value (all ones) never equals a count. Accessors map sentinels back to kNone.
   explicit CountGroups(std::uint32_t slots)
-      : n_(static_cast<std::int32_t>(slots)), links_(2 * std::size_t{slots} + 1), groups_(std::size_t{slots} + 1) {
+      : n_(static_cast<std::int32_t>(slots)), links_(2 * std::size_t{slots}), groups_(std::size_t{slots} + 1) {
     for (std::uint32_t g = 0; g < slots; ++g) groups_[g].next = g + 1 < slots ? std::int32_t(g + 1) : kNone;
     free_group_ = slots ? 0 : kNone;
     groups_[n_] = Group{~std::uint64_t{0}, n_, n_};
-    links_[parked()].next = links_[parked()].prev = parked();
   }
-
-  // A second list, of ungrouped "parked" slots (Misra-Gries' zero-count slots), kept in the slots'
-  // own links, which are free while a slot is ungrouped: no extra memory per slot.
-  std::int32_t parked_first() const noexcept { return slot_or_none(links_[parked()].next); }
-  std::int32_t next_parked(std::int32_t s) const noexcept { return slot_or_none(links_[s].next); }
-  // Inserts ungrouped slot s after parked slot `after` (kNone: at the front).
-  void park_after(std::int32_t after, std::int32_t s) noexcept {
-    link_after(after == kNone ? parked() : after, s, kNone);
-  }
-  void unpark(std::int32_t s) noexcept { unlink(links_[s].prev, links_[s].next); }
 
   std::int32_t min_group() const noexcept { return group_or_none(groups_[n_].next); }
   std::int32_t max_group() const noexcept { return group_or_none(groups_[n_].prev); }
@@ -77,20 +66,24 @@ class CountGroups {
     }
   }
 
-  // Removes the whole minimum group and returns its slots, newest first, via `visit(slot)`; the
-  // slots become ungrouped. Used by Misra-Gries when the minimum count reaches zero.
-  template <class Visit>
-  void release_min_group(Visit&& visit) noexcept {
-    const std::int32_t g = groups_[n_].next;
-    const std::int32_t sentinel = n_ + g;
-    std::int32_t s = links_[sentinel].next;
-    while (s != sentinel) {
-      const std::int32_t nx = links_[s].next;
-      links_[s] = Link{};
-      visit(s);
-      s = nx;
-    }
+  // Puts an ungrouped slot, as newest member, into the group of value v directly above group
+  // `below` (kNone: at the bottom), creating that group if the next one up has another value.
+  // Requires value(below) < v < the value of the group after `below`, if any.
+  void attach_above(std::int32_t below, std::int32_t s, std::uint64_t v) noexcept {
+    const std::int32_t b = below == kNone ? n_ : below;
+    std::int32_t g = groups_[b].next;
+    if (groups_[g].value != v) g = new_group_after(b, v);  // also at the top: sentinel value differs
+    push_front(g, s);
+  }
+
+  // Takes s out of its group, freeing the group when s was its only member (then returns true).
+  bool detach(std::int32_t s) noexcept {
+    const std::int32_t g = links_[s].group, prev = links_[s].prev, next = links_[s].next;
+    unlink(prev, next);
+    links_[s].group = kNone;
+    if (prev != next) return false;  // both are the group's sentinel only when s was alone
     free_group(g);
+    return true;
   }
 
   // Rebuild support (deserialization): append s as newest member of the top group when it has
@@ -114,7 +107,6 @@ class CountGroups {
     std::int32_t prev = kNone, next = kNone;
   };
 
-  std::int32_t parked() const noexcept { return 2 * n_; }  // the parked list's sentinel link
   std::int32_t group_or_none(std::int32_t g) const noexcept { return g == n_ ? kNone : g; }
   std::int32_t slot_or_none(std::int32_t s) const noexcept { return s >= n_ ? kNone : s; }
 

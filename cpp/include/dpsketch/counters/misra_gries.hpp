@@ -6,9 +6,11 @@
 // decreases by 1 and x is not stored. A key whose count reaches 0 stays stored until its slot is
 // reused. Guarantee: f(x) - n/(m+1) <= c(x) <= f(x).
 //
-// O(1) amortized: counts are group values minus a running `base`, so "decrement all" is base += 1;
-// when the minimum group reaches base its slots move, newest first, onto a LIFO of zero slots. Each
-// slot that reaches 0 was incremented since it last did, so that move costs O(1) per update.
+// O(1) worst case per update: counts are group values minus a running `base`, so "decrement all"
+// is base += 1. Groups at or below the base hold the zero-count slots, and they already are the
+// reuse stack: the highest such group reached 0 most recently, and within a group the newest slot
+// was incremented most recently. So a decrement that zeroes the minimum group just moves the
+// `zero_top_` marker onto it, and reuse takes the newest slot of the zero_top_ group.
 #pragma once
 
 #include <algorithm>
@@ -38,8 +40,8 @@ class MisraGries {
 
   explicit MisraGries(std::uint64_t capacity)
       : capacity_((check_capacity(capacity), static_cast<std::uint32_t>(capacity))),
-        keys_(capacity), hashes_(capacity), has_key_(capacity, 0), groups_(capacity), table_(capacity) {
-    // All slots start on the zero stack, slot 0 on top.
+        keys_(capacity), groups_(capacity), table_(capacity) {
+    // All slots start with count 0 in one zero group, slot 0 newest (reused first).
     for (std::uint32_t s = capacity_; s-- > 0;) push_zero(static_cast<std::int32_t>(s));
   }
 
@@ -54,43 +56,41 @@ class MisraGries {
 
   // update(x) given h == Traits::table_hash(x).
   void update_hashed(std::uint64_t h, const View& x) {
-    std::int32_t s = table_.find(h, x, keys_);
+    const auto found = table_.probe(h, x, keys_);
+    std::int32_t s = found.slot;
     ++n_;
     if (s != kNone) {
-      if (groups_.grouped(s)) {
+      if (groups_.value_of(s) > base_) {
         groups_.increment(s);
       } else {  // stored with count 0
-        groups_.unpark(s);
-        groups_.attach_min(s, base_ + 1);
+        take_zero(s);
+        groups_.attach_above(zero_top_, s, base_ + 1);
       }
-    } else if ((s = groups_.parked_first()) != kNone) {
-      groups_.unpark(s);
-      if (has_key_[s]) table_.erase(hashes_.get(s, keys_[s]), s);
+    } else if (zero_top_ != kNone) {
+      // Reuse the slot that reached 0 most recently (ties: incremented most recently), §2.
+      s = groups_.first_slot(zero_top_);
+      take_zero(s);
+      // x's entry goes where the probe ended, then the slot's old entry (if any) is erased by
+      // position: no second probe, no rehash of the old key.
+      const bool had_key = table_.has_entry(s);
+      const std::size_t old_entry = table_.position(s);
+      table_.insert_at(found.pos, h, s);
+      if (had_key) table_.erase_at(old_entry);
       Traits::assign(keys_[s], x);
-      hashes_.set(s, h);
-      has_key_[s] = 1;
-      table_.insert(h, s);
-      groups_.attach_min(s, base_ + 1);
+      groups_.attach_above(zero_top_, s, base_ + 1);
     } else {
-      // Decrement all: every slot is in a group with value >= base + 1.
+      // Decrement all: every slot has a count >= 1, i.e. a group value >= base + 1.
       ++base_;
       ++decrements_;
-      if (groups_.value(groups_.min_group()) == base_) {
-        // The released slots go on top of the zero stack newest first: "reached 0 most recently,
-        // ties: incremented most recently" (§2 deterministic choice).
-        std::int32_t after = kNone;
-        groups_.release_min_group([&](std::int32_t t) {
-          groups_.park_after(after, t);
-          after = t;
-        });
-      }
+      const std::int32_t g = groups_.min_group();
+      if (groups_.value(g) == base_) zero_top_ = g;  // its slots now count 0: the top of the stack
     }
   }
 
   // Stored count of x (0 when not stored or stored with count 0).
   std::uint64_t estimate(const View& x) const {
     const std::int32_t s = table_.find(Traits::table_hash(x), x, keys_);
-    return s == kNone || !groups_.grouped(s) ? 0 : groups_.value_of(s) - base_;
+    return s == kNone || groups_.value_of(s) <= base_ ? 0 : groups_.value_of(s) - base_;
   }
   bool contains(const View& x) const {
     return table_.find(Traits::table_hash(x), x, keys_) != kNone;
@@ -105,12 +105,13 @@ class MisraGries {
   // within a count), then the zero-count keys in stack order (next to be reused first).
   template <class Visit>
   void for_each(Visit&& visit, bool include_zero = true) const {
-    for (std::int32_t g = groups_.min_group(); g != kNone; g = groups_.next_group(g))
+    for (std::int32_t g = min_positive_group(); g != kNone; g = groups_.next_group(g))
       for (std::int32_t s = groups_.first_slot(g); s != kNone; s = groups_.next_slot(s))
         visit(keys_[s], groups_.value(g) - base_);
     if (include_zero)
-      for (std::int32_t s = groups_.parked_first(); s != kNone; s = groups_.next_parked(s))
-        if (has_key_[s]) visit(keys_[s], std::uint64_t{0});
+      for_each_zero([&](std::int32_t s) {
+        if (table_.has_entry(s)) visit(keys_[s], std::uint64_t{0});
+      });
   }
 
   std::vector<std::pair<Key, std::uint64_t>> items(bool include_zero = false) const {
@@ -120,10 +121,9 @@ class MisraGries {
   }
 
   std::size_t memory_bytes() const noexcept {
-    std::size_t b = sizeof(*this) + keys_.capacity() * sizeof(Key) + hashes_.memory_bytes() +
-                    has_key_.capacity() +
+    std::size_t b = sizeof(*this) + keys_.capacity() * sizeof(Key) +
                     groups_.memory_bytes() + table_.memory_bytes();
-    for (std::uint32_t s = 0; s < capacity_; ++s) b += has_key_[s] ? Traits::heap_bytes(keys_[s]) : 0;
+    for (std::uint32_t s = 0; s < capacity_; ++s) b += table_.has_entry(static_cast<std::int32_t>(s)) ? Traits::heap_bytes(keys_[s]) : 0;
     return b;
   }
 
@@ -137,7 +137,7 @@ class MisraGries {
     w.u64(n_);
     w.u64(decrements_);
     std::vector<std::int32_t> order;
-    for (std::int32_t g = groups_.min_group(); g != kNone; g = groups_.next_group(g)) {
+    for (std::int32_t g = min_positive_group(); g != kNone; g = groups_.next_group(g)) {
       const std::size_t start = order.size();
       for (std::int32_t s = groups_.first_slot(g); s != kNone; s = groups_.next_slot(s)) order.push_back(s);
       std::reverse(order.begin() + static_cast<std::ptrdiff_t>(start), order.end());
@@ -148,11 +148,12 @@ class MisraGries {
       w.u64(groups_.value_of(s) - base_);
     }
     std::vector<std::int32_t> zeros;
-    for (std::int32_t s = groups_.parked_first(); s != kNone; s = groups_.next_parked(s)) zeros.push_back(s);
+    for_each_zero([&](std::int32_t s) { zeros.push_back(s); });
     w.u32(static_cast<std::uint32_t>(zeros.size()));
     for (auto it = zeros.rbegin(); it != zeros.rend(); ++it) {
-      w.u8(has_key_[*it]);
-      if (has_key_[*it]) Traits::write(w, keys_[*it]);
+      const bool has = table_.has_entry(*it);
+      w.u8(has ? 1 : 0);
+      if (has) Traits::write(w, keys_[*it]);
     }
     return w.take();
   }
@@ -169,8 +170,10 @@ class MisraGries {
     if (positive > capacity) throw DeserializeError("more counters than capacity");
     r.need_records(positive, Traits::min_serialized_bytes + 8, "counters");
     MisraGries mg(capacity);
-    // Take every slot off the initial zero stack; the serialized stack is rebuilt below.
-    for (std::uint32_t t = 0; t < capacity; ++t) mg.groups_.unpark(static_cast<std::int32_t>(t));
+    // Empty the initial zero group; the serialized stack is rebuilt below, in one zero group (its
+    // order is all that matters) under the positive groups.
+    for (std::uint32_t t = 0; t < capacity; ++t) mg.groups_.detach(static_cast<std::int32_t>(t));
+    mg.zero_top_ = kNone;
     std::int32_t next_slot = 0;
     std::uint64_t prev = 0, total = 0;
     for (std::uint32_t i = 0; i < positive; ++i) {
@@ -209,19 +212,36 @@ class MisraGries {
     const std::uint64_t h = Traits::table_hash(k);
     if (table_.find(h, k, keys_) != kNone) throw DeserializeError("duplicate key");
     keys_[s] = std::move(k);
-    hashes_.set(s, h);
-    has_key_[s] = 1;
     table_.insert(h, s);
   }
-  void push_zero(std::int32_t s) noexcept { groups_.park_after(kNone, s); }
+  // Puts s on top of the zero stack (as newest member of a bottom group of value 0 <= base).
+  // Only while the zero stack is the bottom group: construction and deserialization.
+  void push_zero(std::int32_t s) noexcept {
+    groups_.attach_above(kNone, s, 0);
+    zero_top_ = groups_.min_group();
+  }
+  // Takes a zero-count slot out of its group, moving zero_top_ down when that group empties.
+  void take_zero(std::int32_t s) noexcept {
+    const std::int32_t g = groups_.group_of(s);
+    const std::int32_t below = groups_.prev_group(g);
+    if (groups_.detach(s) && g == zero_top_) zero_top_ = below;
+  }
+  std::int32_t min_positive_group() const noexcept {
+    return zero_top_ == kNone ? groups_.min_group() : groups_.next_group(zero_top_);
+  }
+  // Visits the zero-count slots in stack order (next to be reused first).
+  template <class F>
+  void for_each_zero(F&& f) const {
+    for (std::int32_t g = zero_top_; g != kNone; g = groups_.prev_group(g))
+      for (std::int32_t s = groups_.first_slot(g); s != kNone; s = groups_.next_slot(s)) f(s);
+  }
 
   std::uint32_t capacity_;
   std::uint64_t n_ = 0;
   std::uint64_t base_ = 0;
   std::uint64_t decrements_ = 0;
+  std::int32_t zero_top_ = kNone;  // highest group with value <= base_ (count 0), or kNone
   std::vector<Key> keys_;
-  detail::SlotHashes<Key> hashes_;
-  std::vector<std::uint8_t> has_key_;
   Groups groups_;
   detail::SlotTable<Key> table_;
 };

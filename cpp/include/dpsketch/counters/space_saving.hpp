@@ -32,7 +32,7 @@ class SpaceSaving {
 
   explicit SpaceSaving(std::uint64_t capacity)
       : capacity_((check_capacity(capacity), static_cast<std::uint32_t>(capacity))),
-        keys_(capacity), hashes_(capacity), groups_(capacity), table_(capacity) {}
+        keys_(capacity), groups_(capacity), table_(capacity) {}
 
   void update(const View& x) { update_hashed(Traits::table_hash(x), x); }
 
@@ -45,19 +45,24 @@ class SpaceSaving {
 
   // update(x) given h == Traits::table_hash(x).
   void update_hashed(std::uint64_t h, const View& x) {
-    std::int32_t s = table_.find(h, x, keys_);
+    const auto found = table_.probe(h, x, keys_);
     ++n_;
-    if (s != detail::SlotTable<Key>::kEmpty) {
-      groups_.increment(s);
+    if (found.slot != detail::SlotTable<Key>::kEmpty) {
+      groups_.increment(found.slot);
     } else if (size_ < capacity_) {
-      s = static_cast<std::int32_t>(size_++);
-      place(s, h, x);
+      const auto s = static_cast<std::int32_t>(size_++);
+      Traits::assign(keys_[s], x);
+      table_.insert_at(found.pos, h, s);
       groups_.attach_min(s, 1);
     } else {
-      // Eviction register: newest slot of the minimum group (the recency tie rule).
-      s = groups_.min_first_slot();
-      table_.erase(hashes_.get(s, keys_[s]), s);
-      place(s, h, x);
+      // Eviction register: newest slot of the minimum group (the recency tie rule). x's entry goes
+      // where the probe ended before the victim's is erased by position: no second probe, no
+      // rehash of the victim's key.
+      const std::int32_t s = groups_.min_first_slot();
+      const std::size_t victim_entry = table_.position(s);
+      table_.insert_at(found.pos, h, s);
+      table_.erase_at(victim_entry);
+      Traits::assign(keys_[s], x);
       groups_.increment(s);  // c[x] = c_min + 1, and x becomes newest of its group
     }
   }
@@ -97,8 +102,7 @@ class SpaceSaving {
   }
 
   std::size_t memory_bytes() const noexcept {
-    std::size_t b = sizeof(*this) + keys_.capacity() * sizeof(Key) + hashes_.memory_bytes() +
-                    groups_.memory_bytes() + table_.memory_bytes();
+    std::size_t b = sizeof(*this) + keys_.capacity() * sizeof(Key) + groups_.memory_bytes() + table_.memory_bytes();
     for (std::uint32_t s = 0; s < size_; ++s) b += Traits::heap_bytes(keys_[s]);
     return b;
   }
@@ -157,7 +161,6 @@ class SpaceSaving {
  private:
   void place(std::int32_t s, std::uint64_t h, const View& x) {
     Traits::assign(keys_[s], x);
-    hashes_.set(s, h);
     table_.insert(h, s);
   }
 
@@ -165,7 +168,6 @@ class SpaceSaving {
   std::uint32_t size_ = 0;
   std::uint64_t n_ = 0;
   std::vector<Key> keys_;
-  detail::SlotHashes<Key> hashes_;
   Groups groups_;
   detail::SlotTable<Key> table_;
 };
