@@ -72,26 +72,13 @@ class SketchHeavyHitters {
 
   void update(const View& x) {
     const std::uint64_t fp = oracle_.fingerprint(x);
-    // Count-Min's estimate (a min) comes free with the update. CountSketch's median is computed
-    // only for candidates, inserts and replacements: for the rest, counting the signed values
-    // above the heap minimum decides `e > min` exactly (LinearSketch::median_exceeds).
-    estimate_type e{};
-    std::int64_t v[is_count_min ? 1 : kMaxDepth];
-    if constexpr (is_count_min) e = oracle_.update_and_estimate_fp(fp);
-    else oracle_.update_values_fp(fp, v);
-    const auto median = [&] { return Sketch::median(v, static_cast<std::uint32_t>(p_.depth)); };
+    const estimate_type e = oracle_.update_and_estimate_fp(fp);
     const std::uint64_t h = Traits::table_hash(x);
     std::int32_t s = table_.find(h, x, keys_);
     if (s != kNone) {
-      if constexpr (is_count_min) {
-        est_[s] = e;
-        sift_down(pos_[s]);  // Count-Min cells only grow, so the key did not decrease
-      } else {
-        est_[s] = median();
-        sift_down(sift_up(pos_[s]));
-      }
+      est_[s] = e;
+      sift_down(sift_up(pos_[s]));
     } else if (heap_.size() < p_.capacity) {
-      if constexpr (!is_count_min) e = median();
       s = static_cast<std::int32_t>(heap_.size());
       Traits::assign(keys_[s], x);
       table_.insert(h, s);
@@ -99,7 +86,7 @@ class SketchHeavyHitters {
       pos_[s] = static_cast<std::int32_t>(heap_.size());
       heap_.push_back(s);
       sift_up(pos_[s]);
-    } else if (exceeds_min(e, v)) {
+    } else if (e > est_[heap_[0]]) {
       s = heap_[0];
       table_.erase_slot(s);
       Traits::assign(keys_[s], x);
@@ -172,23 +159,6 @@ class SketchHeavyHitters {
   }
 
  private:
-  using Sketch = LinearSketch<Key, Kind>;
-
-  // e > heap minimum (§5). CountSketch: e is computed here, and only when the count is undecided
-  // or the answer is yes (the replacement needs it).
-  bool exceeds_min(estimate_type& e, std::int64_t* v) const noexcept {
-    const estimate_type m = est_[heap_[0]];
-    if constexpr (is_count_min) {
-      return e > m;
-    } else {
-      const std::uint32_t d = static_cast<std::uint32_t>(p_.depth);
-      const int c = Sketch::median_exceeds(v, d, m);
-      if (c == 0) return false;
-      e = Sketch::median(v, d);
-      return c == 1 || e > m;
-    }
-  }
-
   std::size_t sift_up(std::size_t i) noexcept {
     const std::int32_t s = heap_[i];
     while (i > 0) {
