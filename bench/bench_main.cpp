@@ -10,6 +10,9 @@
 //   add_update<Key>("Name", [](std::uint64_t k) { return Structure(k); });      // needs update(view)
 //   add_release<Key>("Name", make, [](auto& s, std::uint64_t iter) { ...; return result; });
 //
+// A branch diagnostic (`hitmiss:alternating` vs `hitmiss:random`, see add_hitmiss) isolates the
+// cost of the counters' unpredictable hit/miss branch.
+//
 // Usage: dpsketch_bench [--quick] [google-benchmark flags, e.g. --benchmark_filter=SpaceSaving]
 //   --quick: k in {256, 4096}, skew in {1.1}; the full grid takes a few minutes on 2 cores.
 #include <benchmark/benchmark.h>
@@ -189,6 +192,44 @@ void register_private() {
                    [](const auto& s, std::uint64_t) { return s.release(std::nullopt, 0.0, bench_rng()); });
 }
 
+// Branch diagnostic for the counters' data-dependent hit/miss branch: one stream of 50% hits (100
+// heavy keys, in turn) and 50% misses (keys never seen before), once with hits and misses
+// alternating, which the branch predictor learns, and once in random order. Same work per update;
+// the difference is the cost of mispredicting the hit/miss branch.
+const std::vector<std::int64_t>& hitmiss_stream(bool random_order) {
+  static std::map<bool, std::vector<std::int64_t>> cache;
+  auto it = cache.find(random_order);
+  if (it == cache.end()) {
+    std::vector<std::int64_t> xs(kStreamLength);
+    std::uint64_t state = 0x5eed4d15, heavy = 0;
+    std::int64_t fresh = 1000000;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;  // LCG: the top bit is a fair coin
+      const bool hit = random_order ? (state >> 63) != 0 : (i & 1) != 0;
+      xs[i] = hit ? std::int64_t(heavy++ % 100) : fresh++;
+    }
+    it = cache.emplace(random_order, std::move(xs)).first;
+  }
+  return it->second;
+}
+template <class S>
+void add_hitmiss(const std::string& name) {
+  for (bool random_order : {false, true}) {
+    const std::string full = name + "<int>/k:256/hitmiss:" + (random_order ? "random" : "alternating");
+    registry()[full] = Entry{"hitmiss", 256};
+    benchmark::RegisterBenchmark(full.c_str(), [=](benchmark::State& st) {
+      const auto& xs = hitmiss_stream(random_order);
+      S s(256);
+      for (auto _ : st) {
+        for (const auto& x : xs) s.update(x);
+        benchmark::ClobberMemory();
+      }
+      benchmark::DoNotOptimize(&s);
+      set_update_counters(st, xs.size(), s.memory_bytes(), 256);
+    });
+  }
+}
+
 template <class Key>
 void register_key_type() {
   static const std::vector<std::uint64_t> none = {0};
@@ -273,6 +314,8 @@ int main(int argc, char** argv) {
   int n = static_cast<int>(args.size());
   register_key_type<std::int64_t>();
   register_key_type<std::string>();
+  add_hitmiss<SpaceSaving<std::int64_t>>("SpaceSaving");
+  add_hitmiss<MisraGries<std::int64_t>>("MisraGries");
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   RatioReporter reporter;
