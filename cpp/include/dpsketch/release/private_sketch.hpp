@@ -55,6 +55,7 @@ class PrivateSketch {
     sketch_.update_fp(fp);
     if (!f2_cells_.empty()) f2_cells_[reduce_range(f2_hash_(fp), sketch_.width())] += 1;
   }
+  void prepare_update_and_estimate() { sketch_.prepare_update_and_estimate(); }
   estimate_type update_and_estimate_fp(std::uint64_t fp) noexcept {
     if (!f2_cells_.empty()) f2_cells_[reduce_range(f2_hash_(fp), sketch_.width())] += 1;
     return sketch_.update_and_estimate_fp(fp);

@@ -48,6 +48,7 @@ class SketchHeavyHitters {
                 /*f2_row=*/!is_count_min, rng),
         keys_(p.capacity), est_(p.capacity), heap_(), pos_(p.capacity, kNone), table_(static_cast<std::uint32_t>(p.capacity)) {
     heap_.reserve(p.capacity);
+    oracle_.prepare_update_and_estimate();  // AVX2 row tables for the per-update estimate
   }
 
   static std::uint64_t sensitivity(const EnvelopeParams& p) { return is_count_min ? p.depth : p.depth + 1; }
@@ -77,7 +78,8 @@ class SketchHeavyHitters {
     std::int32_t s = table_.find(h, x, keys_);
     if (s != kNone) {
       est_[s] = e;
-      sift_down(sift_up(pos_[s]));
+      if constexpr (is_count_min) sift_down(pos_[s]);  // Count-Min cells only grow: the key did not decrease
+      else sift_down(sift_up(pos_[s]));
     } else if (heap_.size() < p_.capacity) {
       s = static_cast<std::int32_t>(heap_.size());
       Traits::assign(keys_[s], x);
