@@ -6,7 +6,9 @@
 // decreases by 1 and x is not stored. A key whose count reaches 0 stays stored until its slot is
 // reused. Guarantee: f(x) - n/(m+1) <= c(x) <= f(x).
 //
-// O(1) worst case per update: counts are group values minus a running `base`, so "decrement all"
+// O(1) per update (constant link surgery plus one slot-table probe, expected O(1) at load <= 1/8;
+// no step touches more than a constant number of slots): counts are group values minus a running
+// `base`, so "decrement all"
 // is base += 1. Groups at or below the base hold the zero-count slots, and they already are the
 // reuse stack: the highest such group reached 0 most recently, and within a group the newest slot
 // was incremented most recently. So a decrement that zeroes the minimum group just moves the

@@ -2,7 +2,8 @@
 //
 // update(x): tracked -> c[x] += 1; else a free slot -> c[x] = 1; else evict, among the items with
 // the minimum count, the one whose most recent occurrence is latest, and give x its slot with
-// c[x] = c_min + 1. O(1) worst case per update: one table probe plus constant link surgery.
+// c[x] = c_min + 1. O(1) per update: one slot-table probe (expected O(1) at load <= 1/8) plus
+// constant link surgery.
 // Guarantees: f(x) <= c(x) <= f(x) + c_min,  c_min <= n / capacity,  sum of counts == n.
 #pragma once
 
