@@ -26,7 +26,6 @@ class CountGroups {
   }
 
   std::int32_t min_group() const noexcept { return group_or_none(groups_[n_].next); }
-  std::int32_t max_group() const noexcept { return group_or_none(groups_[n_].prev); }
   std::uint64_t value(std::int32_t g) const noexcept { return groups_[g].value; }
   std::int32_t first_slot(std::int32_t g) const noexcept { return slot_or_none(links_[n_ + g].next); }  // newest
   std::int32_t next_group(std::int32_t g) const noexcept { return group_or_none(groups_[g].next); }
@@ -34,17 +33,8 @@ class CountGroups {
   std::int32_t next_slot(std::int32_t s) const noexcept { return slot_or_none(links_[s].next); }   // older
   std::int32_t group_of(std::int32_t s) const noexcept { return links_[s].group; }
   std::uint64_t value_of(std::int32_t s) const noexcept { return groups_[links_[s].group].value; }
-  bool grouped(std::int32_t s) const noexcept { return links_[s].group != kNone; }
   // Newest slot of the minimum group. Precondition: some slot is grouped.
   std::int32_t min_first_slot() const noexcept { return links_[n_ + groups_[n_].next].next; }
-
-  // Puts an ungrouped slot into the group of value v as its newest member. Requires v <= the
-  // minimum value (new counts start at the bottom: 1 for SpaceSaving, base + 1 for Misra-Gries).
-  void attach_min(std::int32_t s, std::uint64_t v) noexcept {
-    std::int32_t g = groups_[n_].next;
-    if (groups_[g].value != v) g = new_group_after(n_, v);  // also when empty: sentinel value differs
-    push_front(g, s);
-  }
 
   // value(s) += 1, keeping the slot newest in its new group.
   void increment(std::int32_t s) noexcept {
@@ -68,7 +58,8 @@ class CountGroups {
 
   // Puts an ungrouped slot, as newest member, into the group of value v directly above group
   // `below` (kNone: at the bottom), creating that group if the next one up has another value.
-  // Requires value(below) < v < the value of the group after `below`, if any.
+  // Requires value(below) < v <= the value of the group after `below`, if any (new counts start
+  // low: 1 for SpaceSaving, base + 1 for Misra-Gries).
   void attach_above(std::int32_t below, std::int32_t s, std::uint64_t v) noexcept {
     const std::int32_t b = below == kNone ? n_ : below;
     std::int32_t g = groups_[b].next;

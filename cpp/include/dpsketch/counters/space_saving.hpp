@@ -54,7 +54,7 @@ class SpaceSaving {
       const auto s = static_cast<std::int32_t>(size_++);
       Traits::assign(keys_[s], x);
       table_.insert_at(found.pos, h, s);
-      groups_.attach_min(s, 1);
+      groups_.attach_above(Groups::kNone, s, 1);
     } else {
       // Eviction register: newest slot of the minimum group (the recency tie rule). x's entry goes
       // where the probe ended before the victim's is erased by position: no second probe, no
