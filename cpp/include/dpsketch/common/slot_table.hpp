@@ -69,9 +69,10 @@ class SlotTable {
   }
 
   // Stores slot's entry at `pos`, the empty entry a probe() for its key (hash h) returned, with no
-  // table change in between. The table then briefly holds one entry more than max_entries when the
-  // caller replaces a slot's key (insert the new key, then erase_slot the old entry by position):
-  // the spread leaves room, and the stale entry's key is never compared, so ids may repeat.
+  // table change in between. To re-key a slot: old = position(slot), insert_at(pos, h, slot), then
+  // erase_at(old) (not erase_slot: where_ already points at the new entry). In between the table
+  // holds one entry more than max_entries, which the spread leaves room for, and two entries name
+  // the slot; erase_at works by position, so the duplicate id is harmless.
   void insert_at(std::size_t pos, std::uint64_t h, std::int32_t slot) noexcept {
     entries_[pos] = Entry{static_cast<std::uint32_t>(h), slot};
     where_[static_cast<std::size_t>(slot)] = static_cast<std::uint32_t>(pos);

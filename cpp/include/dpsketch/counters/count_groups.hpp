@@ -3,7 +3,8 @@
 // A slot enters a group only when it is incremented (or inserted), i.e. at its latest occurrence,
 // so "newest in the minimum group" is exactly "the minimum-count item whose most recent occurrence
 // is latest" -- the tie rule of ALGORITHMS.md §3. Misra-Gries (§2) reuses it with values relative
-// to a running base, its zero-count slots staying in the groups at or below the base. Index-linked, preallocated: no allocation after construction.
+// to a running base, its zero-count slots staying in the groups at or below the base.
+// Index-linked, preallocated: no allocation after construction.
 #pragma once
 
 #include <cstdint>
