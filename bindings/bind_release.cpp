@@ -113,6 +113,8 @@ void bind_release(py::module_& root) {
   bind_envelope<SketchHeavyHitters<std::string, SketchKind::count_sketch>>(m, "EnvelopeCountSketchStr");
   // Threshold formulas (for tests and metadata).
   m.def("pmg_t", [](double e, double d) { return pmg_t(e, d); });
+  m.def("pmg_unstable_delta", [](double e, std::uint64_t t) { return static_cast<double>(pmg_unstable_delta(e, t)); });
+  m.def("dlap_sum_tail_ge_2t", [](double e, std::uint64_t t) { return static_cast<double>(dlap_sum_tail_ge_2t(e, t)); });
   m.def("dpss_gamma", [](double e, double d) { return dpss_gamma(e, d); });
   m.def("length_t", [](double e, double d) { return length_t(e, d); });
   m.def("dpss_threshold", [](double n_lo, double n_up, std::uint64_t k, std::uint64_t kt, std::uint64_t g) {
