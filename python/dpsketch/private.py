@@ -1,4 +1,4 @@
-"""Differentially private linear sketches (ALGORITHMS.md §4) and the error-envelope heavy-hitter
+"""Differentially private linear sketches (docs/algorithms.md §4) and the error-envelope heavy-hitter
 wrapper over them (§5). Noise is drawn once, when the object is built, from the secure generator
 (or from ``seed`` -- reproducible and NOT secret, for experiments)."""
 
@@ -27,7 +27,7 @@ _HASH_SALT = 0x5EED_1234_ABCD_0001
 
 
 def zcdp_to_dp(rho: float, delta: float) -> float:
-    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (ALGORITHMS.md §1)."""
+    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (docs/algorithms.md §1)."""
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
@@ -150,7 +150,7 @@ class _PrivateLinear(Keyed):
 class PrivateCountMin(_PrivateLinear):
     """Count-Min with noisy cells: ``epsilon`` → every cell += DLap(depth/ε) (ε-DP); ``rho`` →
     every cell += DGauss(depth/(2ρ)) + E with E chosen so that, w.p. 1 − β, estimates never
-    underestimate (ρ-zCDP; Zhao et al.). ALGORITHMS.md §4."""
+    underestimate (ρ-zCDP; Zhao et al.). docs/algorithms.md §4."""
 
     _natives = {"int": _R.PrivateCountMinInt, "str": _R.PrivateCountMinStr}
     _family = 7
@@ -159,7 +159,7 @@ class PrivateCountMin(_PrivateLinear):
 
 class PrivateCountSketch(_PrivateLinear):
     """CountSketch with noisy cells (DLap(depth/ε) or DGauss(depth/(2ρ)), no shift); ``estimate``
-    is the median of the signed row values (a float). ALGORITHMS.md §4."""
+    is the median of the signed row values (a float). docs/algorithms.md §4."""
 
     _natives = {"int": _R.PrivateCountSketchInt, "str": _R.PrivateCountSketchStr}
     _family = 8
@@ -168,7 +168,7 @@ class PrivateCountSketch(_PrivateLinear):
 
 class SketchHeavyHitters(Keyed):
     """(ε, δ)-DP heavy hitters from a noisy Count-Min or CountSketch plus ``capacity`` candidates
-    (Holland's error-envelope wrapper, ALGORITHMS.md §5).
+    (Holland's error-envelope wrapper, docs/algorithms.md §5).
 
     ``depth`` defaults to max(32, ⌈log2((max_stream_length + capacity)/(δ/2))⌉) and ``width`` to
     2·capacity (Count-Min) or 3·capacity (CountSketch); given values are checked against §5.

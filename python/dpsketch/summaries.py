@@ -1,4 +1,4 @@
-"""Counter-based summaries: Misra-Gries (ALGORITHMS.md §2) and SpaceSaving (§3)."""
+"""Counter-based summaries: Misra-Gries (docs/algorithms.md §2) and SpaceSaving (§3)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class _CounterSummary(Keyed):
 
 
 class MisraGries(_CounterSummary):
-    """Misra-Gries summary with ``capacity`` counters, Lebeda-Tetek variant (ALGORITHMS.md §2).
+    """Misra-Gries summary with ``capacity`` counters, Lebeda-Tetek variant (docs/algorithms.md §2).
 
     Guarantee: ``f(x) - n/(capacity+1) <= estimate(x) <= f(x)``. O(1) amortized update.
     Keys are ints (int64) or strs; the type is fixed by the first update or ``key_type=``.
@@ -86,13 +86,13 @@ class MisraGries(_CounterSummary):
         self, epsilon: float, delta: float, k: int | None = None, seed: int | None = None, *,
         length_epsilon: float | None = None, length_delta: float | None = None, allow_repeat: bool = False,
     ) -> Release:
-        """PMG: (ε, δ)-DP release of this summary (ALGORITHMS.md §2, docs/privacy.md).
+        """PMG: (ε, δ)-DP release of this summary (docs/algorithms.md §2, docs/privacy.md).
 
         Every stored key (zero counts included) gets ``c(x) + η + Z_x`` with a shared ``η`` and
         independent ``Z_x``, all ``DLap(1/ε)``; keys with noisy value ``>= 1 + 2t`` are released.
         ``k`` additionally keeps only values ``>= n/k`` (heavy hitters; post-processing).
         ``seed`` makes the noise reproducible and NOT secret (experiments only).
-        ``length_epsilon`` treats n as private (ALGORITHMS.md §0): only the ``n/k`` filter uses n.
+        ``length_epsilon`` treats n as private (docs/algorithms.md §0): only the ``n/k`` filter uses n.
         A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
         """
         kk = None if k is None else check_int("k", k, 1, 2**63 - 1)
@@ -108,7 +108,7 @@ class MisraGries(_CounterSummary):
 
 
 class SpaceSaving(_CounterSummary):
-    """SpaceSaving with ``capacity`` counters and the exact recency tie rule (ALGORITHMS.md §3).
+    """SpaceSaving with ``capacity`` counters and the exact recency tie rule (docs/algorithms.md §3).
 
     On a miss with all counters used, the item with the minimum count whose latest occurrence is
     most recent is evicted and the newcomer gets ``min + 1``. Guarantee for tracked items:
@@ -136,7 +136,7 @@ class SpaceSaving(_CounterSummary):
         self, epsilon: float, delta: float, k: int, seed: int | None = None, length_epsilon: float | None = None, *,
         length_delta: float | None = None, allow_repeat: bool = False,
     ) -> Release:
-        """DPSS: (ε, δ)-DP heavy hitters of this SpaceSaving (ALGORITHMS.md §3, Holland Alg. 3).
+        """DPSS: (ε, δ)-DP heavy hitters of this SpaceSaving (docs/algorithms.md §3, Holland Alg. 3).
 
         Each tracked count gets independent ``DLap(1/ε)`` noise; items whose noisy count exceeds
         ``τ = max(n/k − γ, n/capacity + 1 + γ)`` are released. Needs ``capacity >= k``
