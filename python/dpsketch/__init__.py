@@ -8,6 +8,7 @@ Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
 
 from ._core import __version__
 from . import datasets
+from .budget import Budget, BudgetExceededError
 from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
 from .release import Release, ReleaseBudgetError
 from .sketches import CountMin, CountSketch
@@ -23,6 +24,8 @@ __all__ = [
     "SketchHeavyHitters",
     "Release",
     "ReleaseBudgetError",
+    "Budget",
+    "BudgetExceededError",
     "datasets",
     "__version__",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import _core
+from .budget import Budget, charging, used_value
 from ._keyed import Keyed, locked
 from ._validation import check_int
 from .release import (
@@ -36,10 +37,14 @@ class _CounterSummary(Keyed):
         return g
 
     @locked
-    def _release(self, native_fn, mechanism, epsilon, delta, k, seed, length_epsilon, length_delta, allow_repeat):
+    def _release(self, native_fn, mechanism, epsilon, delta, k, seed, length_epsilon, length_delta, allow_repeat,
+                 budget=None):
         eps, dlt = check_privacy_params(epsilon, delta)
         le, ld = check_length_params(length_epsilon, length_delta, dlt)
-        extra = self._guard.next(type(self).__name__, allow_repeat)  # before any noise is drawn
+        # The budget is charged what the release reports: ε as used (rounded down) plus ε_n, δ + δ_n.
+        spend_eps = used_value(eps) + (used_value(le) if le is not None else 0)
+        with charging(budget, mechanism, epsilon=spend_eps, delta=dlt + ld):  # raises before any noise
+            extra = self._guard.next(type(self).__name__, allow_repeat)  # before any noise is drawn
         rng, seeded = make_rng(seed)
         raw = native_fn(self._impl, eps, dlt, k, le, ld, rng)
         return build_release(
@@ -85,6 +90,7 @@ class MisraGries(_CounterSummary):
     def release(
         self, epsilon: float, delta: float, k: int | None = None, seed: int | None = None, *,
         length_epsilon: float | None = None, length_delta: float | None = None, allow_repeat: bool = False,
+        budget: Budget | None = None,
     ) -> Release:
         """PMG: (ε, δ)-DP release of this summary (docs/algorithms.md §2, docs/privacy.md).
 
@@ -94,10 +100,11 @@ class MisraGries(_CounterSummary):
         ``seed`` makes the noise reproducible and NOT secret (experiments only).
         ``length_epsilon`` treats n as private (docs/algorithms.md §0): only the ``n/k`` filter uses n.
         A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
+        ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
         """
         kk = None if k is None else check_int("k", k, 1, 2**63 - 1)
         return self._release(
-            _core.release.pmg, "PMG", epsilon, delta, kk, seed, length_epsilon, length_delta, allow_repeat
+            _core.release.pmg, "PMG", epsilon, delta, kk, seed, length_epsilon, length_delta, allow_repeat, budget
         )
 
     @property
@@ -134,7 +141,7 @@ class SpaceSaving(_CounterSummary):
 
     def release(
         self, epsilon: float, delta: float, k: int, seed: int | None = None, length_epsilon: float | None = None, *,
-        length_delta: float | None = None, allow_repeat: bool = False,
+        length_delta: float | None = None, allow_repeat: bool = False, budget: Budget | None = None,
     ) -> Release:
         """DPSS: (ε, δ)-DP heavy hitters of this SpaceSaving (docs/algorithms.md §3, Holland Alg. 3).
 
@@ -144,6 +151,7 @@ class SpaceSaving(_CounterSummary):
         secret. ``length_epsilon`` = ε_n: n is treated as private (§0): n̂ = n + DLap(1/ε_n) and the
         total guarantee becomes (ε + ε_n, δ + δ_n), ``length_delta`` = δ_n defaulting to δ.
         A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
+        ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
         """
         kk = check_int("k", k, 1, 2**63 - 1)
         if kk > self._capacity:
@@ -152,7 +160,7 @@ class SpaceSaving(_CounterSummary):
                 f"use SpaceSaving({2 * kk}) (capacity = 2k) for full recall"
             )
         return self._release(
-            _core.release.dpss, "DPSS", epsilon, delta, kk, seed, length_epsilon, length_delta, allow_repeat
+            _core.release.dpss, "DPSS", epsilon, delta, kk, seed, length_epsilon, length_delta, allow_repeat, budget
         )
 
     @locked
