@@ -8,7 +8,7 @@ Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
 
 from ._core import __version__
 from . import datasets
-from .budget import Budget, BudgetExceededError
+from .budget import Budget, BudgetExceededError, PrivacyTotals, Spend
 from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
 from .release import Release, ReleaseBudgetError
 from .sketches import CountMin, CountSketch
@@ -26,6 +26,8 @@ __all__ = [
     "ReleaseBudgetError",
     "Budget",
     "BudgetExceededError",
+    "PrivacyTotals",
+    "Spend",
     "datasets",
     "__version__",
 ]

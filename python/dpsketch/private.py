@@ -208,7 +208,7 @@ class SketchHeavyHitters(Keyed):
         self._hash_seed = _hash_seed(self._seed)
         self._guard = ReleaseGuard()
         prefix = "EnvelopeCountMin" if sketch == "countmin" else "EnvelopeCountSketch"
-        self._natives = {"int": getattr(_R, prefix + "Int"), "str": getattr(_R, prefix + "Str")}
+        self._natives = {"int": getattr(_R, prefix + "Int"), "str": getattr(_R, prefix + "Str")}  # type: ignore[misc]  # per object
         super().__init__(key_type)
 
     def _make(self, key_type):

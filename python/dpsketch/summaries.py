@@ -19,7 +19,7 @@ __all__ = ["MisraGries", "SpaceSaving"]
 
 
 class _CounterSummary(Keyed):
-    def __init__(self, capacity: int, *, key_type=None):
+    def __init__(self, capacity: int, *, key_type: str | None = None) -> None:
         self._capacity = check_int("capacity", capacity, 1, _core.MAX_CAPACITY)
         super().__init__(key_type)
 
@@ -59,6 +59,9 @@ class _CounterSummary(Keyed):
 
     def _repr_fields(self):
         return f"capacity={self._capacity}"
+
+    def items(self) -> list[tuple]:  # pragma: no cover - defined by each summary
+        raise NotImplementedError
 
     def __len__(self) -> int:
         return len(self.items())
