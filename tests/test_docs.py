@@ -74,7 +74,7 @@ def test_every_algorithms_citation_resolves():
 
 
 def _privacy_name_resolves(name: str) -> bool:
-    """`docs/privacy.md §Name` names a heading by its first word (§PMG, §Budget) or by a prefix of
+    """`docs/privacy.md §<name>` names a heading by its first word (§PMG, §Budget) or by a prefix of
     its anchor (§budget-composition); `§N` is read as the spec section N."""
     if name.isdigit():
         return int(name) in _algorithm_sections()
