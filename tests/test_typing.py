@@ -1,6 +1,6 @@
 """Typing: the package is typed (py.typed) with checked-in stubs for the compiled module that match
 a fresh pybind11-stubgen run (tools/gen_stubs.py), and mypy accepts a typed user of the public API
-(tests/typing/usage.py, --strict) and the public modules themselves, while rejecting misuse."""
+(tests/typed/usage.py, --strict) and the public modules themselves, while rejecting misuse."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_typed_usage_passes_mypy_strict(tmp_path, mypy_cache):
     _need("mypy")
     _installed_package_dir()
     # run from an empty folder so mypy resolves dpsketch to the installed package (py.typed + stubs)
-    res = _mypy(["--strict", str(ROOT / "tests" / "typing" / "usage.py")], tmp_path, mypy_cache)
+    res = _mypy(["--strict", str(ROOT / "tests" / "typed" / "usage.py")], tmp_path, mypy_cache)
     assert res.returncode == 0, res.stdout + res.stderr
 
 
