@@ -100,7 +100,7 @@ void bind_envelope(py::module_& m, const char* name) {
 }  // namespace
 
 void bind_release(py::module_& root) {
-  py::module_ m = root.def_submodule("release", "private release mechanisms (ALGORITHMS.md §2-§5)");
+  py::module_ m = root.def_submodule("release", "private release mechanisms (docs/algorithms.md §2-§5)");
   bind_counter_releases<std::int64_t>(m);
   bind_counter_releases<std::string>(m);
   bind_private_sketch<PrivateSketch<std::int64_t, SketchKind::count_min>>(m, "PrivateCountMinInt");

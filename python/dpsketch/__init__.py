@@ -3,11 +3,14 @@
 Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
 :class:`CountMin`, :class:`CountSketch`. Private releases: ``MisraGries.release`` (PMG),
 ``SpaceSaving.release`` (DPSS), :class:`PrivateCountMin`, :class:`PrivateCountSketch`,
-:class:`SketchHeavyHitters`; each returns or builds on a :class:`Release`. See docs/privacy.md.
+:class:`SketchHeavyHitters`; each returns or builds on a :class:`Release`. Several releases can
+draw from one :class:`Budget`. The documentation is installed with the package: ``dpsketch docs``
+(the specification is docs/algorithms.md, the derivations docs/privacy.md).
 """
 
 from ._core import __version__
 from . import datasets
+from .budget import Budget, BudgetExceededError, PrivacyTotals, Spend
 from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
 from .release import Release, ReleaseBudgetError
 from .sketches import CountMin, CountSketch
@@ -23,6 +26,10 @@ __all__ = [
     "SketchHeavyHitters",
     "Release",
     "ReleaseBudgetError",
+    "Budget",
+    "BudgetExceededError",
+    "PrivacyTotals",
+    "Spend",
     "datasets",
     "__version__",
 ]

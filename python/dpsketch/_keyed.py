@@ -7,7 +7,7 @@ import functools
 import threading
 
 import contextlib
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar, Iterator, TypeVar, Union, cast
 
 import numpy as np
 
@@ -21,13 +21,17 @@ from ._keys import (
     key_type_of,
 )
 
+Key = Union[int, str]
+_F = TypeVar("_F", bound=Callable[..., Any])
+_K = TypeVar("_K", bound="Keyed")
+
 _KEY_TAGS = {1: "int", 2: "str"}
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _UNTYPED = 0
 _HEADER = 8
 
 
-def locked(method):
+def locked(method: _F) -> _F:
     """Run ``method`` holding the object's lock. Batch calls release the GIL inside C++, so without
     it another thread could read or mutate the same native structure mid-batch (a crash, not just a
     wrong answer). Objects are safe to share between threads; calls on one object serialize."""
@@ -37,28 +41,30 @@ def locked(method):
         with self._lock:
             return method(self, *args, **kwargs)
 
-    return wrapper
+    return cast(_F, wrapper)
 
 
 class Keyed:
     """Shared machinery. Subclasses set ``_natives`` and implement ``_make(key_type)``."""
 
-    def __new__(cls, *args, **kwargs):
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         obj = super().__new__(cls)
         obj._lock = threading.RLock()
         return obj
 
+    _lock: threading.RLock
+    _impl: Any
     _natives: ClassVar[dict[str, Any]]
     _family: ClassVar[int]
 
-    def __init__(self, key_type=None):
+    def __init__(self, key_type: str | None = None) -> None:
         key_type = check_key_type(key_type)
         self._key_type_fixed = key_type is not None
         self._key_type = key_type or "int"
         self._impl = self._make(self._key_type)
 
     # -- subclass hooks -------------------------------------------------------------------------
-    def _make(self, key_type: str):  # pragma: no cover - abstract
+    def _make(self, key_type: str) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
     # -- key type -------------------------------------------------------------------------------
@@ -82,7 +88,7 @@ class Keyed:
 
     # -- updates --------------------------------------------------------------------------------
     @locked
-    def update(self, item) -> None:
+    def update(self, item: Any) -> None:
         """Add one occurrence of ``item`` (an int in the int64 range, or a str)."""
         # Fast path for the common case: a plain int or str of the summary's fixed key type.
         if self._key_type_fixed:
@@ -100,7 +106,7 @@ class Keyed:
             self._impl.update(key)
 
     @locked
-    def update_many(self, items) -> None:
+    def update_many(self, items: Any) -> None:
         """Add every item of a batch, in order. Fast paths: numpy int64 arrays, numpy str arrays,
         pyarrow string arrays (no per-item Python work, GIL released); any sequence of int/str works."""
         if not isinstance(items, np.ndarray) and not hasattr(items, "__len__"):
@@ -116,7 +122,7 @@ class Keyed:
                 feed_str_batch(self._impl, items)
 
     @contextlib.contextmanager
-    def _unchanged_on_error(self):
+    def _unchanged_on_error(self) -> Iterator[None]:
         """A rejected update must not fix the key type either (the native feeders are all-or-nothing)."""
         saved = (self._impl, self._key_type, self._key_type_fixed)
         try:
@@ -134,7 +140,7 @@ class Keyed:
         return as_int_key(item) if kt == "int" else item
 
     @locked
-    def estimate(self, item):
+    def estimate(self, item: Key) -> int | float:
         """Estimated frequency of ``item``."""
         key = self._checked_key(item)
         return 0 if key is None else self._impl.estimate(key)
@@ -162,7 +168,7 @@ class Keyed:
         return data
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls: type[_K], data: bytes | bytearray | memoryview) -> _K:
         """Rebuild from ``to_bytes()`` output. Corrupt or mismatched bytes raise ValueError."""
         if isinstance(data, (bytearray, memoryview)):
             data = bytes(data)

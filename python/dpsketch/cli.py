@@ -8,6 +8,8 @@
     The same on the bundled *retail* stream, plus recall and precision against the exact answer.
 ``dpsketch experiment NAME``
     Run one of the experiments of :mod:`dpsketch.experiments`.
+``dpsketch docs [TOPIC]``
+    List the documentation installed with the package, or print one page (``--path``: its location).
 
 Exit status: 0 on success, 2 for usage errors (bad options or parameters), 1 for runtime errors
 (unreadable or empty input, a release the library refuses). Errors are one line on stderr,
@@ -109,7 +111,7 @@ def _build_parser() -> _Parser:
     p = _Parser(
         prog=PROG,
         description="Differentially private heavy hitters on data streams.",
-        epilog="Run 'dpsketch COMMAND --help' for the options of a command. See docs/cli.md.",
+        epilog="Run 'dpsketch COMMAND --help' for the options of a command. " + _docs_hint(),
     )
     from . import __version__
 
@@ -187,7 +189,52 @@ def _build_parser() -> _Parser:
     e.add_argument("--seed", type=_int_at_least("seed", 0, 2**64 - 1), metavar="S", help="seed")
     e.add_argument("--data", metavar="PATH", help="folder or file with the real data sets")
     e.set_defaults(handler=_cmd_experiment)
+
+    d = sub.add_parser(
+        "docs",
+        help="list or print the documentation installed with the package",
+        description="Without TOPIC: list the pages (algorithms, privacy, cli, ...) and where they are. "
+                    "With TOPIC: print that page (Markdown).",
+    )
+    d.add_argument("topic", nargs="?", metavar="TOPIC", help="page name, e.g. algorithms, privacy, cli")
+    d.add_argument("--path", action="store_true", help="print the file's path (or the folder's) instead")
+    d.set_defaults(handler=_cmd_docs)
     return p
+
+
+def _docs_hint():
+    from ._docs import docs_dir
+
+    where = docs_dir()
+    place = f"installed in {where}" if where is not None else "in docs/ of the source distribution"
+    return (f"Documentation ({place}): 'dpsketch docs' lists the pages, 'dpsketch docs algorithms' prints "
+            "the algorithm specification, 'dpsketch docs cli' this command's manual.")
+
+
+def _cmd_docs(args):
+    from . import _docs
+
+    where = _docs.docs_dir()
+    if where is None:
+        raise RunError("the documentation is not installed with this copy of dpsketch (see docs/ in the source)")
+    if args.topic is None:
+        if args.path:
+            print(where)
+            return 0
+        print(f"dpsketch documentation in {where}:")
+        for name, title in _docs.topics().items():
+            print(f"  {name:<12} {title}")
+        print("print a page with 'dpsketch docs TOPIC'")
+        return 0
+    try:
+        page = _docs.doc_path(args.topic)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.path:
+        print(page)
+    else:
+        sys.stdout.write(page.read_text(encoding="utf-8"))
+    return 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -628,7 +675,13 @@ def _make_estimator(args, capacity, max_len):
 
 
 def _release(args, est):
+    from .budget import Budget
+
     extra = {} if args.length_epsilon is None else {"length_epsilon": args.length_epsilon}
+    # The run's budget is what was asked for (ε + ε_n, δ + δ_n); the release is charged to it and
+    # the accountant's total is what the 'spent:' line prints.
+    cap_eps = math.nextafter(args.epsilon + (args.length_epsilon or 0.0), math.inf)
+    args.budget = extra["budget"] = Budget(cap_eps, args.delta * (2 if args.length_epsilon else 1))
     if args.algorithm == "spacesaving":
         return est.release(args.epsilon, args.delta, args.k, seed=args.seed, **extra)
     if args.algorithm == "misragries":
@@ -781,6 +834,8 @@ def _cmd_top(args):
 
     items = [(k, v) for k, v in rel.items]
     _print_header(args, rel, capacity, keys_desc, source_desc, len(items))
+    spent = args.budget.spent()
+    _note(args, f"spent: epsilon={_num(spent.epsilon)}, delta={_num(spent.delta)} (dpsketch.Budget ledger)")
     evaluation = _evaluate(stream, items, args.k) if args.demo else None
 
     if args.json:

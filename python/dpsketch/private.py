@@ -1,4 +1,4 @@
-"""Differentially private linear sketches (ALGORITHMS.md §4) and the error-envelope heavy-hitter
+"""Differentially private linear sketches (docs/algorithms.md §4) and the error-envelope heavy-hitter
 wrapper over them (§5). Noise is drawn once, when the object is built, from the secure generator
 (or from ``seed`` -- reproducible and NOT secret, for experiments)."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from . import _core
+from .budget import Budget, charging, used_value
 from ._keyed import Keyed, locked
 from ._validation import check_int
 from .release import (
@@ -27,7 +28,7 @@ _HASH_SALT = 0x5EED_1234_ABCD_0001
 
 
 def zcdp_to_dp(rho: float, delta: float) -> float:
-    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (ALGORITHMS.md §1)."""
+    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (docs/algorithms.md §1)."""
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
@@ -42,7 +43,8 @@ def _hash_seed(seed):
 class _PrivateLinear(Keyed):
     _count_min: bool
 
-    def __init__(self, width: int, depth: int, *, epsilon=None, rho=None, beta: float = 0.01, seed=None, key_type=None):
+    def __init__(self, width: int, depth: int, *, epsilon=None, rho=None, beta: float = 0.01, seed=None, key_type=None,
+                 budget: Budget | None = None):
         self._width = check_int("width", width, 1, 2**31)
         self._depth = check_int("depth", depth, 1, _core.MAX_DEPTH)
         if self._width * self._depth > _core.MAX_CELLS:
@@ -62,7 +64,10 @@ class _PrivateLinear(Keyed):
         self._hash_seed = _hash_seed(self._seed)
         self._frozen = False
         self._guard = ReleaseGuard()
-        super().__init__(key_type)
+        # Noise is drawn when the object is built (§4), so the budget is charged here, checked first.
+        with charging(budget, type(self).__name__, epsilon=0 if self._epsilon is None else used_value(self._epsilon),
+                      rho=0 if self._rho is None else used_value(self._rho)):
+            super().__init__(key_type)
 
     def _noise(self):
         """(kind, num, den, shift): §4 pure DP cell noise DLap(d/ε) (ℓ1-sensitivity d), or zCDP
@@ -150,7 +155,8 @@ class _PrivateLinear(Keyed):
 class PrivateCountMin(_PrivateLinear):
     """Count-Min with noisy cells: ``epsilon`` → every cell += DLap(depth/ε) (ε-DP); ``rho`` →
     every cell += DGauss(depth/(2ρ)) + E with E chosen so that, w.p. 1 − β, estimates never
-    underestimate (ρ-zCDP; Zhao et al.). ALGORITHMS.md §4."""
+    underestimate (ρ-zCDP; Zhao et al.). docs/algorithms.md §4. ``budget=`` (a :class:`dpsketch.Budget`)
+    is charged ε or ρ at construction, before the noise is drawn."""
 
     _natives = {"int": _R.PrivateCountMinInt, "str": _R.PrivateCountMinStr}
     _family = 7
@@ -159,7 +165,8 @@ class PrivateCountMin(_PrivateLinear):
 
 class PrivateCountSketch(_PrivateLinear):
     """CountSketch with noisy cells (DLap(depth/ε) or DGauss(depth/(2ρ)), no shift); ``estimate``
-    is the median of the signed row values (a float). ALGORITHMS.md §4."""
+    is the median of the signed row values (a float). docs/algorithms.md §4. ``budget=`` is charged ε
+    or ρ at construction, before the noise is drawn."""
 
     _natives = {"int": _R.PrivateCountSketchInt, "str": _R.PrivateCountSketchStr}
     _family = 8
@@ -168,7 +175,7 @@ class PrivateCountSketch(_PrivateLinear):
 
 class SketchHeavyHitters(Keyed):
     """(ε, δ)-DP heavy hitters from a noisy Count-Min or CountSketch plus ``capacity`` candidates
-    (Holland's error-envelope wrapper, ALGORITHMS.md §5).
+    (Holland's error-envelope wrapper, docs/algorithms.md §5).
 
     ``depth`` defaults to max(32, ⌈log2((max_stream_length + capacity)/(δ/2))⌉) and ``width`` to
     2·capacity (Count-Min) or 3·capacity (CountSketch); given values are checked against §5.
@@ -201,7 +208,7 @@ class SketchHeavyHitters(Keyed):
         self._hash_seed = _hash_seed(self._seed)
         self._guard = ReleaseGuard()
         prefix = "EnvelopeCountMin" if sketch == "countmin" else "EnvelopeCountSketch"
-        self._natives = {"int": getattr(_R, prefix + "Int"), "str": getattr(_R, prefix + "Str")}
+        self._natives = {"int": getattr(_R, prefix + "Int"), "str": getattr(_R, prefix + "Str")}  # type: ignore[misc]  # per object
         super().__init__(key_type)
 
     def _make(self, key_type):
@@ -234,11 +241,16 @@ class SketchHeavyHitters(Keyed):
 
     @locked
     def release(self, *, seed: int | None = None, length_epsilon: float | None = None,
-                length_delta: float | None = None, allow_repeat: bool = False) -> Release:
+                length_delta: float | None = None, allow_repeat: bool = False,
+                budget: Budget | None = None) -> Release:
         """Publish the heavy hitters (§5). ``seed`` seeds only the length noise of the rigorous
-        mode; the sketch noise was drawn at construction (from the constructor's ``seed``)."""
+        mode; the sketch noise was drawn at construction (from the constructor's ``seed``).
+        ``budget``: a :class:`dpsketch.Budget` charged the release's (ε, δ) before it is computed."""
         le, ld = check_length_params(length_epsilon, length_delta, self._delta)
-        extra = self._guard.next(type(self).__name__, allow_repeat)
+        spend_eps = used_value(self._epsilon) + (used_value(le) if le is not None else 0)
+        mechanism = f"SketchHeavyHitters[{self._sketch}]"
+        with charging(budget, mechanism, epsilon=spend_eps, delta=self._delta + ld):  # raises before any noise
+            extra = self._guard.next(type(self).__name__, allow_repeat)
         rng, _ = make_rng(seed if seed is not None else (None if self._seed is None else self._seed ^ 0xA5A5))
         raw = self._impl.release(le, ld, rng)
         extra.update(sketch=self._sketch, delta_split="delta_noise = delta_hash = delta/2")

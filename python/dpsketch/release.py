@@ -1,7 +1,7 @@
 """The shared release interface: every private mechanism returns a :class:`Release`.
 
 Items are ``(key, noisy value)`` pairs sorted by noisy value (descending; ties by key) -- never by
-true count. Only labels that passed the threshold appear anywhere in a Release (ALGORITHMS.md §0).
+true count. Only labels that passed the threshold appear anywhere in a Release (docs/algorithms.md §0).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Linear sketches: Count-Min and CountSketch (ALGORITHMS.md §4), non-private."""
+"""Linear sketches: Count-Min and CountSketch (docs/algorithms.md §4), non-private."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ class _LinearSketch(Keyed):
 
 class CountMin(_LinearSketch):
     """Count-Min sketch: ``depth`` rows of ``width`` counters; ``estimate`` never underestimates and
-    overestimates by more than ``2n/width`` with probability at most ``2**-depth`` (ALGORITHMS.md §4).
+    overestimates by more than ``2n/width`` with probability at most ``2**-depth`` (docs/algorithms.md §4).
     Hash functions are pairwise independent per row, seeded from ``seed`` (random if None)."""
 
     _natives = {"int": _core.CountMinInt, "str": _core.CountMinStr}
@@ -81,7 +81,7 @@ class CountMin(_LinearSketch):
 class CountSketch(_LinearSketch):
     """CountSketch: ``depth`` rows of ``width`` signed counters; ``estimate`` is the median of the
     row estimates (a float: the mean of the two middle values when depth is even). Error is within
-    ``4*sqrt(F2/width)`` except with probability ``2**-depth``-ish (ALGORITHMS.md §4, §5)."""
+    ``4*sqrt(F2/width)`` except with probability ``2**-depth``-ish (docs/algorithms.md §4, §5)."""
 
     _natives = {"int": _core.CountSketchInt, "str": _core.CountSketchStr}
     _family = 4

@@ -1,4 +1,4 @@
-// Private releases of the counter summaries: PMG (ALGORITHMS.md §2, Lebeda-Tetek) and DPSS
+// Private releases of the counter summaries: PMG (docs/algorithms.md §2, Lebeda-Tetek) and DPSS
 // (§3, Holland Algorithm 3). Derivations in docs/privacy.md.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Count-Min / CountSketch as DP frequency oracles (ALGORITHMS.md §4): noise is added once, at
+// Count-Min / CountSketch as DP frequency oracles (docs/algorithms.md §4): noise is added once, at
 // construction, to every cell, so every estimate ever computed comes from a DP object and the whole
 // noisy sketch (cells + hash seed) can be published, serialized and queried (post-processing).
 //   Pure DP (Holland):  every cell += DLap(Δ/ε), Δ = ℓ1-sensitivity = number of noisy rows.

@@ -1,5 +1,5 @@
 // Thresholds and tail bounds of the private releases. Every formula cites the section of
-// ALGORITHMS.md (or docs/privacy.md) it implements. All use the ε actually used after dyadic
+// docs/algorithms.md (or docs/privacy.md) it implements. All use the ε actually used after dyadic
 // rounding down (§1), and round the integer thresholds up: both directions only strengthen privacy.
 #pragma once
 

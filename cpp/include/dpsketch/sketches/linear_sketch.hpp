@@ -1,4 +1,4 @@
-// Count-Min and CountSketch (ALGORITHMS.md §4): d rows x w columns of int64 cells.
+// Count-Min and CountSketch (docs/algorithms.md §4): d rows x w columns of int64 cells.
 //
 // A key is first reduced to a 64-bit fingerprint (integers: themselves; strings: seeded poly61,
 // collision bound in common/hash.hpp). Row i evaluates its own strongly universal
@@ -145,7 +145,7 @@ class LinearSketch {
     }
   }
 
-  // Median; the mean of the two middle values when d is even (ALGORITHMS.md §4). Exact order
+  // Median; the mean of the two middle values when d is even (docs/algorithms.md §4). Exact order
   // statistics by branchless selection (sorting networks for 9 <= d <= 64, median.hpp; else
   // order_pair), so the value is the same as sorting v.
   static double median(std::int64_t* v, std::uint32_t d) noexcept {
