@@ -8,7 +8,7 @@ import dpsketch._core.noise
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['EnvelopeCountMinInt', 'EnvelopeCountMinStr', 'EnvelopeCountSketchInt', 'EnvelopeCountSketchStr', 'PrivateCountMinInt', 'PrivateCountMinStr', 'PrivateCountSketchInt', 'PrivateCountSketchStr', 'dpss', 'dpss_gamma', 'dpss_threshold', 'envelope_min_depth', 'envelope_noise', 'epsilon_used', 'gaussian_cm_shift', 'gaussian_sigma2', 'laplace_scale', 'length_t', 'pmg', 'pmg_t']
+__all__: list[str] = ['EnvelopeCountMinInt', 'EnvelopeCountMinStr', 'EnvelopeCountSketchInt', 'EnvelopeCountSketchStr', 'PrivateCountMinInt', 'PrivateCountMinStr', 'PrivateCountSketchInt', 'PrivateCountSketchStr', 'dlap_sum_tail_ge_2t', 'dpss', 'dpss_gamma', 'dpss_threshold', 'envelope_min_depth', 'envelope_noise', 'epsilon_used', 'gaussian_cm_shift', 'gaussian_sigma2', 'laplace_scale', 'length_t', 'pmg', 'pmg_t', 'pmg_unstable_delta']
 class PrivateCountMinInt:
     @staticmethod
     def from_bytes(data: bytes) -> PrivateCountMinInt:
@@ -277,6 +277,8 @@ class EnvelopeCountSketchStr:
     @property
     def width(self) -> int:
         ...
+def dlap_sum_tail_ge_2t(arg0: typing.SupportsFloat | typing.SupportsIndex, arg1: typing.SupportsInt | typing.SupportsIndex) -> float:
+    ...
 @typing.overload
 def dpss(arg0: dpsketch._core.SpaceSavingInt, arg1: typing.SupportsFloat | typing.SupportsIndex, arg2: typing.SupportsFloat | typing.SupportsIndex, arg3: typing.SupportsInt | typing.SupportsIndex, arg4: typing.SupportsFloat | typing.SupportsIndex | None, arg5: typing.SupportsFloat | typing.SupportsIndex, arg6: dpsketch._core.noise.SecureRng) -> tuple:
     ...
@@ -308,4 +310,6 @@ def pmg(arg0: dpsketch._core.MisraGriesInt, arg1: typing.SupportsFloat | typing.
 def pmg(arg0: dpsketch._core.MisraGriesStr, arg1: typing.SupportsFloat | typing.SupportsIndex, arg2: typing.SupportsFloat | typing.SupportsIndex, arg3: typing.SupportsInt | typing.SupportsIndex | None, arg4: typing.SupportsFloat | typing.SupportsIndex | None, arg5: typing.SupportsFloat | typing.SupportsIndex, arg6: dpsketch._core.noise.SecureRng) -> tuple:
     ...
 def pmg_t(arg0: typing.SupportsFloat | typing.SupportsIndex, arg1: typing.SupportsFloat | typing.SupportsIndex) -> int:
+    ...
+def pmg_unstable_delta(arg0: typing.SupportsFloat | typing.SupportsIndex, arg1: typing.SupportsInt | typing.SupportsIndex) -> float:
     ...
