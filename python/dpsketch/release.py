@@ -140,8 +140,10 @@ def build_release(raw, *, mechanism, epsilon, delta, n_public, seeded, extra, le
 class ReleaseGuard:
     """Single-observation bookkeeping (§0): a second release raises unless explicitly allowed."""
 
-    def __init__(self):
-        self.count = 0
+    def __init__(self, count: int = 0):
+        # The count travels with copies, pickles and bytes (docs/format.md, release-state trailer);
+        # in-process copies share one guard, so releasing any copy spends the same budget.
+        self.count = count
 
     def next(self, owner: str, allow_repeat: bool) -> dict:
         if self.count and not allow_repeat:
