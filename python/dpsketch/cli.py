@@ -728,7 +728,14 @@ def _cmd_top(args):
             raise UsageError("no input: give FILE, '-' to read stdin, or --demo")
         src = _Input(args)
     sketch = args.algorithm in ("countmin", "countsketch")
-    if sketch and max_len is None and src.format == "parquet" and src.path != "-":
+    # --length-epsilon: nothing exact about the length may be printed or recorded (docs/cli.md)
+    private_length = args.length_epsilon is not None
+    if sketch and private_length and max_len == "auto" and not args.demo:
+        raise UsageError(
+            "--max-stream-length auto would use the exact length, which --length-epsilon keeps private; "
+            "give a public bound --max-stream-length N fixed before reading"
+        )
+    if sketch and max_len is None and src.format == "parquet" and src.path != "-" and not private_length:
         max_len = "auto"
     if sketch and max_len is None:
         raise UsageError(
@@ -769,9 +776,9 @@ def _cmd_top(args):
         keys_desc = src.keys.describe()
         source_desc = _display(src.path)
         if n == 0:
-            what = f" ({src.skipped:,} {src.skipped_what} skipped)" if src.skipped else ""
+            what = f" ({src.skipped:,} {src.skipped_what} skipped)" if src.skipped and not private_length else ""
             raise RunError(f"{source_desc} has no items{what}")
-        if src.skipped:
+        if src.skipped and not private_length:
             _note(args, f"skipped {src.skipped:,} {src.skipped_what}")
 
     try:
@@ -787,9 +794,12 @@ def _cmd_top(args):
         obj = rel.to_dict()
         obj["cli"] = {
             "algorithm": args.algorithm, "k": args.k, "capacity": capacity, "source": source_desc,
-            "keys": keys_desc, "items_read": n,
-            "skipped": 0 if src is None else src.skipped,
+            "keys": keys_desc,
         }
+        if private_length:
+            obj["cli"]["exact_counts_withheld"] = True  # items read / skipped would reveal n
+        else:
+            obj["cli"].update(items_read=n, skipped=0 if src is None else src.skipped)
         if evaluation is not None:
             obj["evaluation"] = evaluation
         json.dump(obj, sys.stdout, default=_json_default, indent=2)
@@ -813,7 +823,8 @@ def _cmd_top(args):
 
 
 def _show_progress(args):
-    return not (args.quiet or args.no_progress) and _isatty(sys.stderr)
+    # the bar counts items: not with a private length
+    return not (args.quiet or args.no_progress or args.length_epsilon is not None) and _isatty(sys.stderr)
 
 
 def _isatty(f):
