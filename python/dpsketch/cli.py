@@ -187,7 +187,41 @@ def _build_parser() -> _Parser:
     e.add_argument("--seed", type=_int_at_least("seed", 0, 2**64 - 1), metavar="S", help="seed")
     e.add_argument("--data", metavar="PATH", help="folder or file with the real data sets")
     e.set_defaults(handler=_cmd_experiment)
+
+    a = sub.add_parser(
+        "audit",
+        help="empirically audit the privacy of every mechanism (lower bounds on epsilon)",
+        description="Run built-in worst-case neighbouring inputs through each mechanism and report an "
+                    "empirical lower bound on epsilon (Clopper-Pearson) and the unstable-label release "
+                    "rate vs delta. Exit status 1 if any bound exceeds the claimed guarantee. See docs/audit.md.",
+    )
+    a.add_argument("mechanisms", nargs="*", metavar="MECHANISM", help="mechanisms to audit (default: all)")
+    a.add_argument("--epsilon", "-e", type=_positive_float("epsilon"), default=1.0, help="epsilon audited (default 1)")
+    a.add_argument("--delta", "-d", type=_delta, default=1e-6, help="delta of the epsilon pairs (default 1e-6)")
+    a.add_argument("--label-delta", type=_delta, default=0.2,
+                   help="delta of the unstable-label pairs, large so the event is measurable (default 0.2)")
+    a.add_argument("--trials", type=_int_at_least("trials", 10), metavar="N",
+                   help="runs per side of each pair (default 200000; --quick: 10000)")
+    a.add_argument("--quick", action="store_true", help="small, fast audit for CI")
+    a.add_argument("--confidence", type=_float_in("confidence", lambda v: 0.5 <= v < 1, "in [0.5, 1)"),
+                   default=0.999, help="family-wise confidence of the bounds (default 0.999)")
+    a.add_argument("--seed", type=_int_at_least("seed", 0, 2**64 - 1), help="seed the audit (reproducible)")
+    a.add_argument("--json", action="store_true", help="print the results as JSON")
+    a.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    a.set_defaults(handler=_cmd_audit)
     return p
+
+
+def _cmd_audit(args):
+    from . import audit
+
+    try:
+        return audit.run_command(
+            args.mechanisms, epsilon=args.epsilon, delta=args.delta, label_delta=args.label_delta,
+            trials=args.trials, quick=args.quick, confidence=args.confidence, seed=args.seed,
+            as_json=args.json, quiet=args.quiet, out=sys.stdout, err=sys.stderr)
+    except ValueError as exc:
+        raise UsageError(_first_line(exc)) from None
 
 
 # ---------------------------------------------------------------------------------------------
