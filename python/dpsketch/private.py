@@ -222,7 +222,11 @@ class _PrivateLinear(Keyed):
 class PrivateCountMin(_PrivateLinear):
     """Count-Min with noisy cells: ``epsilon`` → every cell += DLap(depth/ε) (ε-DP); ``rho`` →
     every cell += DGauss(depth/(2ρ)) + E with E chosen so that, w.p. 1 − β, estimates never
-    underestimate (ρ-zCDP; Zhao et al.). ALGORITHMS.md §4."""
+    underestimate (ρ-zCDP; Zhao et al.). docs/algorithms.md §4.
+
+    The noise protects one publication of the final state: publish ``release()`` (read-only, with
+    ``metadata``). Queries on the live sketch are for the data holder (docs/privacy.md
+    §Publishing and the release-once rule)."""
 
     _natives = {"int": _R.PrivateCountMinInt, "str": _R.PrivateCountMinStr}
     _family = 7
@@ -232,7 +236,9 @@ class PrivateCountMin(_PrivateLinear):
 
 class PrivateCountSketch(_PrivateLinear):
     """CountSketch with noisy cells (DLap(depth/ε) or DGauss(depth/(2ρ)), no shift); ``estimate``
-    is the median of the signed row values (a float). ALGORITHMS.md §4."""
+    is the median of the signed row values (a float). docs/algorithms.md §4.
+
+    As for PrivateCountMin: publish ``release()``, once; live queries are for the data holder."""
 
     _natives = {"int": _R.PrivateCountSketchInt, "str": _R.PrivateCountSketchStr}
     _family = 8
