@@ -7,7 +7,7 @@ Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
 """
 
 from ._core import __version__
-from . import datasets
+from . import audit, datasets
 from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
 from .release import Release, ReleaseBudgetError
 from .sketches import CountMin, CountSketch
@@ -24,5 +24,6 @@ __all__ = [
     "Release",
     "ReleaseBudgetError",
     "datasets",
+    "audit",
     "__version__",
 ]

@@ -334,13 +334,12 @@ def _private_sketch(ctx: _Ctx, name: str, count_min: bool, kind: str):
     cls = PrivateCountMin if count_min else PrivateCountSketch
     if kind == "laplace":
         proto = cls(width, depth, epsilon=ctx.epsilon)
-        claimed = ctx.eps_used
     else:
-        rho = zcdp_rho_for(ctx.epsilon, ctx.delta)
-        proto = cls(width, depth, rho=rho)
-        claimed = zcdp_to_dp(proto.rho, ctx.delta)  # the ρ actually used (rounded down, §1)
+        proto = cls(width, depth, rho=zcdp_rho_for(ctx.epsilon, ctx.delta))
     impl = proto._impl
     num, den = impl.noise_param
+    # the guarantee of the noise actually drawn (§4): Laplace scale d/ε, Gaussian σ² = d/(2ρ)
+    claimed = depth * den / num if kind == "laplace" else zcdp_to_dp(depth * den / (2 * num), ctx.delta)
     den = int(round(den / ctx.noise_scale)) if ctx.noise_scale != 1 else den  # test-only hook
     hash_seed = impl.seed
     native = impl.__class__
@@ -363,14 +362,14 @@ def _private_sketch(ctx: _Ctx, name: str, count_min: bool, kind: str):
             sx[i] = reduce(signs * s.cells()[rows, cols])
         return sx, sxp
 
-    case = f"single element +1 ({kind} noise, width {width}, depth {depth})"
+    case = f"single element +1 ({kind}, w={width}, d={depth})"
     return [audit_samplers(name, case, sample, epsilon=claimed, delta=ctx.delta if kind != "laplace" else 0.0,
                            trials=ctx.trials, confidence=ctx.confidence)]
 
 
 # SketchHeavyHitters (docs/algorithms.md §5) --------------------------------------------------------
 def _wrapper(ctx: _Ctx, sketch: str):
-    name = f"SketchHeavyHitters[{sketch}]"
+    name = f"SketchHeavyHitters-{sketch}"
     prefix = "EnvelopeCountMinInt" if sketch == "countmin" else "EnvelopeCountSketchInt"
     native = getattr(_R, prefix)
     k, capacity, item = 2, 8, 7
@@ -408,7 +407,7 @@ def _wrapper(ctx: _Ctx, sketch: str):
         _, vx, vxp = run(m, mm)
         return vx, vxp
 
-    res = audit_samplers(name, f"heavy item at the threshold ({m} copies + 1)", sample,
+    res = audit_samplers(name, f"heavy item at the threshold ({m} copies +1)", sample,
                          epsilon=float(_R.epsilon_used(ctx.epsilon)), delta=ctx.delta, trials=trials,
                          confidence=ctx.confidence)
     return [res]
@@ -504,7 +503,7 @@ def audit(mechanisms=None, *, epsilon: float = 1.0, delta: float = 1e-6, label_d
 
 def format_table(results: list[AuditResult]) -> str:
     """A plain-text report, one line per neighbouring pair."""
-    lines = [f"{'mechanism':<31} {'case':<45} {'ε':>7} {'ε̂ (lower bnd)':>14} {'label rate [CI] vs δ':>30} {'trials':>7}  verdict"]
+    lines = [f"{'mechanism':<31} {'case':<48} {'ε':>7} {'ε̂ (lower bnd)':>14} {'label rate [CI] vs δ':>30} {'trials':>7}  verdict"]
     for r in results:
         eh = "—" if r.epsilon_hat is None else f"{r.epsilon_hat:.3f}"
         if r.label_rate is not None:
@@ -512,7 +511,7 @@ def format_table(results: list[AuditResult]) -> str:
             eh = "n/a"
         else:
             lab = ""
-        lines.append(f"{r.mechanism:<31} {r.case[:45]:<45} {r.epsilon:>7.3f} {eh:>14} {lab:>30} {r.trials:>7}  {r.verdict}")
+        lines.append(f"{r.mechanism:<31} {r.case[:48]:<48} {r.epsilon:>7.3f} {eh:>14} {lab:>30} {r.trials:>7}  {r.verdict}")
     return "\n".join(lines)
 
 
