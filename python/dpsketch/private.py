@@ -146,14 +146,16 @@ class _PrivateLinear(Keyed):
             # the bytes (and .n) hold the exact stream length: it is treated as public (§0)
             "assumes_public_length": True,
         }
+        # the guarantee of the noise actually drawn (ε, ρ rounded down to multiples of 2^-32, §1)
         if laplace:
-            meta.update(privacy="pure", epsilon=self._epsilon, delta=0.0, rho=None, l1_sensitivity=d)
+            meta.update(privacy="pure", epsilon=d * den / num, delta=0.0, rho=None, l1_sensitivity=d)
         else:
-            meta.update(privacy="zcdp", rho=self._rho, l2_sensitivity_squared=d, epsilon=None, delta=None)
+            rho = d * den / (2 * num)
+            meta.update(privacy="zcdp", rho=rho, l2_sensitivity_squared=d, epsilon=None, delta=None)
             if self._beta is not None and self._count_min:
                 meta["beta"] = self._beta  # the shift keeps estimates >= true counts w.p. 1 - β (§4)
             if self._conversion_delta is not None:  # ρ-zCDP -> (ρ + 2√(ρ ln 1/δ), δ)-DP (§1)
-                meta.update(delta=self._conversion_delta, epsilon=zcdp_to_dp(self._rho, self._conversion_delta))
+                meta.update(delta=self._conversion_delta, epsilon=zcdp_to_dp(rho, self._conversion_delta))
         return meta
 
     @locked
