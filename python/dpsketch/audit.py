@@ -123,10 +123,12 @@ def _select_event(sx: np.ndarray, sxp: np.ndarray, delta: float):
             else:
                 pa = np.searchsorted(sa, cands, "right") / n
                 pb = np.searchsorted(sb, cands, "right") / n
-            lo = pa - 2 * np.sqrt(pa * (1 - pa) / n) - 1 / n - delta
-            up = pb + 2 * np.sqrt(pb * (1 - pb) / n) + 1 / n
+            # a conservative score (3σ, and at least 20 hits) so that a rare event that looked
+            # good by chance on the selection sample is not preferred
+            lo = pa - 3 * np.sqrt(pa * (1 - pa) / n) - 1 / n - delta
+            up = pb + 3 * np.sqrt(pb * (1 - pb) / n) + 3 / n
             with np.errstate(divide="ignore", invalid="ignore"):
-                score = np.where(lo > 0, np.log(np.maximum(lo, 1e-300) / up), -math.inf)
+                score = np.where((lo > 0) & (pa * n >= 20), np.log(np.maximum(lo, 1e-300) / up), -math.inf)
             i = int(np.argmax(score))
             if score[i] > best[0]:
                 best = (float(score[i]), (swap, side, float(cands[i])))
@@ -233,8 +235,11 @@ def _ints(xs):
 def _dpss(ctx: _Ctx):
     out = []
     rng = ctx.rng("dpss")
-    # +1 on a counter that passes the threshold surely (τ ≈ 29 at ε = 1, δ = 1e-6; count 50)
-    xp = [1] * 50 + [2] * 3 + [3] * 2
+    # +1 on a counter that passes the threshold surely: with capacity 4 and k = 2,
+    # τ = max(n/2 − γ, n/4 + 1 + γ) (§3), so a count c ≥ 4/3·(γ + 3 + 20/ε) clears it by 20/ε
+    gamma = _R.dpss_gamma(ctx.epsilon, ctx.delta)
+    c = math.ceil(4 / 3 * (gamma + 3 + 20 / ctx.eps_used)) + 10
+    xp = [1] * c + [2] * 3 + [3] * 2
     summaries = []
     for data in (xp + [1], xp):
         ss = _core.SpaceSavingInt(4)
@@ -274,7 +279,9 @@ def _mg(cap, data):
 def _pmg(ctx: _Ctx):
     out = []
     rng = ctx.rng("pmg")
-    xp = [1] * 60 + [2] * 3 + [3] * 2
+    # counts clear the release threshold 1 + 2t (§2) by 30/ε (noise η + Z: two DLap(1/ε))
+    c = 1 + 2 * _R.pmg_t(ctx.epsilon, ctx.delta) + math.ceil(30 / ctx.eps_used)
+    xp = [1] * c + [2] * 3 + [3] * 2
     pair = [_mg(4, xp + [1]), _mg(4, xp)]
 
     def sample_one(m):
@@ -283,10 +290,10 @@ def _pmg(ctx: _Ctx):
 
     out.append(audit_samplers("PMG", "+1 on a released counter", sample_one, epsilon=ctx.eps_used,
                               delta=ctx.delta, trials=ctx.trials, confidence=ctx.confidence))
-    # all counters shifted: capacity 3 full of counts 60; a 4th distinct item decrements all three
-    base = [1] * 60 + [2] * 60 + [3] * 60
+    # all counters shifted: capacity 3 full of counts c + 1; a 4th distinct item decrements all three
+    base = [1] * (c + 1) + [2] * (c + 1) + [3] * (c + 1)
     shifted = [_mg(3, base + [4]), _mg(3, base)]
-    assert sorted(c for _, c in shifted[0].items(False)) == [59, 59, 59]
+    assert sorted(v for _, v in shifted[0].items(False)) == [c, c, c]
 
     def total(raw):
         vals = [float(v) for k, v in raw[0] if k in (1, 2, 3)]
@@ -374,7 +381,7 @@ def _wrapper(ctx: _Ctx, sketch: str):
     native = getattr(_R, prefix)
     k, capacity, item = 2, 8, 7
     width = 0 if sketch == "countmin" else 512  # CountSketch: wide rows so √(F2/w) lets one item pass
-    n_max = 100_000
+    n_max = max(100_000, math.ceil(100_000 / ctx.eps_used))  # the item must be able to reach the cut (γ_N ∝ 1/ε, §5)
     rng = ctx.rng(name)
     # each run feeds thousands of items through a deep sketch: fewer runs than the other pairs
     trials = max(200, ctx.trials // (20 if sketch == "countmin" else 200))
