@@ -159,6 +159,9 @@ def test_seeded_objects_and_releases_are_labelled():
     assert not u.reproducible_not_secret and not u.release().metadata["reproducible_not_secret"]
     # an unseeded wrapper released with a seed: its noisy length is reproducible, so not secret
     h = d.SketchHeavyHitters(k=2, capacity=8, epsilon=1, delta=1e-3, max_stream_length=100)
+    assert not h.reproducible_not_secret
+    assert d.SketchHeavyHitters(k=2, capacity=8, epsilon=1, delta=1e-3, max_stream_length=100,
+                                seed=1).reproducible_not_secret
     h.update_many([1, 1, 1, 2])
     r = h.release(seed=3, length_epsilon=1.0)
     assert r.metadata["reproducible_not_secret"] is True

@@ -312,6 +312,8 @@ class SketchHeavyHitters(Keyed):
     depth = property(locked(lambda self: self._impl.depth), doc="Rows of the noisy sketch.")
     k = property(lambda self: self._k)
     capacity = property(lambda self: self._capacity)
+    reproducible_not_secret = property(lambda self: self._reproducible_not_secret,
+                                       doc="True if built with seed=: the sketch noise is reproducible, NOT secret.")
 
     @locked
     def release(self, *, seed: int | None = None, length_epsilon: float | None = None,
