@@ -9,7 +9,7 @@ draw from one :class:`Budget`. The documentation is installed with the package: 
 """
 
 from ._core import __version__
-from . import datasets
+from . import audit, datasets
 from .budget import Budget, BudgetExceededError, PrivacyTotals, Spend
 from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
 from .release import Release, ReleaseBudgetError
@@ -31,5 +31,6 @@ __all__ = [
     "PrivacyTotals",
     "Spend",
     "datasets",
+    "audit",
     "__version__",
 ]

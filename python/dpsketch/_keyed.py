@@ -12,6 +12,7 @@ from typing import Any, Callable, ClassVar, Iterator, TypeVar, Union, cast
 import numpy as np
 
 from . import _core
+from ._release_state import ReleaseState, attach, detach
 from ._keys import (
     as_int_key,
     batch_key_type,
@@ -56,6 +57,11 @@ class Keyed:
     _impl: Any
     _natives: ClassVar[dict[str, Any]]
     _family: ClassVar[int]
+    # Release state (docs/privacy.md §Publishing and the release-once rule): it is serialized with
+    # the object (header flags + trailer, docs/format.md) so no copy path resets it.
+    _can_publish: ClassVar[bool] = False  # only private sketches have read-only published copies
+    _published = False
+    _reproducible_not_secret = False
 
     def __init__(self, key_type: str | None = None) -> None:
         key_type = check_key_type(key_type)
@@ -157,15 +163,29 @@ class Keyed:
         """Bytes of memory held by the native structure (including string key storage)."""
         return self._impl.memory_bytes()
 
+    # -- release state --------------------------------------------------------------------------
+    @property
+    def _guard(self):
+        from .release import ReleaseGuard
+
+        g = self.__dict__.get("_release_guard")
+        if g is None:
+            g = self.__dict__["_release_guard"] = ReleaseGuard()
+        return g
+
+    def _release_state(self) -> ReleaseState:
+        return ReleaseState(self._guard.count, self._published, self._reproducible_not_secret)
+
     # -- serialization --------------------------------------------------------------------------
     @locked
     def to_bytes(self) -> bytes:
         """Serialize (versioned little-endian format; see docs/format.md). An empty summary whose
-        key type is not fixed yet is written with key tag 0 ("untyped")."""
+        key type is not fixed yet is written with key tag 0 ("untyped"). The release state (how
+        often it was released, published read-only, seeded) is part of the bytes."""
         data = self._impl.to_bytes()
         if not self._key_type_fixed:
             data = data[:6] + bytes([_UNTYPED]) + data[7:]
-        return data
+        return attach(data, self._release_state())
 
     @classmethod
     def from_bytes(cls: type[_K], data: bytes | bytearray | memoryview) -> _K:
@@ -180,6 +200,7 @@ class Keyed:
             raise ValueError(
                 f"corrupt or incompatible dpsketch bytes: these bytes do not hold a {cls.__name__}"
             )
+        data, state = detach(data, can_publish=cls._can_publish)
         untyped = data[6] == _UNTYPED
         if untyped:  # an empty summary written before its key type was fixed: int layout
             data = data[:6] + b"\x01" + data[7:]
@@ -193,6 +214,11 @@ class Keyed:
         obj._key_type = key_type
         obj._key_type_fixed = not untyped
         obj._restore_params()
+        from .release import ReleaseGuard
+
+        obj.__dict__["_release_guard"] = ReleaseGuard(state.count)
+        obj._published = state.published
+        obj._reproducible_not_secret = state.seeded
         return obj
 
     def _restore_params(self) -> None:
@@ -202,7 +228,10 @@ class Keyed:
         return (_restore, (type(self), self.to_bytes(), self._key_type_fixed))
 
     def __copy__(self):
-        return _restore(type(self), self.to_bytes(), self._key_type_fixed)
+        obj = _restore(type(self), self.to_bytes(), self._key_type_fixed)
+        # In-process copies share the release budget: releasing a copy counts for the original.
+        obj.__dict__["_release_guard"] = self._guard
+        return obj
 
     def __deepcopy__(self, memo):
         return self.__copy__()

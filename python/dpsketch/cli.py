@@ -199,6 +199,28 @@ def _build_parser() -> _Parser:
     d.add_argument("topic", nargs="?", metavar="TOPIC", help="page name, e.g. algorithms, privacy, cli")
     d.add_argument("--path", action="store_true", help="print the file's path (or the folder's) instead")
     d.set_defaults(handler=_cmd_docs)
+
+    a = sub.add_parser(
+        "audit",
+        help="empirically audit the privacy of every mechanism (lower bounds on epsilon)",
+        description="Run built-in worst-case neighbouring inputs through each mechanism and report an "
+                    "empirical lower bound on epsilon (Clopper-Pearson) and the unstable-label release "
+                    "rate vs delta. Exit status 1 if any bound exceeds the claimed guarantee. See docs/audit.md.",
+    )
+    a.add_argument("mechanisms", nargs="*", metavar="MECHANISM", help="mechanisms to audit (default: all)")
+    a.add_argument("--epsilon", "-e", type=_positive_float("epsilon"), default=1.0, help="epsilon audited (default 1)")
+    a.add_argument("--delta", "-d", type=_delta, default=1e-6, help="delta of the epsilon pairs (default 1e-6)")
+    a.add_argument("--label-delta", type=_delta, default=0.2,
+                   help="delta of the unstable-label pairs, large so the event is measurable (default 0.2)")
+    a.add_argument("--trials", type=_int_at_least("trials", 10), metavar="N",
+                   help="runs per side of each pair (default 200000; --quick: 10000)")
+    a.add_argument("--quick", action="store_true", help="small, fast audit for CI")
+    a.add_argument("--confidence", type=_float_in("confidence", lambda v: 0.5 <= v < 1, "in [0.5, 1)"),
+                   default=0.999, help="family-wise confidence of the bounds (default 0.999)")
+    a.add_argument("--seed", type=_int_at_least("seed", 0, 2**64 - 1), help="seed the audit (reproducible)")
+    a.add_argument("--json", action="store_true", help="print the results as JSON")
+    a.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    a.set_defaults(handler=_cmd_audit)
     return p
 
 
@@ -235,6 +257,18 @@ def _cmd_docs(args):
     else:
         sys.stdout.write(page.read_text(encoding="utf-8"))
     return 0
+
+
+def _cmd_audit(args):
+    from . import audit
+
+    try:
+        return audit.run_command(
+            args.mechanisms, epsilon=args.epsilon, delta=args.delta, label_delta=args.label_delta,
+            trials=args.trials, quick=args.quick, confidence=args.confidence, seed=args.seed,
+            as_json=args.json, quiet=args.quiet, out=sys.stdout, err=sys.stderr)
+    except ValueError as exc:
+        raise UsageError(_first_line(exc)) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -781,7 +815,14 @@ def _cmd_top(args):
             raise UsageError("no input: give FILE, '-' to read stdin, or --demo")
         src = _Input(args)
     sketch = args.algorithm in ("countmin", "countsketch")
-    if sketch and max_len is None and src.format == "parquet" and src.path != "-":
+    # --length-epsilon: nothing exact about the length may be printed or recorded (docs/cli.md)
+    private_length = args.length_epsilon is not None
+    if sketch and private_length and max_len == "auto" and not args.demo:
+        raise UsageError(
+            "--max-stream-length auto would use the exact length, which --length-epsilon keeps private; "
+            "give a public bound --max-stream-length N fixed before reading"
+        )
+    if sketch and max_len is None and src.format == "parquet" and src.path != "-" and not private_length:
         max_len = "auto"
     if sketch and max_len is None:
         raise UsageError(
@@ -822,9 +863,9 @@ def _cmd_top(args):
         keys_desc = src.keys.describe()
         source_desc = _display(src.path)
         if n == 0:
-            what = f" ({src.skipped:,} {src.skipped_what} skipped)" if src.skipped else ""
+            what = f" ({src.skipped:,} {src.skipped_what} skipped)" if src.skipped and not private_length else ""
             raise RunError(f"{source_desc} has no items{what}")
-        if src.skipped:
+        if src.skipped and not private_length:
             _note(args, f"skipped {src.skipped:,} {src.skipped_what}")
 
     try:
@@ -842,9 +883,12 @@ def _cmd_top(args):
         obj = rel.to_dict()
         obj["cli"] = {
             "algorithm": args.algorithm, "k": args.k, "capacity": capacity, "source": source_desc,
-            "keys": keys_desc, "items_read": n,
-            "skipped": 0 if src is None else src.skipped,
+            "keys": keys_desc,
         }
+        if private_length:
+            obj["cli"]["exact_counts_withheld"] = True  # items read / skipped would reveal n
+        else:
+            obj["cli"].update(items_read=n, skipped=0 if src is None else src.skipped)
         if evaluation is not None:
             obj["evaluation"] = evaluation
         json.dump(obj, sys.stdout, default=_json_default, indent=2)
@@ -868,7 +912,8 @@ def _cmd_top(args):
 
 
 def _show_progress(args):
-    return not (args.quiet or args.no_progress) and _isatty(sys.stderr)
+    # the bar counts items: not with a private length
+    return not (args.quiet or args.no_progress or args.length_epsilon is not None) and _isatty(sys.stderr)
 
 
 def _isatty(f):

@@ -8,7 +8,6 @@ from ._keyed import Keyed, locked
 from ._validation import check_int
 from .release import (
     Release,
-    ReleaseGuard,
     build_release,
     check_length_params,
     check_privacy_params,
@@ -28,13 +27,6 @@ class _CounterSummary(Keyed):
 
     def _restore_params(self):
         self._capacity = self._impl.capacity
-
-    @property
-    def _guard(self) -> ReleaseGuard:
-        g = self.__dict__.get("_release_guard")
-        if g is None:
-            g = self.__dict__["_release_guard"] = ReleaseGuard()
-        return g
 
     @locked
     def _release(self, native_fn, mechanism, epsilon, delta, k, seed, length_epsilon, length_delta, allow_repeat,
