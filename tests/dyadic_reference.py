@@ -46,7 +46,8 @@ def exact_levels(bits: int, width: int, depth: int) -> int:
 
 class NumpyDyadic:
     """Same cells as DyadicCountSketch(bits, width, depth) with hash seed `seed`, levels <= 32 bits
-    for the sketch levels (the narrow hash); built with vectorised numpy (bincount per row)."""
+    for the sketch levels (the narrow hash); built with vectorised numpy: per level one shift, per
+    row the hash as whole-array uint64 operations and one integer bincount."""
 
     def __init__(self, bits: int, width: int, depth: int, seed: int):
         self.bits, self.width, self.depth = bits, width, depth
@@ -78,9 +79,11 @@ class NumpyDyadic:
                 a, b = self.params[j, i]
                 with np.errstate(over="ignore"):
                     h = (a * p + b) >> s32  # wraps mod 2^64 like the C++
-                sign = (h & one).astype(np.int64) * 2 - 1
-                col = (((h >> one) * w) >> s31).astype(np.int64)
-                cells[i] += np.bincount(col, weights=sign, minlength=self.width).astype(np.int64)
+                # signed bincount without float weights: count (column, sign bit) pairs, then
+                # cell = #(+1) - #(-1) (measured ~2x faster than bincount with weights)
+                key = ((((h >> one) * w) >> s31) << one) | (h & one)
+                c = np.bincount(key.astype(np.int64), minlength=2 * self.width)
+                cells[i] += c[1::2] - c[0::2]
 
     def rank(self, pos: int) -> float:
         r = 0.0
