@@ -32,14 +32,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from dyadic_reference import NumpyDyadic  # noqa: E402
 
 
-def median_time(fn, reps):
+def median_time(fn, reps, clock=time.perf_counter):
     ts = []
     for _ in range(reps):
         gc.collect()
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        ts.append(time.perf_counter() - t0)
+        ts.append(clock() - t0)
     return statistics.median(ts)
+
+
+def both_times(fn, reps):
+    """(median wall seconds, median CPU seconds of this process) -- on a shared machine the CPU time
+    is the steadier figure; both are reported."""
+    walls, cpus = [], []
+    for _ in range(reps):
+        gc.collect()
+        w0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def zipf_items(rng, n, bits):
@@ -58,7 +71,8 @@ def main():
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
           f"load average {os.getloadavg()[0]:.1f} (shared machine: compare same-run ratios)")
     print(f"n = {n:,}, median of {args.reps} runs\n")
-    print("| case | shape (d x w, exact levels) | dpsketch ns/item | numpy ns/item | speed-up |")
+    print("| case | shape (d x w, exact levels) | dpsketch ns/item wall (cpu) | numpy ns/item wall (cpu) | "
+          "speed-up wall (cpu) |")
     print("|---|---|---|---|---|")
     for bits in (32, 16):
         for dist in ("uniform", "zipf"):
@@ -73,19 +87,22 @@ def main():
             def run_np():
                 NumpyDyadic(bits, w, d, seed).update_many(x)
 
-            t_dp = median_time(run_dp, args.reps)
-            t_np = median_time(run_np, max(1, args.reps // 2))
-            print(f"| update_many L={bits} {dist} | {d} x {w}, {probe.exact_levels} | {t_dp / n * 1e9:.1f} | "
-                  f"{t_np / n * 1e9:.1f} | {t_np / t_dp:.1f}x |")
+            w_dp, c_dp = both_times(run_dp, args.reps)
+            w_np, c_np = both_times(run_np, max(1, args.reps // 2))
+            print(f"| update_many L={bits} {dist} | {d} x {w}, {probe.exact_levels} | {w_dp / n * 1e9:.1f} "
+                  f"({c_dp / n * 1e9:.1f}) | {w_np / n * 1e9:.1f} ({c_np / n * 1e9:.1f}) | "
+                  f"{w_np / w_dp:.1f}x ({c_np / c_dp:.1f}x) |")
     p = dpsketch.PrivateDyadicCountSketch(32, gamma=0.01, rho=1.0, seed=3)
     p.update_many(rng.integers(0, 2**32, 100_000, dtype=np.uint64))
     rel = p.release()
     qs = np.linspace(0.05, 0.95, 10)
     reps = 2000
-    t = median_time(lambda: [rel.quantiles(qs) for _ in range(reps)], 5) / reps
-    t1 = median_time(lambda: [rel._impl.quantiles(qs * 1e5) for _ in range(reps)], 5) / reps
-    print(f"\n10-quantile query on the released L=32 object: {t * 1e6:.1f} µs through the Python API "
-          f"({t1 * 1e6:.1f} µs in the native call: 10 descents x 32 levels, 19 of them 9-row medians)")
+    w, c = both_times(lambda: [rel.quantiles(qs) for _ in range(reps)], 5)
+    w1, c1 = both_times(lambda: [rel._impl.quantiles(qs * 1e5) for _ in range(reps)], 5)
+    print(f"\n10-quantile query on the released L=32 object: {w / reps * 1e6:.1f} µs wall ({c / reps * 1e6:.1f} µs "
+          f"cpu) through the Python API; {w1 / reps * 1e6:.1f} µs wall ({c1 / reps * 1e6:.1f} µs cpu) in the "
+          "native call (10 descents x 32 levels, 19 of them 9-row medians)")
+    print(f"load average after the run: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
