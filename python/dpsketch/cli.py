@@ -6,6 +6,9 @@
     print them (rank, item, noisy count) as a table, JSON or CSV.
 ``dpsketch top --demo``
     The same on the bundled *retail* stream, plus recall and precision against the exact answer.
+``dpsketch quantiles [FILE|-]``
+    Private quantiles of a numeric column from a PrivateDyadicCountSketch (logic in
+    :mod:`dpsketch.quantiles_cmd`).
 ``dpsketch experiment NAME``
     Run one of the experiments of :mod:`dpsketch.experiments`.
 

@@ -281,14 +281,16 @@ class _DyadicBase:
 
     @_locked
     def cdf(self, xs) -> np.ndarray:
-        """Estimated fraction of items ≤ x for each x: rank(x + 1)/n (items' buckets ≤ x's bucket)."""
+        """Estimated fraction of items ≤ x for each x: rank(x + 1)/n (items' buckets ≤ x's bucket).
+        One native call for the whole batch (GIL released)."""
         total = self._total()
-        xs = np.atleast_1d(np.asarray(xs))
-        out = np.empty(len(xs), dtype=np.float64)
-        for i, x in enumerate(xs.tolist()):
-            pos = self._position(x)
-            out[i] = self._rank_at(min(pos + 1, 2**self.universe_bits)) / total if total else float("nan")
-        return out
+        pos = np.array([self._position(x) for x in np.atleast_1d(np.asarray(xs)).tolist()], dtype=object)
+        top = 2**self.universe_bits
+        nxt = [min(int(p) + 1, top) for p in pos]
+        inner = np.array([p for p in nxt if p < top], dtype=np.uint64)
+        ranks = iter(self._impl.ranks(inner).tolist())
+        out = np.array([self._impl.total() if p == top else next(ranks) for p in nxt], dtype=np.float64)
+        return out / total if total else np.full(len(out), np.nan)
 
     @_locked
     def heavy_hitters(self, threshold: float, *, max_nodes: int = _DEFAULT_MAX_NODES) -> list:
