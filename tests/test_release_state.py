@@ -192,3 +192,26 @@ def test_private_sketch_release_metadata():
     assert lap["l1_sensitivity"] == 4 and lap["noise_param"] == pytest.approx(4 / R.epsilon_used(2.0))
     with pytest.raises(ValueError, match="zCDP"):
         d.PrivateCountSketch(64, 4, epsilon=2.0).release(delta=1e-6)
+
+
+# ----------------------------------------------------------- the dyadic sketch, same contract --
+def test_private_dyadic_release_state_travels_with_every_copy():
+    import copy
+    import pickle
+
+    import dpsketch
+
+    s = dpsketch.PrivateDyadicCountSketch(12, width=40, depth=3, rho=1.0, seed=5)
+    s.update_many(np.arange(200) % 4096)
+    published = s.release()
+    for clone in (copy.copy(s), copy.deepcopy(s), pickle.loads(pickle.dumps(s)),
+                  type(s).from_bytes(s.to_bytes())):
+        with pytest.raises(dpsketch.ReleaseBudgetError):
+            clone.release()
+    for clone in (copy.copy(published), pickle.loads(pickle.dumps(published)),
+                  type(s).from_bytes(published.to_bytes())):
+        assert clone.published and clone.reproducible_not_secret
+        with pytest.raises(RuntimeError):
+            clone.update(3)
+    unseeded = dpsketch.PrivateDyadicCountSketch(12, width=40, depth=3, rho=1.0)
+    assert not type(s).from_bytes(unseeded.to_bytes()).reproducible_not_secret

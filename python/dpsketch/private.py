@@ -5,6 +5,7 @@ wrapper over them (§5). Noise is drawn once, when the object is built, from the
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from . import _core
 from .budget import Budget, charging, used_value
@@ -49,9 +50,10 @@ def _noise_rng(seed, label="noise"):
 
 class _PrivateLinear(Keyed):
     _count_min: bool
+    _turnstile = True  # signed counts; the privacy unit stays one unit update (docs/privacy.md)
 
     def __init__(self, width: int, depth: int, *, epsilon=None, rho=None, beta: float = 0.01, seed=None, key_type=None,
-                 budget: Budget | None = None):
+                 budget: Budget | None = None, neighbours: str = "add_remove"):
         self._width = check_int("width", width, 1, 2**31)
         self._depth = check_int("depth", depth, 1, _core.MAX_DEPTH)
         if self._width * self._depth > _core.MAX_CELLS:
@@ -67,6 +69,9 @@ class _PrivateLinear(Keyed):
         if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not (0 < float(beta) < 1):
             raise ValueError(f"beta must be in (0, 1), got {beta!r}")
         self._beta = float(beta)
+        if neighbours not in ("add_remove", "replace"):
+            raise ValueError(f"neighbours must be 'add_remove' or 'replace', got {neighbours!r}")
+        self._neighbours = neighbours
         self._seed = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
         self._hash_seed = _hash_seed(self._seed)
         self._reproducible_not_secret = self._seed is not None
@@ -76,31 +81,41 @@ class _PrivateLinear(Keyed):
                       rho=0 if self._rho is None else used_value(self._rho)):
             super().__init__(key_type)
 
-    def _noise(self):
-        """(kind, num, den, shift): §4 pure DP cell noise DLap(d/ε) (ℓ1-sensitivity d), or zCDP
-        DGauss(σ²) with σ² = d/(2ρ) (ℓ2-sensitivity √d) and, for Count-Min, the shift E."""
+    def _sensitivities(self):
+        """(ℓ1, ℓ2²) of the cells (docs/privacy.md §4 and "Dyadic sketches (§6)"): add/remove one
+        element changes one cell per row by ±1: (d, d). Replace: ℓ1 doubles (2d); ℓ2² doubles for
+        Count-Min (2d) but is 4d for CountSketch, whose two items can share a cell with opposite signs."""
         d = self._depth
+        if self._neighbours == "add_remove":
+            return d, d
+        return 2 * d, (2 * d if self._count_min else 4 * d)
+
+    def _noise(self):
+        """(kind, num, den, shift): §4 pure DP cell noise DLap(Δ1/ε), or zCDP DGauss(σ²) with
+        σ² = Δ2²/(2ρ) and, for Count-Min, the shift E computed from that σ²."""
+        l1, l2 = self._sensitivities()
         if self._epsilon is not None:
-            num, den = _R.laplace_scale(d, self._epsilon)
+            num, den = _R.laplace_scale(l1, self._epsilon)
             return "laplace", num, den, 0
-        num, den = _R.gaussian_sigma2(d, self._rho)
-        shift = _R.gaussian_cm_shift(num / den, d, self._width, self._beta) if self._count_min else 0
+        num, den = _R.gaussian_sigma2(l2, self._rho)
+        shift = _R.gaussian_cm_shift(num / den, self._depth, self._width, self._beta) if self._count_min else 0
         return "gaussian", num, den, shift
 
     def _make(self, key_type):
         kind, num, den, shift = self._noise()
-        return self._natives[key_type](
-            self._width, self._depth, self._hash_seed, kind, num, den, shift, False, _noise_rng(self._seed)
-        )
+        return self._natives[key_type](self._width, self._depth, self._hash_seed, kind, num, den, shift, False,
+                                       _noise_rng(self._seed), self._neighbours)
 
     def _restore_params(self):
         impl = self._impl
         self._width, self._depth, self._hash_seed = impl.width, impl.depth, impl.seed
+        self._neighbours = impl.neighbours
+        l1, l2 = self._sensitivities()
         num, den = impl.noise_param
-        if impl.noise_kind == "laplace":  # scale = d/ε
-            self._epsilon, self._rho = self._depth * den / num, None
-        else:  # σ² = d/(2ρ)
-            self._rho, self._epsilon = self._depth * den / (2 * num), None
+        if impl.noise_kind == "laplace":  # scale = Δ1/ε
+            self._epsilon, self._rho = l1 * den / num, None
+        else:  # σ² = Δ2²/(2ρ)
+            self._rho, self._epsilon = l2 * den / (2 * num), None
         # the seed never travels; whether there was one does (header flag, docs/format.md)
         self._beta, self._seed, self._conversion_delta = None, None, None
 
@@ -108,6 +123,7 @@ class _PrivateLinear(Keyed):
     depth = property(lambda self: self._depth, doc="Rows.")
     epsilon = property(lambda self: self._epsilon, doc="Pure-DP ε of the noisy cells (None for zCDP).")
     rho = property(lambda self: self._rho, doc="zCDP ρ of the noisy cells (None for pure DP).")
+    neighbours = property(lambda self: self._neighbours, doc="'add_remove' or 'replace' (docs/privacy.md).")
 
     published = property(lambda self: self._published,
                          doc="True for a release() result (and its copies/bytes): read-only, publishable.")
@@ -117,8 +133,10 @@ class _PrivateLinear(Keyed):
     @locked
     def privacy(self, delta: float | None = None) -> dict:
         """The guarantee of the noisy cells; with ``delta``, the (ε, δ) conversion of ρ-zCDP."""
+        l1, l2 = self._sensitivities()
         out = {"epsilon": self._epsilon, "rho": self._rho, "noise": self._impl.noise_kind,
-               "noise_param": self._impl.noise_param, "shift": self._impl.shift,
+               "noise_param": self._impl.noise_param, "shift": self._impl.shift, "neighbours": self._neighbours,
+               "l1_sensitivity": l1, "l2_sensitivity_squared": l2,
                "reproducible_not_secret": self._reproducible_not_secret}
         if self._rho is not None and delta is not None:
             out["epsilon_from_zcdp"] = zcdp_to_dp(self._rho, delta)
@@ -138,7 +156,9 @@ class _PrivateLinear(Keyed):
             "mechanism": f"{type(self).__name__}[{'laplace' if laplace else 'gaussian'}]",
             "reference": "docs/algorithms.md §4",
             "noise": "discrete_laplace" if laplace else "discrete_gaussian",
-            # §4: Laplace scale Δ1/ε with Δ1 = d (one +1 per row); Gaussian σ² = Δ2²/(2ρ), Δ2² = d
+            # §4: Laplace scale Δ1/ε, Gaussian σ² = Δ2²/(2ρ); (Δ1, Δ2²) = (d, d) for add/remove,
+            # doubled (CountSketch ℓ2²: 4d) for replace neighbours (docs/privacy.md §Dyadic)
+            "neighbours": self._neighbours,
             "noise_param": num / den,
             "noise_param_rational": [num, den],
             "shift": self._impl.shift,
@@ -151,11 +171,12 @@ class _PrivateLinear(Keyed):
             "assumes_public_length": True,
         }
         # the guarantee of the noise actually drawn (ε, ρ rounded down to multiples of 2^-32, §1)
+        l1, l2 = self._sensitivities()
         if laplace:
-            meta.update(privacy="pure", epsilon=d * den / num, delta=0.0, rho=None, l1_sensitivity=d)
+            meta.update(privacy="pure", epsilon=l1 * den / num, delta=0.0, rho=None, l1_sensitivity=l1)
         else:
-            rho = d * den / (2 * num)
-            meta.update(privacy="zcdp", rho=rho, l2_sensitivity_squared=d, epsilon=None, delta=None)
+            rho = l2 * den / (2 * num)
+            meta.update(privacy="zcdp", rho=rho, l2_sensitivity_squared=l2, epsilon=None, delta=None)
             if self._beta is not None and self._count_min:
                 meta["beta"] = self._beta  # the shift keeps estimates >= true counts w.p. 1 - β (§4)
             if self._conversion_delta is not None:  # ρ-zCDP -> (ρ + 2√(ρ ln 1/δ), δ)-DP (§1)
@@ -163,14 +184,14 @@ class _PrivateLinear(Keyed):
         return meta
 
     @locked
-    def update(self, item) -> None:
+    def update(self, item, count=1) -> None:
         self._check_not_frozen()
-        super().update(item)
+        super().update(item, count)
 
     @locked
-    def update_many(self, items) -> None:
+    def update_many(self, items, counts=None) -> None:
         self._check_not_frozen()
-        super().update_many(items)
+        super().update_many(items, counts)
 
     def _check_not_frozen(self):
         if self._published:
@@ -220,9 +241,10 @@ class _PrivateLinear(Keyed):
 
     def _repr_fields(self):
         p = f"epsilon={self._epsilon:g}" if self._epsilon is not None else f"rho={self._rho:g}"
+        nb = "" if self._neighbours == "add_remove" else ", neighbours='replace'"
         flags = (", published=True" if self._published else "") + (
             ", reproducible_not_secret=True" if self._reproducible_not_secret else "")
-        return f"width={self._width}, depth={self._depth}, {p}{flags}"
+        return f"width={self._width}, depth={self._depth}, {p}{nb}{flags}"
 
 
 class PrivateCountMin(_PrivateLinear):
@@ -299,20 +321,20 @@ class SketchHeavyHitters(Keyed):
         )
 
     @locked
-    def update_many(self, items) -> None:
+    def update_many(self, items: Any, counts: Any = None) -> None:
         n = len(items)
         if self.n + n > self._n_max:
             raise ValueError(
                 f"adding {n} items would exceed max_stream_length={self._n_max} (n is {self.n}); the error "
                 "envelope was derived for that length. Build with a larger max_stream_length"
             )
-        super().update_many(items)
+        super().update_many(items, counts)
 
     @locked
-    def update(self, item) -> None:
+    def update(self, item: Any, count: int = 1) -> None:
         if self.n + 1 > self._n_max:
             raise ValueError(f"the stream already has max_stream_length={self._n_max} items; build with a larger one")
-        super().update(item)
+        super().update(item, count)
 
     width = property(locked(lambda self: self._impl.width), doc="Columns of the noisy sketch.")
     depth = property(locked(lambda self: self._impl.depth), doc="Rows of the noisy sketch.")
