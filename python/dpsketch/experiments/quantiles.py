@@ -8,7 +8,8 @@ IPs (2^32 universe, not redistributable) the GCIDE word tokens hashed to 32 bits
 Both noise allocations of docs/algorithms.md §6 run ("joint": one Gaussian over the whole
 hierarchy; "zhao": ρ split evenly over the L levels, the paper's), with Zhao's neighbour model
 (``neighbours="replace"``: one item changed, so sensitivities are those of docs/privacy.md for
-replacement). One sketch per (run, variant) answers every m.
+replacement). One sketch per (run, variant) answers every m. Within a run all variants share the
+seed, hence the hash functions (common random numbers, as in ``zhao-frequency``).
 
 Metrics, for the m quantile levels q_i = i/(m+1), i = 1..m:
 - ``rank_error`` (the paper's): x_i is the true q_i-quantile item (the item at sorted position
@@ -116,18 +117,13 @@ def _streams(cfg: QuantileConfig, seed: int, data):
 
 
 def _sigma2(sk) -> float:
-    """The per-cell noise variance the sketch records (largest over levels), NaN if not private."""
-    meta = getattr(sk, "metadata", None)
-    meta = meta() if callable(meta) else meta
-    if not isinstance(meta, dict):
+    """The largest per-cell noise variance of the sketch's levels (NaN when not private)."""
+    privacy = getattr(sk, "privacy", None)
+    if privacy is None:
         return math.nan
-    for key in ("sigma2", "sigma_squared"):
-        v = meta.get(key)
-        if isinstance(v, (int, float)):
-            return float(v)
-        if isinstance(v, (list, tuple)) and v:
-            return float(max(v))
-    return math.nan
+    levels = privacy().get("levels", [])
+    vals = [lv["sigma2"] for lv in levels if "sigma2" in lv]
+    return float(max(vals)) if vals else math.nan
 
 
 def quantiles(cfg: QuantileConfig, *, seed: int, writer, progress: bool = True, data=None) -> list[str]:
@@ -147,7 +143,9 @@ def quantiles(cfg: QuantileConfig, *, seed: int, writer, progress: bool = True, 
         for dataset, bits, rep, stream in streams:
             srt = np.sort(stream)
             for alg, alloc, rho in variants:
-                s = derive_seed(seed, "zhao-quantiles", dataset, rep, alg, alloc, rho)
+                # One seed per (data set, repeat): every variant shares the hash functions (and the
+                # noise generator's stream), so the curves differ by the noise level alone.
+                s = derive_seed(seed, "zhao-quantiles", dataset, rep)
                 sk = _make(alg, alloc, rho, bits, cfg.gamma, cfg.neighbours, s)
                 t0 = time.perf_counter()
                 sk.update_many(stream)

@@ -10,7 +10,8 @@ A block is written as::
 with FOLDERs relative to the page. KIND is ``claims`` (the folder's claims.md), ``setup`` (one
 row per folder and data set: stream length, repeats, runs, wall time, and the structure sizes
 recorded in summary.csv: counter capacity, sketch capacity, depth and width, number of true heavy
-hitters), or ``heavy`` (the true heavy hitters per point of each sweep).
+hitters), ``heavy`` (the true heavy hitters per point of each sweep), or ``include`` (a markdown file
+written by a script, e.g. bench/bench_quantile_peers.py's peers.md, verbatim).
 
 Run from the repository root: ``python -m dpsketch.experiments.report docs/results.md``.
 """
@@ -40,11 +41,12 @@ def _setup(folders: list[Path]) -> str:
         for ds in sorted({r["dataset"] for r in rows}):
             n = info["n"][ds] if isinstance(info.get("n"), dict) else info.get("n")
             sk = ("CountMinSketch", "CountSketch")
-            if info["experiment"] == "zhao-frequency":
+            if info["experiment"] in ("zhao-frequency", "zhao-quantiles"):
                 counters, cap = "-", "-"
                 depth = _span_of(rows, "depth", dataset=ds)
                 width = _span_of(rows, "width", dataset=ds)
-                heavy = f"{_span_of(rows, 'distinct_items', dataset=ds)} distinct items"
+                heavy = (f"{_span_of(rows, 'distinct_items', dataset=ds)} distinct items"
+                         if info["experiment"] == "zhao-frequency" else "-")
             else:
                 counters = _span_of(rows, "capacity", dataset=ds, algorithm=("MisraGries", "SpaceSaving"))
                 cap = _span_of(rows, "capacity", dataset=ds, algorithm=sk)
@@ -90,6 +92,8 @@ def fill(page: str | Path) -> int:
             body = _setup(folders)
         elif kind == "heavy":
             body = _heavy(folders)
+        elif kind == "include":
+            body = "".join(f.read_text() for f in folders)
         else:
             raise ValueError(f"unknown generated block kind {kind!r} in {page}")
         count += 1
