@@ -103,8 +103,11 @@ def run_pydp(stream, bits, rho, ms):
     height = 4 if bits <= 16 else 7
     tree = QuantileTree(0.0, float(2**bits), height, 16)
     t0 = time.perf_counter()
+    # The tree's leaf holding the point v is (v - 1, v], and it interpolates inside the leaf: fed
+    # an integer v it returns values in [v - 1, v). Feeding v + 0.5, the middle of v's unit bucket,
+    # puts v in [v, v + 1), so flooring the answer recovers v.
     for v in stream.tolist():
-        tree.add_entry(float(v))
+        tree.add_entry(float(v) + 0.5)
     ingest = time.perf_counter() - t0
     eps = math.sqrt(2 * rho)  # ε-DP ⇒ (ε²/2)-zCDP
     res = {}
@@ -121,7 +124,7 @@ def run_opendp(stream, bits, rho, ms):
     dp.enable_features("contrib")
     step = max(1, 2**bits >> 16)
     cands = list(range(0, 2**bits, step))
-    space = (dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance())
+    space = (dp.vector_domain(dp.atom_domain(T="i64")), dp.symmetric_distance())
     data = stream.tolist()
     res = {}
     for m in ms:
@@ -153,6 +156,10 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default=None, help="folder holding gcide_words.txt.gz")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the complete (data set, repeat) runs of an existing peers.csv in --out")
+    ap.add_argument("--redo", choices=("python-dp",),
+                    help="rerun only this peer on every stream, keeping the other rows of peers.csv")
     args = ap.parse_args(argv)
     repeats = 1 if args.quick else args.repeats
     rhos = (1.0,) if args.quick else (0.1, 1.0, 10.0)
@@ -177,6 +184,20 @@ def main(argv=None) -> int:
             streams.append((Q.REAL_DATASET, 32, rep, real[rep * N:(rep + 1) * N]))
 
     rows = []
+    done = set()
+    if args.redo:
+        rows = [r for r in read_csv(out / "peers.csv") if not r["method"].startswith(args.redo)]
+        print(f"redo {args.redo}: kept {len(rows)} rows of the other methods", file=sys.stderr)
+    elif args.resume and (out / "peers.csv").exists():
+        old = read_csv(out / "peers.csv")
+        n_private = sum(not versions[p].startswith("not") for p in ("python-dp", "opendp")) + 1
+        expected = len(ms) * (1 + (not versions["datasketches"].startswith("not")) + n_private * len(rhos))
+        for ds, bits, rep, _ in streams:
+            sel = [r for r in old if r["dataset"] == ds and int(r["repeat"]) == rep]
+            if len(sel) == expected:
+                rows += sel
+                done.add((ds, rep))
+        print(f"resuming: kept {len(rows)} rows of {sorted(done)}", file=sys.stderr)
     t_start = time.perf_counter()
 
     def record(ds, bits, rep, method, rho, privacy, ingest, memory, res, srt, streaming, mergeable):
@@ -190,8 +211,16 @@ def main(argv=None) -> int:
                          "mergeable": mergeable})
 
     for ds, bits, rep, stream in streams:
+        if (ds, rep) in done:
+            continue
         srt = np.sort(stream)
         print(f"{ds} repeat {rep}", file=sys.stderr)
+        if args.redo:
+            for rho in rhos:
+                ing, mem, res, eps = run_pydp(stream, bits, rho, ms)
+                record(ds, bits, rep, "python-dp QuantileTree (Laplace)", rho, f"ε={eps:.3g}-DP ⇒ {rho:g}-zCDP",
+                       ing, mem, res, srt, "yes", "yes (serialize/merge)")
+            continue
         ing, mem, res = run_dcs(stream, bits, None, derive_seed(args.seed, "peers", ds, rep, "dcs"), ms)
         record(ds, bits, rep, "dpsketch DCS (non-private)", None, "none", ing, mem, res, srt, "yes", "yes")
         if not versions["datasketches"].startswith("not"):
@@ -219,8 +248,10 @@ def main(argv=None) -> int:
             "ms": list(ms), "n": N, "gamma": GAMMA, "kll_k": KLL_K, "seed": args.seed, "peers": versions,
             "datasets": sorted({s[0] for s in streams}), "python": platform.python_version(),
             "wall_seconds": round(time.perf_counter() - t_start, 1),
-            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "resumed_runs": sorted(map(list, done)), "redone": args.redo,
             "note": "machine shared with other sessions; times are same-run comparisons"}
+    if (args.resume or args.redo) and (out / "run_info.json").exists():
+        info["previous_invocation"] = json.loads((out / "run_info.json").read_text())
     (out / "run_info.json").write_text(json.dumps(info, indent=2) + "\n")
     (out / "peers.md").write_text(markdown(read_csv(out / "summary.csv")))
     print(f"wrote {out}", file=sys.stderr)
@@ -237,14 +268,18 @@ def markdown(summary) -> str:
                   "| method | privacy | " + " | ".join(f"m={m}" for m in ms) +
                   " | ingest µs/item | query ms (m=max) | memory bytes | streaming | mergeable |",
                   "|---|---|" + "---|" * len(ms) + "---|---|---|---|---|"]
+        def rho_key(r):
+            v = r["rho"]
+            return -1.0 if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
         keys = []
         for r in rs:
-            k = (r["method"], r["rho"] if not math.isnan(r["rho"]) else -1.0, r["privacy"])
+            k = (r["method"], rho_key(r), r["privacy"])
             if k not in keys:
                 keys.append(k)
         keys.sort(key=lambda k: (k[1], k[0]))
         for method, rho, priv in keys:
-            sel = {int(r["x"]): r for r in rs if r["method"] == method and (r["rho"] if not math.isnan(r["rho"]) else -1.0) == rho}
+            sel = {int(r["x"]): r for r in rs if r["method"] == method and rho_key(r) == rho}
             last = sel[ms[-1]]
             errs = " | ".join(f"{sel[m]['quantile_error_mean']:.3g}" for m in ms)
             ingest = last["ingest_us_per_item_mean"]
