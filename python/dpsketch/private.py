@@ -59,7 +59,9 @@ class _PrivateLinear(Keyed):
             raise ValueError(f"beta must be in (0, 1), got {beta!r}")
         self._beta = float(beta)
         self._seed = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
-        self._hash_seed = _hash_seed(self._seed)
+        source = self.__dict__.get("_source")
+        # from_sketch: the hash functions are the (public) ones the source sketch was built with.
+        self._hash_seed = _hash_seed(self._seed) if source is None else source.seed
         self._frozen = False
         self._guard = ReleaseGuard()
         super().__init__(key_type)
@@ -75,10 +77,47 @@ class _PrivateLinear(Keyed):
         shift = _R.gaussian_cm_shift(num / den, d, self._width, self._beta) if self._count_min else 0
         return "gaussian", num, den, shift
 
+    def _noise_rng(self):
+        """The cell-noise stream: the secure generator, or the seed's stream (reproducible, NOT secret)."""
+        rng, _ = make_rng(self._seed)
+        return rng
+
     def _make(self, key_type):
         kind, num, den, shift = self._noise()
-        rng, _ = make_rng(self._seed)
-        return self._natives[key_type](self._width, self._depth, self._hash_seed, kind, num, den, shift, False, rng)
+        source = self.__dict__.get("_source")
+        if source is not None:
+            return self._natives[key_type].from_sketch(source._impl, kind, num, den, shift, self._noise_rng())
+        return self._natives[key_type](
+            self._width, self._depth, self._hash_seed, kind, num, den, shift, False, self._noise_rng()
+        )
+
+    @classmethod
+    def from_sketch(cls, sketch, *, epsilon=None, rho=None, beta: float = 0.01, seed=None):
+        """Trusted-aggregator release (docs/algorithms.md §8): privatise a finished non-private sketch
+        -- typically the merge of per-worker sketches built with one shared public seed -- by adding
+        the cell noise once, here. Same noise as the constructor (``epsilon``: DLap(depth/ε) per
+        cell; ``rho``: DGauss(depth/(2ρ)) per cell, plus the shift E for Count-Min), so the result has
+        exactly the distribution of the private sketch built on the whole stream with the source's
+        hash seed: with the same ``seed`` (noise stream; reproducible and NOT secret) the cells are
+        identical. ``seed=None`` draws the noise from the secure generator. The source sketch is not
+        changed; keep it private (it holds exact counts)."""
+        from .sketches import CountMin, CountSketch
+
+        want = CountMin if cls._count_min else CountSketch
+        if type(sketch) is not want:
+            raise TypeError(f"{cls.__name__}.from_sketch needs a {want.__name__}, got {type(sketch).__name__}")
+        obj = cls.__new__(cls)
+        with sketch._lock:
+            obj._source = sketch
+            try:
+                obj.__init__(sketch.width, sketch.depth, epsilon=epsilon, rho=rho, beta=beta, seed=seed,
+                             key_type=sketch.key_type)
+            finally:
+                del obj._source
+        return obj
+
+    hash_seed = property(lambda self: self._hash_seed,
+                         doc="Seed of the public hash functions (build worker sketches with it to use from_sketch).")
 
     def _restore_params(self):
         impl = self._impl
