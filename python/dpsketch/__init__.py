@@ -3,11 +3,14 @@
 Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
 :class:`CountMin`, :class:`CountSketch`. Private releases: ``MisraGries.release`` (PMG),
 ``SpaceSaving.release`` (DPSS), :class:`PrivateCountMin`, :class:`PrivateCountSketch`,
-:class:`SketchHeavyHitters`; each returns or builds on a :class:`Release`. See docs/privacy.md.
+:class:`SketchHeavyHitters`; each returns or builds on a :class:`Release`. Ranks, quantiles,
+range counts and hierarchical heavy hitters: :class:`DyadicCountSketch`,
+:class:`PrivateDyadicCountSketch`. See docs/privacy.md.
 """
 
 from ._core import __version__
 from . import datasets
+from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
 from .release import Release, ReleaseBudgetError
 from .sketches import CountMin, CountSketch
@@ -21,6 +24,8 @@ __all__ = [
     "PrivateCountMin",
     "PrivateCountSketch",
     "SketchHeavyHitters",
+    "DyadicCountSketch",
+    "PrivateDyadicCountSketch",
     "Release",
     "ReleaseBudgetError",
     "datasets",
