@@ -292,14 +292,13 @@ def _union_of_releases(parts, summary, k, kt, eps, dlt, parts_n, seed) -> Releas
         "composition": "parallel: partitions by a hash of the key alone, each row in exactly one partition "
                        "(docs/algorithms.md §8); the union of the per-partition releases is (epsilon, delta)-DP",
         "partitions": parts_n,
-        "partition_n": {p["partition"]: p["n"] for p in parts},
         "partition_thresholds": thresholds,
         "summary": summary,
         "capacity_per_partition": kt,
         "k": k,
         "final_cut": cut,
         "final_cut_rule": "n/k - gamma (DPSS) or n/k (PMG) on the public total n: post-processing",
-        "assumes_public_length": True,
+        "assumes_public_length": True,  # n and the per-partition n_p (not listed here)
         "partition_order": "sorted by key inside each partition (input order depends on the multiset only)",
         "reproducible_not_secret": seed is not None,
         "privacy_unit": "one row",
