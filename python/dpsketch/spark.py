@@ -421,16 +421,52 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
                    delta=dlt, mechanism="spark.sketch[DyadicCountSketch+lookup]", n=n, metadata=meta, rho=rho)
 
 
+_AGGREGATE_FLUSH = 1 << 20  # distinct (key, count) pairs buffered before they are fed
+
+
+def _feed_aggregated(s, batches) -> None:
+    """Feed int64 keys into a DyadicCountSketch as (distinct key, count) pairs: Arrow's hash
+    aggregation (C++) collapses duplicates first, and the sketch is linear, so update(x, c) equals c
+    unit updates of x -- the cells are identical to feeding every row (tested), at a fraction of the
+    cost on skewed data (one dyadic update touches every level). Memory stays bounded: at most
+    _AGGREGATE_FLUSH buffered pairs."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    vals, counts, pending = [], [], 0
+
+    def flush():
+        nonlocal vals, counts, pending
+        if not pending:
+            return
+        t = pa.table({"v": pa.concat_arrays(vals), "c": pa.concat_arrays(counts)})
+        t = t.group_by("v").aggregate([("c", "sum")])
+        s.update_many(t.column("v").to_numpy().astype(np.int64, copy=False).view(np.uint64),
+                      t.column("c_sum").to_numpy().astype(np.int64, copy=False))
+        vals, counts, pending = [], [], 0
+
+    for b in batches:
+        col = b.column(0)
+        if col.null_count:
+            col = pc.drop_null(col)
+        if not len(col):
+            continue
+        vc = pc.value_counts(col.cast(pa.int64()))
+        vals.append(vc.field("values"))
+        counts.append(vc.field("counts"))
+        pending += len(vc)
+        if pending >= _AGGREGATE_FLUSH:
+            flush()
+    flush()
+
+
 def _dyadic_parts(keyed, proto_bytes) -> list:
     def build(batches):
         import pyarrow as pa
 
         try:
             s = DyadicCountSketch.from_bytes(proto_bytes)
-            for b in batches:
-                v = _batch_values(b, "int")
-                if len(v):
-                    s.update_many(v.view(np.uint64))
+            _feed_aggregated(s, batches)
             out = s.to_bytes()
         except (ValueError, TypeError, OverflowError) as e:
             raise _task_error(e) from None
