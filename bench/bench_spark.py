@@ -262,14 +262,23 @@ def plot(rows, scaling, path):
     a.set_title("Zipf 1.1: time vs partitions")
     a.legend()
     timed = [r for r in rows if "seconds" in r]
-    labels = [f"{r['dataset'].split()[0]}\n{r['method']}" for r in timed]
+    def short(d):
+        return "gcide" if d.startswith("gcide") else f"zipf n={d.split('n=')[1].split()[0]}"
+
+    labels = [f"{short(r['dataset'])} | {r['method']}" for r in timed]
     b.barh(range(len(timed)), [r["seconds"] for r in timed])
     b.set_yticks(range(len(timed)), labels, fontsize=7)
-    b.set_xlabel("wall time, s")
+    b.set_xlabel("wall time, s (log)")
+    b.set_xscale("log")
     b.set_title("methods (recall/precision in docs/distributed.md)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == "--replot":  # redraw from a finished run's JSON
+        d = Path(sys.argv[2])
+        plot(json.loads((d / "comparison.json").read_text()), json.loads((d / "scaling.json").read_text()),
+             ROOT / "docs" / "spark_comparison.png")
+    else:
+        main()

@@ -188,8 +188,8 @@ def _partition_seed(seed: int | None, p: int) -> int | None:
 
 def heavy_hitters(df, column: str, *, k: int, epsilon: float, delta: float, route: str = "counters",
                   summary: str = "spacesaving", capacity: int | None = None, num_partitions: int | None = None,
-                  rho_fraction: float = 0.9, gamma: float = 0.01, width: int | None = None, depth: int | None = None,
-                  seed: int | None = None) -> Release:
+                  rho_fraction: float = 0.9, gamma: float | None = None, width: int | None = None,
+                  depth: int | None = None, seed: int | None = None) -> Release:
     """(ε, δ)-DP heavy hitters of ``df[column]`` (one row = privacy unit; nulls skipped).
 
     ``route="counters"`` (docs/algorithms.md §8, "partition by key"): rows are repartitioned by a
@@ -208,10 +208,16 @@ def heavy_hitters(df, column: str, *, k: int, epsilon: float, delta: float, rout
     (ε_L = (1 − rho_fraction)·ε, P(label of count 1 released) ≤ δ/3); fingerprint collisions are a
     failure event bounded by n²/2^65 ≤ δ/3.
 
+    Sketch shape: ``width``/``depth`` per CountSketch level, or Zhao's rule from ``gamma``; by
+    default width = max(1024, 8k) and depth = 3 (each of the 64 levels costs depth counter updates
+    per distinct key and partition, and depth·width noisy cells on the driver).
+
     ``seed`` makes all noise reproducible and NOT secret (experiments/tests only).
     """
     _require_spark()
     kk = check_int("k", k, 1, 2**40)
+    if gamma is None and width is None and depth is None:
+        width, depth = max(1024, 8 * kk), 3
     eps, dlt = check_privacy_params(epsilon, delta)
     kind = _column_kind(df, column)
     if kind == "float":
@@ -355,7 +361,7 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
         fp_kind = "int"
     # int64 -> [0, 2^64) by two's complement (a bijection); the sketch sees unsigned 64-bit items.
     hash_seed = None if seed is None else _partition_seed(seed, -3)
-    proto = DyadicCountSketch(64, gamma=gamma, width=width, depth=depth, seed=hash_seed)
+    proto = DyadicCountSketch(64, gamma=0.01 if gamma is None else gamma, width=width, depth=depth, seed=hash_seed)
     parts = _dyadic_parts(keyed, proto.to_bytes())
     objs = [DyadicCountSketch.from_bytes(b) for b in parts]
     merged = _merge_tree(objs) if objs else proto
