@@ -226,6 +226,8 @@ def test_empty_dataframe(spark):
     df = spark.createDataFrame([], T.StructType([T.StructField("x", T.LongType())]))
     s = dps.summarize(df, "x", lambda: dp.CountMin(16, 2, seed=1))
     assert s.n == 0
+    mg = dps.summarize(df, "x", lambda: dp.MisraGries(4))
+    assert mg.n == 0 and mg.merged  # counter summaries from Spark are always marked merged
     rel = dps.heavy_hitters(df, "x", k=5, epsilon=1.0, delta=1e-6, seed=1)
     assert len(rel) == 0 and rel.n == 0
     rel2 = dps.heavy_hitters(df, "x", k=5, epsilon=1.0, delta=1e-6, route="sketch", width=64, depth=2, seed=1)

@@ -155,9 +155,12 @@ def summarize(df, column: str, factory: Callable[[], Any]):
         raise TypeError(f"column {column!r} holds floats; counter summaries and sketches take int or str keys")
     parts = _summary_parts(df.select(column), kind, type(proto), proto.to_bytes())
     objs = [type(proto).from_bytes(b) for b in parts]
-    if not objs:
-        return proto
-    return _merge_tree(objs)
+    out = _merge_tree(objs) if objs else proto
+    if isinstance(out, (MisraGries, SpaceSaving)) and not out.merged:
+        # Even a single part is marked merged: its input order was Spark's row order, which can
+        # depend on other rows (e.g. round-robin repartitioning), so PMG/DPSS must not release it.
+        out.merge(type(proto).from_bytes(proto.to_bytes()))
+    return out
 
 
 def _summary_parts(df, kind, cls, proto_bytes) -> list:
