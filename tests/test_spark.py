@@ -293,3 +293,16 @@ def test_task_retry_does_not_double_count(spark, int_df, zipf_ints):
     rel = dps.heavy_hitters(flaky, "x", k=20, epsilon=2.0, delta=1e-6, seed=5)
     rel_clean = dps.heavy_hitters(int_df, "x", k=20, epsilon=2.0, delta=1e-6, seed=5)
     assert rel.items == rel_clean.items and rel.n == rel_clean.n
+
+
+def test_counters_route_does_not_depend_on_row_order_or_input_partitioning(spark, zipf_ints):
+    """§8: partitioning by the key alone + sorting inside partitions makes the release a function
+    of the multiset of rows: same seed, shuffled rows and other input partitionings -> same output."""
+    import pandas as pd
+
+    shuffled = np.random.default_rng(1).permutation(zipf_ints)
+    a = spark.createDataFrame(pd.DataFrame({"x": zipf_ints})).repartition(3)
+    b = spark.createDataFrame(pd.DataFrame({"x": shuffled})).coalesce(1)
+    ra = dps.heavy_hitters(a, "x", k=20, epsilon=1.0, delta=1e-6, seed=9)
+    rb = dps.heavy_hitters(b, "x", k=20, epsilon=1.0, delta=1e-6, seed=9)
+    assert ra.items == rb.items and ra.n == rb.n == len(zipf_ints)
