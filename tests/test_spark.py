@@ -274,8 +274,6 @@ def test_mismatched_seeds_cannot_merge():
 def test_task_retry_does_not_double_count(spark, int_df, zipf_ints):
     """A task that fails once, after feeding some batches, is retried; the result equals the
     no-failure result (Spark keeps only the successful attempt's output)."""
-    import pyarrow as pa  # noqa: F401
-
     def fail_first_attempt(batches):
         from pyspark import TaskContext
 

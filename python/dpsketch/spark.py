@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _core
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
-from .private import PrivateCountMin, PrivateCountSketch, zcdp_to_dp
+from .private import zcdp_to_dp
 from .release import Release, check_privacy_params, make_rng
 from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
@@ -281,9 +281,7 @@ def release_partition(s, summary: str, k: int, epsilon: float, delta: float, see
     """One partition's release in the counters route (exposed so tests and users can re-run a
     partition by hand): DPSS with the global k, or PMG with the global k, on the partition's own
     summary (its own n_p and capacity k̃_p), docs/algorithms.md §2, §3, §8."""
-    if summary == "spacesaving":
-        return s.release(epsilon, delta, k=k, seed=seed)
-    return s.release(epsilon, delta, k=k, seed=seed)
+    return s.release(epsilon, delta, k=k, seed=seed)  # same call for DPSS and PMG
 
 
 def _union_of_releases(parts, summary, k, kt, eps, dlt, parts_n, seed) -> Release:
@@ -295,13 +293,12 @@ def _union_of_releases(parts, summary, k, kt, eps, dlt, parts_n, seed) -> Releas
     cut = n / k - slack
     kept = [(x, v) for x, v in items if v >= cut] if summary == "misragries" else [(x, v) for x, v in items if v > cut]
     kept.sort(key=lambda kv: (-kv[1], kv[0]))
-    thresholds = sorted(p["threshold"] for p in parts if "threshold" in p)
     meta = {
         "route": "counters",
         "composition": "parallel: partitions by a hash of the key alone, each row in exactly one partition "
                        "(docs/algorithms.md §8); the union of the per-partition releases is (epsilon, delta)-DP",
         "partitions": parts_n,
-        "partition_thresholds": thresholds,
+        "partition_thresholds": "DPSS/PMG thresholds from each partition's own n_p and k~_p (not listed: they reveal n_p)",
         "summary": summary,
         "capacity_per_partition": kt,
         "k": k,
