@@ -295,3 +295,21 @@ def test_from_sketch_errors():
     s.update("a")
     p = dp.PrivateCountMin.from_sketch(s, epsilon=1.0)
     assert p.key_type == "str" and p.n == 1
+
+
+def test_merge_breaks_the_per_stream_neighbour_structure():
+    """Why merged summaries are refused (docs/privacy.md §Merged counter summaries): the smallest
+    counterexample found by bench/merge_neighbour_search.py. Unmerged, SpaceSaving(2) on 0 0 1 vs
+    0 1 differs in one counter by 1 (the DPSS lemma); after merging each with an empty part the
+    count of 0 moves by 2."""
+    def ss(rows, merged):
+        s = dp.SpaceSaving(2, key_type="int")
+        s.update_many(np.array(rows, dtype=np.int64))
+        if merged:
+            s.merge(dp.SpaceSaving(2, key_type="int"))
+        return dict(s.items())
+
+    a, b = ss([0, 0, 1], False), ss([0, 1], False)
+    assert sum(abs(a.get(x, 0) - b.get(x, 0)) for x in set(a) | set(b)) == 1
+    a, b = ss([0, 0, 1], True), ss([0, 1], True)
+    assert abs(a.get(0, 0) - b.get(0, 0)) == 2
