@@ -313,3 +313,15 @@ def test_merge_breaks_the_per_stream_neighbour_structure():
     assert sum(abs(a.get(x, 0) - b.get(x, 0)) for x in set(a) | set(b)) == 1
     a, b = ss([0, 0, 1], True), ss([0, 1], True)
     assert abs(a.get(0, 0) - b.get(0, 0)) == 2
+
+
+@pytest.mark.parametrize("priv, plain", [(dp.PrivateCountMin, dp.CountMin), (dp.PrivateCountSketch, dp.CountSketch)])
+def test_from_sketch_replace_neighbours(priv, plain, rng):
+    stream = zipf_stream(rng, 2000, 100)
+    single = priv(32, 4, rho=0.5, seed=3, neighbours="replace")
+    single.update_many(stream)
+    s = plain(32, 4, seed=single.hash_seed)
+    s.update_many(stream)
+    out = priv.from_sketch(s, rho=0.5, seed=3, neighbours="replace")
+    assert np.array_equal(out.cells(), single.cells())
+    assert out.neighbours == "replace" and out.privacy() == single.privacy()

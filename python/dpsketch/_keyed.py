@@ -50,6 +50,8 @@ class Keyed:
 
     _natives: ClassVar[dict[str, Any]]
     _family: ClassVar[int]
+    # Linear sketches take signed counts (turnstile); counter summaries count each update once.
+    _turnstile: ClassVar[bool] = False
 
     def __init__(self, key_type=None):
         key_type = check_key_type(key_type)
@@ -82,8 +84,14 @@ class Keyed:
 
     # -- updates --------------------------------------------------------------------------------
     @locked
-    def update(self, item) -> None:
-        """Add one occurrence of ``item`` (an int in the int64 range, or a str)."""
+    def update(self, item, count=1) -> None:
+        """Add one occurrence of ``item`` (an int in the int64 range, or a str). Linear sketches also
+        take a signed integer ``count`` (turnstile: negative deletes)."""
+        if type(count) is not int or count != 1:
+            c = self._check_count(count)
+            if c != 1:
+                self._update_counted(item, c)
+                return
         # Fast path for the common case: a plain int or str of the summary's fixed key type.
         if self._key_type_fixed:
             t = type(item)
@@ -100,11 +108,26 @@ class Keyed:
             self._impl.update(key)
 
     @locked
-    def update_many(self, items) -> None:
+    def update_many(self, items, counts=None) -> None:
         """Add every item of a batch, in order. Fast paths: numpy int64 arrays, numpy str arrays,
-        pyarrow string arrays (no per-item Python work, GIL released); any sequence of int/str works."""
+        pyarrow string arrays (no per-item Python work, GIL released); any sequence of int/str works.
+        Linear sketches also take ``counts``: one signed int64 count per item (turnstile)."""
         if not isinstance(items, np.ndarray) and not hasattr(items, "__len__"):
             items = list(items)
+        if counts is not None:
+            c = self._check_counts(counts, len(items))
+            if len(items) == 0:
+                return
+            kt = batch_key_type(items)
+            with self._unchanged_on_error():
+                self._settle(kt)
+                if kt == "int":
+                    self._impl.update_many_counted(int_batch(items), c)
+                else:
+                    if type(items).__module__.startswith("pyarrow"):
+                        items = items.to_pylist()
+                    self._impl.update_many_counted(items, c)
+            return
         if len(items) == 0:
             return
         kt = batch_key_type(items)
@@ -114,6 +137,37 @@ class Keyed:
                 self._impl.update_many(int_batch(items))
             else:
                 feed_str_batch(self._impl, items)
+
+    def _check_count(self, count) -> int:
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
+            raise TypeError(f"count must be an integer, got {type(count).__name__}")
+        c = int(count)
+        if not self._turnstile and c != 1:
+            raise ValueError(f"{type(self).__name__} counts every update once (insertion-only summary); "
+                             "counts other than 1 are for the linear sketches (CountMin, CountSketch, ...)")
+        if not -(2**62) <= c <= 2**62:
+            raise ValueError("count must be in [-2**62, 2**62]")
+        return c
+
+    def _check_counts(self, counts, m) -> np.ndarray:
+        if not self._turnstile:
+            raise ValueError(f"{type(self).__name__} counts every update once (insertion-only summary); "
+                             "counts are for the linear sketches (CountMin, CountSketch, ...)")
+        c = np.asarray(counts)
+        if c.ndim != 1 or len(c) != m:
+            raise ValueError("counts must be a 1-D integer array with one signed count per item")
+        if c.size and c.dtype.kind not in "iu":
+            raise TypeError(f"counts must be integers, got dtype {c.dtype}")
+        if c.dtype.kind == "u" and c.size and c.max() > 2**62:
+            raise ValueError("counts must be in [-2**62, 2**62]")
+        return np.ascontiguousarray(c, dtype=np.int64)
+
+    def _update_counted(self, item, count: int) -> None:
+        kt = key_type_of(item)
+        key = as_int_key(item) if kt == "int" else item
+        with self._unchanged_on_error():
+            self._settle(kt)
+            self._impl.update_counted(key, count)
 
     @contextlib.contextmanager
     def _unchanged_on_error(self):
@@ -143,7 +197,7 @@ class Keyed:
     @property
     @locked
     def n(self) -> int:
-        """Number of items added so far."""
+        """Number of items added so far (linear sketches: the net count, insertions minus deletions)."""
         return self._impl.n
 
     @locked

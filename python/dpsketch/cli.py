@@ -6,6 +6,9 @@
     print them (rank, item, noisy count) as a table, JSON or CSV.
 ``dpsketch top --demo``
     The same on the bundled *retail* stream, plus recall and precision against the exact answer.
+``dpsketch quantiles [FILE|-]``
+    Private quantiles of a numeric column from a PrivateDyadicCountSketch (logic in
+    :mod:`dpsketch.quantiles_cmd`).
 ``dpsketch experiment NAME``
     Run one of the experiments of :mod:`dpsketch.experiments`.
 
@@ -174,6 +177,47 @@ def _build_parser() -> _Parser:
     o.add_argument("--quiet", "-q", action="store_true", help="no header, notes or progress bar on stderr")
     o.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(handler=_cmd_top, keys="auto")
+
+    qp = sub.add_parser(
+        "quantiles",
+        help="release differentially private quantiles of a numeric column",
+        description=(
+            "Feed the numeric values of FILE (or stdin) into a private dyadic CountSketch (noise drawn "
+            "before reading) and print the requested quantiles. With --bounds LO,HI values are real "
+            "numbers clamped into [LO, HI] and reported at resolution (HI-LO)/2^L; with only "
+            "--universe-bits L they are integers in [0, 2^L). Mechanism and privacy go to stderr."
+        ),
+    )
+    qp.add_argument("file", nargs="?", metavar="FILE", help="input file, or '-' for stdin (default)")
+    g = qp.add_argument_group("input")
+    g.add_argument("--format", choices=FORMATS, help="input format (default: from the file name; text for stdin)")
+    g.add_argument("--column", metavar="NAME", help="CSV/Parquet column holding the values")
+    g.add_argument("--delimiter", metavar="CHAR", help="CSV field delimiter (default ',' or tab for .tsv)")
+    g.add_argument("--no-header", action="store_true", help="the CSV file has no header row")
+    g.add_argument("--encoding", default="utf-8", help="text/CSV encoding (default utf-8)")
+    g.add_argument("--chunk-size", type=_int_at_least("chunk-size", 1), default=DEFAULT_CHUNK,
+                   help=f"values per batch (default {DEFAULT_CHUNK:,})")
+    m = qp.add_argument_group("mechanism")
+    m.add_argument("--q", default="0.5,0.9,0.99", metavar="Q1,Q2,...",
+                   help="quantile levels in [0, 1] (default 0.5,0.9,0.99)")
+    budget = m.add_mutually_exclusive_group()
+    budget.add_argument("--rho", type=_positive_float("rho"), help="zCDP budget (discrete Gaussian noise)")
+    budget.add_argument("--epsilon", "-e", type=_positive_float("epsilon"), help="pure-DP budget (discrete Laplace)")
+    m.add_argument("--bounds", metavar="LO,HI", help="public value range; values outside are clamped")
+    m.add_argument("--universe-bits", type=_int_at_least("universe-bits", 1, 64), metavar="L",
+                   help="L: 2^L buckets (default 32 with --bounds); without --bounds, values are integers in [0, 2^L)")
+    m.add_argument("--gamma", type=_float_in("gamma", lambda v: 0 < v < 1, "strictly between 0 and 1"), default=0.01,
+                   help="target rank error gamma of Zhao's shape (default 0.01)")
+    m.add_argument("--noise-allocation", choices=("joint", "zhao"), default="joint",
+                   help="joint sigma^2 over all levels (default) or Zhao's even split of rho")
+    m.add_argument("--seed", type=_int_at_least("seed", 0, 2**64 - 1), metavar="S",
+                   help="reproducible noise and hashes: NOT secret, for experiments only")
+    o = qp.add_argument_group("output")
+    fmt = o.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print quantiles and privacy metadata as JSON")
+    fmt.add_argument("--csv", action="store_true", help="print q,value as CSV")
+    o.add_argument("--quiet", "-q", dest="quiet", action="store_true", help="no header on stderr")
+    qp.set_defaults(handler=_cmd_quantiles, keys="str")
 
     e = sub.add_parser(
         "experiment",
@@ -884,6 +928,18 @@ def _print_header(args, rel, capacity, keys_desc, source_desc, released):
     print(f"{PROG}: {rel.mechanism} via {args.algorithm} ({capacity} {unit}, k={args.k}) on {source_desc}; "
           f"keys: {keys_desc}", file=sys.stderr)
     print(f"{PROG}: {' '.join(parts)} -> {released} item(s) released", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------------------------
+# dpsketch quantiles (logic in dpsketch/quantiles_cmd.py)
+# ---------------------------------------------------------------------------------------------
+
+
+def _cmd_quantiles(args):
+    from . import quantiles_cmd
+
+    return quantiles_cmd.run(args, input_class=_Input, usage_error=UsageError, run_error=RunError, note=_note,
+                             warn=_warn, display=_display, first_line=_first_line)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -281,14 +281,16 @@ class _DyadicBase:
 
     @_locked
     def cdf(self, xs) -> np.ndarray:
-        """Estimated fraction of items ≤ x for each x: rank(x + 1)/n (items' buckets ≤ x's bucket)."""
+        """Estimated fraction of items ≤ x for each x: rank(x + 1)/n (items' buckets ≤ x's bucket).
+        One native call for the whole batch (GIL released)."""
         total = self._total()
-        xs = np.atleast_1d(np.asarray(xs))
-        out = np.empty(len(xs), dtype=np.float64)
-        for i, x in enumerate(xs.tolist()):
-            pos = self._position(x)
-            out[i] = self._rank_at(min(pos + 1, 2**self.universe_bits)) / total if total else float("nan")
-        return out
+        pos = np.array([self._position(x) for x in np.atleast_1d(np.asarray(xs)).tolist()], dtype=object)
+        top = 2**self.universe_bits
+        nxt = [min(int(p) + 1, top) for p in pos]
+        inner = np.array([p for p in nxt if p < top], dtype=np.uint64)
+        ranks = iter(self._impl.ranks(inner).tolist())
+        out = np.array([self._impl.total() if p == top else next(ranks) for p in nxt], dtype=np.float64)
+        return out / total if total else np.full(len(out), np.nan)
 
     @_locked
     def heavy_hitters(self, threshold: float, *, max_nodes: int = _DEFAULT_MAX_NODES) -> list:
@@ -483,16 +485,14 @@ class PrivateDyadicCountSketch(_DyadicBase):
         return obj
 
     def _restore(self):
+        # The guarantee of the noise actually stored, level by level (composition over levels):
+        # ρ = Σ_ℓ Δ2,ℓ²/(2σ_ℓ²) or ε = Σ_ℓ Δ1,ℓ/b_ℓ -- the requested budget for either allocation.
         impl = self._impl
-        bits, exact, d = impl.bits, impl.exact_levels, impl.depth
-        sens = _sensitivities(bits, exact, d, impl.neighbours)
-        num, den = impl.level_params[0]
-        if impl.noise_kind == "laplace":  # scale = S1/ε (joint) or Δ1,1·L/ε (zhao)
-            l1 = sum(a for a, _ in sens) if impl.allocation == "joint" else sens[0][0] * bits
-            self._epsilon, self._rho = l1 * den / num, None
-        else:  # σ² = S/(2ρ) (joint) or Δ2,1²·L/(2ρ) (zhao)
-            l2 = sum(b for _, b in sens) if impl.allocation == "joint" else sens[0][1] * bits
-            self._rho, self._epsilon = l2 * den / (2 * num), None
+        sens = _sensitivities(impl.bits, impl.exact_levels, impl.depth, impl.neighbours)
+        if impl.noise_kind == "laplace":
+            self._epsilon, self._rho = sum(l1 * den / num for (l1, _), (num, den) in zip(sens, impl.level_params)), None
+        else:
+            self._rho, self._epsilon = sum(l2 * den / (2 * num) for (_, l2), (num, den) in zip(sens, impl.level_params)), None
         self._beta, self._seed, self._frozen, self._guard = None, None, False, ReleaseGuard()
 
     epsilon = property(lambda self: self._epsilon, doc="Pure-DP ε of the noisy cells (None for zCDP).")

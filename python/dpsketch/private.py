@@ -41,8 +41,10 @@ def _hash_seed(seed):
 
 class _PrivateLinear(Keyed):
     _count_min: bool
+    _turnstile = True  # signed counts; the privacy unit stays one unit update (docs/privacy.md)
 
-    def __init__(self, width: int, depth: int, *, epsilon=None, rho=None, beta: float = 0.01, seed=None, key_type=None):
+    def __init__(self, width: int, depth: int, *, epsilon=None, rho=None, beta: float = 0.01, seed=None, key_type=None,
+                 neighbours: str = "add_remove"):
         self._width = check_int("width", width, 1, 2**31)
         self._depth = check_int("depth", depth, 1, _core.MAX_DEPTH)
         if self._width * self._depth > _core.MAX_CELLS:
@@ -58,6 +60,9 @@ class _PrivateLinear(Keyed):
         if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not (0 < float(beta) < 1):
             raise ValueError(f"beta must be in (0, 1), got {beta!r}")
         self._beta = float(beta)
+        if neighbours not in ("add_remove", "replace"):
+            raise ValueError(f"neighbours must be 'add_remove' or 'replace', got {neighbours!r}")
+        self._neighbours = neighbours
         self._seed = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
         source = self.__dict__.get("_source")
         # from_sketch: the hash functions are the (public) ones the source sketch was built with.
@@ -66,15 +71,24 @@ class _PrivateLinear(Keyed):
         self._guard = ReleaseGuard()
         super().__init__(key_type)
 
-    def _noise(self):
-        """(kind, num, den, shift): §4 pure DP cell noise DLap(d/ε) (ℓ1-sensitivity d), or zCDP
-        DGauss(σ²) with σ² = d/(2ρ) (ℓ2-sensitivity √d) and, for Count-Min, the shift E."""
+    def _sensitivities(self):
+        """(ℓ1, ℓ2²) of the cells (docs/privacy.md §4 and "Dyadic sketches (§6)"): add/remove one
+        element changes one cell per row by ±1: (d, d). Replace: ℓ1 doubles (2d); ℓ2² doubles for
+        Count-Min (2d) but is 4d for CountSketch, whose two items can share a cell with opposite signs."""
         d = self._depth
+        if self._neighbours == "add_remove":
+            return d, d
+        return 2 * d, (2 * d if self._count_min else 4 * d)
+
+    def _noise(self):
+        """(kind, num, den, shift): §4 pure DP cell noise DLap(Δ1/ε), or zCDP DGauss(σ²) with
+        σ² = Δ2²/(2ρ) and, for Count-Min, the shift E computed from that σ²."""
+        l1, l2 = self._sensitivities()
         if self._epsilon is not None:
-            num, den = _R.laplace_scale(d, self._epsilon)
+            num, den = _R.laplace_scale(l1, self._epsilon)
             return "laplace", num, den, 0
-        num, den = _R.gaussian_sigma2(d, self._rho)
-        shift = _R.gaussian_cm_shift(num / den, d, self._width, self._beta) if self._count_min else 0
+        num, den = _R.gaussian_sigma2(l2, self._rho)
+        shift = _R.gaussian_cm_shift(num / den, self._depth, self._width, self._beta) if self._count_min else 0
         return "gaussian", num, den, shift
 
     def _noise_rng(self):
@@ -86,21 +100,24 @@ class _PrivateLinear(Keyed):
         kind, num, den, shift = self._noise()
         source = self.__dict__.get("_source")
         if source is not None:
-            return self._natives[key_type].from_sketch(source._impl, kind, num, den, shift, self._noise_rng())
+            return self._natives[key_type].from_sketch(source._impl, kind, num, den, shift, self._noise_rng(),
+                                                       self._neighbours)
         return self._natives[key_type](
-            self._width, self._depth, self._hash_seed, kind, num, den, shift, False, self._noise_rng()
+            self._width, self._depth, self._hash_seed, kind, num, den, shift, False, self._noise_rng(),
+            self._neighbours,
         )
 
     @classmethod
-    def from_sketch(cls, sketch, *, epsilon=None, rho=None, beta: float = 0.01, seed=None):
+    def from_sketch(cls, sketch, *, epsilon=None, rho=None, beta: float = 0.01, neighbours: str = "add_remove",
+                    seed=None):
         """Trusted-aggregator release (docs/algorithms.md §8): privatise a finished non-private sketch
         -- typically the merge of per-worker sketches built with one shared public seed -- by adding
-        the cell noise once, here. Same noise as the constructor (``epsilon``: DLap(depth/ε) per
-        cell; ``rho``: DGauss(depth/(2ρ)) per cell, plus the shift E for Count-Min), so the result has
-        exactly the distribution of the private sketch built on the whole stream with the source's
-        hash seed: with the same ``seed`` (noise stream; reproducible and NOT secret) the cells are
-        identical. ``seed=None`` draws the noise from the secure generator. The source sketch is not
-        changed; keep it private (it holds exact counts)."""
+        the cell noise once, here. Same noise as the constructor (``epsilon``: DLap(Δ1/ε) per cell;
+        ``rho``: DGauss(Δ2²/(2ρ)) per cell, plus the shift E for Count-Min; ``neighbours`` as in the
+        constructor), so the result has exactly the distribution of the private sketch built on the
+        whole stream with the source's hash seed: with the same ``seed`` (noise stream; reproducible
+        and NOT secret) the cells are identical. ``seed=None`` draws the noise from the secure
+        generator. The source sketch is not changed; keep it private (it holds exact counts)."""
         from .sketches import CountMin, CountSketch
 
         want = CountMin if cls._count_min else CountSketch
@@ -111,7 +128,7 @@ class _PrivateLinear(Keyed):
             obj._source = sketch
             try:
                 obj.__init__(sketch.width, sketch.depth, epsilon=epsilon, rho=rho, beta=beta, seed=seed,
-                             key_type=sketch.key_type)
+                             key_type=sketch.key_type, neighbours=neighbours)
             finally:
                 del obj._source
         return obj
@@ -122,37 +139,42 @@ class _PrivateLinear(Keyed):
     def _restore_params(self):
         impl = self._impl
         self._width, self._depth, self._hash_seed = impl.width, impl.depth, impl.seed
+        self._neighbours = impl.neighbours
+        l1, l2 = self._sensitivities()
         num, den = impl.noise_param
-        if impl.noise_kind == "laplace":  # scale = d/ε
-            self._epsilon, self._rho = self._depth * den / num, None
-        else:  # σ² = d/(2ρ)
-            self._rho, self._epsilon = self._depth * den / (2 * num), None
+        if impl.noise_kind == "laplace":  # scale = Δ1/ε
+            self._epsilon, self._rho = l1 * den / num, None
+        else:  # σ² = Δ2²/(2ρ)
+            self._rho, self._epsilon = l2 * den / (2 * num), None
         self._beta, self._seed, self._frozen, self._guard = None, None, False, ReleaseGuard()
 
     width = property(lambda self: self._width, doc="Columns per row.")
     depth = property(lambda self: self._depth, doc="Rows.")
     epsilon = property(lambda self: self._epsilon, doc="Pure-DP ε of the noisy cells (None for zCDP).")
     rho = property(lambda self: self._rho, doc="zCDP ρ of the noisy cells (None for pure DP).")
+    neighbours = property(lambda self: self._neighbours, doc="'add_remove' or 'replace' (docs/privacy.md).")
 
     @locked
     def privacy(self, delta: float | None = None) -> dict:
         """The guarantee of the noisy cells; with ``delta``, the (ε, δ) conversion of ρ-zCDP."""
+        l1, l2 = self._sensitivities()
         out = {"epsilon": self._epsilon, "rho": self._rho, "noise": self._impl.noise_kind,
-               "noise_param": self._impl.noise_param, "shift": self._impl.shift}
+               "noise_param": self._impl.noise_param, "shift": self._impl.shift, "neighbours": self._neighbours,
+               "l1_sensitivity": l1, "l2_sensitivity_squared": l2}
         if self._rho is not None and delta is not None:
             out["epsilon_from_zcdp"] = zcdp_to_dp(self._rho, delta)
             out["delta"] = delta
         return out
 
     @locked
-    def update(self, item) -> None:
+    def update(self, item, count=1) -> None:
         self._check_not_frozen()
-        super().update(item)
+        super().update(item, count)
 
     @locked
-    def update_many(self, items) -> None:
+    def update_many(self, items, counts=None) -> None:
         self._check_not_frozen()
-        super().update_many(items)
+        super().update_many(items, counts)
 
     def _check_not_frozen(self):
         if self._frozen:
@@ -183,7 +205,8 @@ class _PrivateLinear(Keyed):
 
     def _repr_fields(self):
         p = f"epsilon={self._epsilon:g}" if self._epsilon is not None else f"rho={self._rho:g}"
-        return f"width={self._width}, depth={self._depth}, {p}"
+        nb = "" if self._neighbours == "add_remove" else ", neighbours='replace'"
+        return f"width={self._width}, depth={self._depth}, {p}{nb}"
 
 
 class PrivateCountMin(_PrivateLinear):

@@ -12,6 +12,8 @@ __all__ = ["CountMin", "CountSketch"]
 
 
 class _LinearSketch(Keyed):
+    _turnstile = True  # update(x, count) / update_many(items, counts): signed counts (docs/privacy.md)
+
     def __init__(self, width: int, depth: int, seed=None, *, key_type=None):
         self._width = check_int("width", width, 1, 2**31)
         self._depth = check_int("depth", depth, 1, _core.MAX_DEPTH)
@@ -72,6 +74,8 @@ class _LinearSketch(Keyed):
 class CountMin(_LinearSketch):
     """Count-Min sketch: ``depth`` rows of ``width`` counters; ``estimate`` never underestimates and
     overestimates by more than ``2n/width`` with probability at most ``2**-depth`` (ALGORITHMS.md §4).
+    Turnstile updates (signed counts) are accepted; the never-underestimate guarantee then needs the
+    strict turnstile model (no item's net frequency ever negative), which is the caller's concern.
     Hash functions are pairwise independent per row, seeded from ``seed`` (random if None)."""
 
     _natives = {"int": _core.CountMinInt, "str": _core.CountMinStr}

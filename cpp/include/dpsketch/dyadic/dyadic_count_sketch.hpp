@@ -25,6 +25,7 @@
 
 #include "dpsketch/common/errors.hpp"
 #include "dpsketch/common/serialization.hpp"
+#include "dpsketch/common/simd.hpp"
 #include "dpsketch/dyadic/dyadic_shape.hpp"
 #include "dpsketch/dyadic/prefix_hash.hpp"
 #include "dpsketch/sketches/linear_sketch.hpp"
@@ -134,11 +135,12 @@ class DyadicCountSketch {
       net = static_cast<std::int64_t>(m);
     }
     reserve_mass(batch_mass);
-    constexpr std::size_t kChunk = 2048;
+    constexpr std::size_t kChunk = kBatchChunk;
+    Scratch scratch;  // 16 KiB on the stack: the AVX2 path's columns and signed deltas
     for (std::size_t start = 0; start < m; start += kChunk) {
       const std::size_t len = std::min(kChunk, m - start);
-      if (counts) add_chunk<true>(items + start, counts + start, len);
-      else add_chunk<false>(items + start, nullptr, len);
+      if (counts) add_chunk<true>(items + start, counts + start, len, scratch);
+      else add_chunk<false>(items + start, nullptr, len, scratch);
     }
     n_ += net;
   }
@@ -381,10 +383,20 @@ class DyadicCountSketch {
     }
   }
 
-  // Level-major, row-major over one chunk (see the header comment).
+  // Level-major, row-major over one chunk (see the header comment). Narrow rows (level <= 32) with
+  // AVX2 compute the chunk's columns and signed deltas 4 items at a time into idx_/val_ (same values
+  // as RowHash::narrow), then a scalar loop adds them; otherwise one scalar loop does both.
+  static constexpr std::size_t kBatchChunk = 1024;  // x, idx, val (8 KiB each) + one row stay in L1
+  struct Scratch {
+    alignas(32) std::uint64_t idx[kBatchChunk];
+    alignas(32) std::int64_t val[kBatchChunk];
+  };
+
   template <bool Counted>
-  void add_chunk(const std::uint64_t* __restrict x, const std::int64_t* __restrict counts, std::size_t len) noexcept {
+  void add_chunk(const std::uint64_t* __restrict x, const std::int64_t* __restrict counts, std::size_t len,
+                 Scratch& scratch) noexcept {
     const std::uint32_t L = shape_.bits, d = shape_.depth, w = shape_.width;
+    const bool vec = simd::avx2();
     for (std::uint32_t j = 1; j <= L; ++j) {
       const unsigned shift = L - j;
       std::int64_t* __restrict base = cells_.data() + offsets_[j];
@@ -396,6 +408,13 @@ class DyadicCountSketch {
       for (std::uint32_t i = 0; i < d; ++i, base += w) {
         if (j <= 32) {
           const std::uint64_t a = rows[i].h.a_lo, b = rows[i].h.b_lo, ww = w;
+#ifdef DPSKETCH_X86_DISPATCH
+          if (vec) {
+            narrow_row_avx2<Counted>(x, counts, len, shift, a, b, w, scratch.idx, scratch.val);
+            for (std::size_t k = 0; k < len; ++k) base[scratch.idx[k]] += scratch.val[k];
+            continue;
+          }
+#endif
           for (std::size_t k = 0; k < len; ++k) {
             const std::uint64_t h = (a * (x[k] >> shift) + b) >> 32;
             const std::int64_t mask = static_cast<std::int64_t>(h & 1) - 1;
@@ -414,7 +433,46 @@ class DyadicCountSketch {
         }
       }
     }
+    (void)vec;
+    (void)scratch;
   }
+
+#ifdef DPSKETCH_X86_DISPATCH
+  // RowHash::narrow for 4 items per vector. p < 2^32, so a·p mod 2^64 = lo32(a)·p + (hi32(a)·p << 32)
+  // (two vpmuludq); (h >> 1) < 2^31 and w < 2^31, so the column product is one vpmuludq too.
+  template <bool Counted>
+  __attribute__((target("avx2"))) static void narrow_row_avx2(const std::uint64_t* __restrict x,
+                                                              const std::int64_t* __restrict counts, std::size_t len,
+                                                              unsigned shift, std::uint64_t a, std::uint64_t b,
+                                                              std::uint32_t w, std::uint64_t* __restrict idx,
+                                                              std::int64_t* __restrict val) noexcept {
+    const __m256i a_lo = _mm256_set1_epi64x(static_cast<long long>(a & 0xffffffffu));
+    const __m256i a_hi = _mm256_set1_epi64x(static_cast<long long>(a >> 32));
+    const __m256i bb = _mm256_set1_epi64x(static_cast<long long>(b));
+    const __m256i ww = _mm256_set1_epi64x(w);
+    const __m256i one = _mm256_set1_epi64x(1);
+    const __m128i sh = _mm_cvtsi32_si128(static_cast<int>(shift));
+    std::size_t k = 0;
+    for (; k + 4 <= len; k += 4) {
+      const __m256i p = _mm256_srl_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + k)), sh);
+      const __m256i ap = _mm256_add_epi64(_mm256_mul_epu32(a_lo, p), _mm256_slli_epi64(_mm256_mul_epu32(a_hi, p), 32));
+      const __m256i h = _mm256_srli_epi64(_mm256_add_epi64(ap, bb), 32);
+      const __m256i mask = _mm256_sub_epi64(_mm256_and_si256(h, one), one);
+      const __m256i col = _mm256_srli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(h, 1), ww), 31);
+      const __m256i c = Counted ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(counts + k)) : one;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(val + k), _mm256_sub_epi64(_mm256_xor_si256(c, mask), mask));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx + k), col);
+    }
+    for (; k < len; ++k) {
+      std::uint32_t col;
+      std::int64_t mask;
+      RowHash::narrow(a, b, x[k] >> shift, w, col, mask);
+      const std::int64_t c = Counted ? counts[k] : 1;
+      idx[k] = col;
+      val[k] = (c ^ mask) - mask;
+    }
+  }
+#endif
 
   void check_bounds() const {
     if (abs_count(n_) > mass_) throw DeserializeError("|n| exceeds the mass bound");

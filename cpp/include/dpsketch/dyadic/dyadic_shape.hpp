@@ -19,7 +19,7 @@ inline constexpr std::uint64_t kMaxTotalCells = kMaxCells;
 // Bound on the absolute mass Σ|count| a sketch may absorb (plus its starting max |cell|): every cell
 // and n stay within ±2^62, so sums of two of them, noise (|DLap| and |DGauss| draws are far below
 // 2^62 at every allowed scale) and medians never overflow int64.
-inline constexpr std::uint64_t kMaxMass = std::uint64_t{1} << 62;
+inline constexpr std::uint64_t kMaxMass = kMaxCellMass;
 
 struct DyadicShape {
   std::uint32_t bits = 32;   // L
