@@ -283,8 +283,17 @@ def test_task_retry_does_not_double_count(spark, int_df, zipf_ints):
             if ctx.partitionId() == 0 and ctx.attemptNumber() == 0 and i == 0:
                 raise RuntimeError("injected failure on the first attempt")
 
+    def failed_tasks():
+        it = spark.sparkContext._jsc.sc().statusStore().executorList(False).iterator()
+        total = 0
+        while it.hasNext():
+            total += int(it.next().failedTasks())
+        return total
+
     flaky = int_df.mapInArrow(fail_first_attempt, int_df.schema)
+    before = failed_tasks()
     got = dps.summarize(flaky, "x", lambda: dp.CountSketch(64, 3, seed=4))
+    assert failed_tasks() > before  # the injected failure happened and the task was retried
     clean = dps.summarize(int_df, "x", lambda: dp.CountSketch(64, 3, seed=4))
     assert got.n == clean.n == len(zipf_ints)
     assert np.array_equal(got.cells(), clean.cells())
