@@ -52,3 +52,15 @@ def test_aggregated_dyadic_feeding_is_bit_identical(monkeypatch):
     want = dp.DyadicCountSketch(64, width=64, depth=3, seed=4)
     want.update_many(np.append(x, 3).view(np.uint64))
     assert got.to_bytes() == want.to_bytes()
+
+
+def test_aggregated_feeding_rejects_negative_items_outside_the_sketch_route():
+    import pyarrow as pa
+
+    import dpsketch as dp
+
+    s = dp.DyadicCountSketch(64, width=16, depth=2, seed=1)
+    batch = pa.RecordBatch.from_arrays([pa.array([1, -2])], names=["v"])
+    with pytest.raises(ValueError, match="2\\^64"):
+        dps._feed_aggregated(s, iter([batch]), twos_complement=False)
+    assert s.n == 0

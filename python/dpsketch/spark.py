@@ -169,8 +169,11 @@ def _summary_parts(df, kind, cls, proto_bytes) -> list:
 
         try:
             s = cls.from_bytes(proto_bytes)
-            for b in batches:
-                _feed(s, _batch_values(b, kind))
+            if cls is DyadicCountSketch and kind == "int" and s.bounds is None:
+                _feed_aggregated(s, batches, twos_complement=False)  # linear: identical cells
+            else:
+                for b in batches:
+                    _feed(s, _batch_values(b, kind))
             out = s.to_bytes()
         except (ValueError, TypeError, OverflowError) as e:
             raise _task_error(e) from None
@@ -430,12 +433,13 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
 _AGGREGATE_FLUSH = 1 << 20  # distinct (key, count) pairs buffered before they are fed
 
 
-def _feed_aggregated(s, batches) -> None:
+def _feed_aggregated(s, batches, *, twos_complement: bool = True) -> None:
     """Feed int64 keys into a DyadicCountSketch as (distinct key, count) pairs: Arrow's hash
     aggregation (C++) collapses duplicates first, and the sketch is linear, so update(x, c) equals c
     unit updates of x -- the cells are identical to feeding every row (tested), at a fraction of the
     cost on skewed data (one dyadic update touches every level). Memory stays bounded: at most
-    _AGGREGATE_FLUSH buffered pairs."""
+    _AGGREGATE_FLUSH buffered pairs. ``twos_complement``: negative keys map to [2^63, 2^64) (the
+    sketch route's bijection); otherwise they are rejected like DyadicCountSketch.update_many does."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -457,7 +461,11 @@ def _feed_aggregated(s, batches) -> None:
             col = pc.drop_null(col)
         if not len(col):
             continue
-        vc = pc.value_counts(col.cast(pa.int64()))
+        col = col.cast(pa.int64())
+        if not twos_complement and pc.min(col).as_py() < 0:
+            raise ValueError(f"items must be integers in [0, 2^{s.universe_bits}); map real values with "
+                             "bounds=(lo, hi) or raise universe_bits")
+        vc = pc.value_counts(col)
         vals.append(vc.field("values"))
         counts.append(vc.field("counts"))
         pending += len(vc)
