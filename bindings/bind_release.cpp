@@ -57,6 +57,17 @@ void bind_private_sketch(py::module_& m, const char* name) {
         py::arg("width"), py::arg("depth"), py::arg("hash_seed"), py::arg("kind"), py::arg("num"), py::arg("den"),
         py::arg("shift"), py::arg("f2_row"), py::arg("rng"), py::arg("neighbours") = "add_remove");
   c.def_property_readonly("neighbours", [](const T& s) { return s.noise_spec().replace_neighbours ? "replace" : "add_remove"; });
+  c.def_static("from_sketch", [](const typename T::sketch_type& s, const std::string& kind, std::uint64_t num,
+                                 std::uint64_t den, std::int64_t shift, noise::SecureRng& rng,
+                                 const std::string& neighbours) {
+    if (kind != "laplace" && kind != "gaussian") throw std::invalid_argument("noise kind must be laplace or gaussian");
+    if (neighbours != "add_remove" && neighbours != "replace")
+      throw std::invalid_argument("neighbours must be 'add_remove' or 'replace'");
+    NoiseSpec spec{kind == "laplace" ? NoiseKind::laplace : NoiseKind::gaussian, noise::Rational{num, den}, shift};
+    spec.replace_neighbours = neighbours == "replace";
+    return T::from_sketch(s, spec, rng);
+  }, py::arg("sketch"), py::arg("kind"), py::arg("num"), py::arg("den"), py::arg("shift"), py::arg("rng"),
+     py::arg("neighbours") = "add_remove");
   def_keyed<T>(c);
   c.def_property_readonly("width", [](const T& s) { return s.sketch().width(); });
   c.def_property_readonly("depth", [](const T& s) { return s.sketch().depth(); });

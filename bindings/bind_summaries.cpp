@@ -32,6 +32,9 @@ void bind_space_saving(py::module_& m, const char* name) {
   c.def_property_readonly("capacity", &T::capacity);
   c.def_property_readonly("size", &T::size);
   c.def("min_count", &T::min_count);
+  c.def_property_readonly("merged", &T::merged);
+  c.def_property_readonly("floor", &T::floor);
+  c.def("merge", &T::merge, py::arg("other"));
   // Structure order: counts ascending, newest first within a count (first = next eviction).
   c.def("items", [](const T& s) { return items_list(s.items()); });
 }
@@ -44,6 +47,8 @@ void bind_misra_gries(py::module_& m, const char* name) {
   def_keyed<T>(c);
   c.def_property_readonly("capacity", &T::capacity);
   c.def_property_readonly("decrements", &T::decrements);
+  c.def_property_readonly("merged", &T::merged);
+  c.def("merge", &T::merge, py::arg("other"));
   // Positive counts ascending (newest first within a count), then zero-count keys in reuse order.
   c.def("items", [](const T& s, bool include_zero) { return items_list(s.items(include_zero)); },
         py::arg("include_zero") = false);

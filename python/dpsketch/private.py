@@ -73,7 +73,9 @@ class _PrivateLinear(Keyed):
             raise ValueError(f"neighbours must be 'add_remove' or 'replace', got {neighbours!r}")
         self._neighbours = neighbours
         self._seed = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
-        self._hash_seed = _hash_seed(self._seed)
+        source = self.__dict__.get("_source")
+        # from_sketch: the hash functions are the (public) ones the source sketch was built with.
+        self._hash_seed = _hash_seed(self._seed) if source is None else source.seed
         self._reproducible_not_secret = self._seed is not None
         self._conversion_delta: float | None = None
         # Noise is drawn when the object is built (§4), so the budget is charged here, checked first.
@@ -103,8 +105,43 @@ class _PrivateLinear(Keyed):
 
     def _make(self, key_type):
         kind, num, den, shift = self._noise()
-        return self._natives[key_type](self._width, self._depth, self._hash_seed, kind, num, den, shift, False,
-                                       _noise_rng(self._seed), self._neighbours)
+        source = self.__dict__.get("_source")
+        if source is not None:
+            return self._natives[key_type].from_sketch(source._impl, kind, num, den, shift, _noise_rng(self._seed),
+                                                       self._neighbours)
+        return self._natives[key_type](
+            self._width, self._depth, self._hash_seed, kind, num, den, shift, False, _noise_rng(self._seed),
+            self._neighbours,
+        )
+
+    @classmethod
+    def from_sketch(cls, sketch, *, epsilon=None, rho=None, beta: float = 0.01, neighbours: str = "add_remove",
+                    seed=None, budget: Budget | None = None):
+        """Trusted-aggregator release (docs/algorithms.md §8): privatise a finished non-private sketch
+        -- typically the merge of per-worker sketches built with one shared public seed -- by adding
+        the cell noise once, here. Same noise as the constructor (``epsilon``: DLap(Δ1/ε) per cell;
+        ``rho``: DGauss(Δ2²/(2ρ)) per cell, plus the shift E for Count-Min; ``neighbours`` as in the
+        constructor), so the result has exactly the distribution of the private sketch built on the
+        whole stream with the source's hash seed: with the same ``seed`` (noise stream; reproducible
+        and NOT secret) the cells are identical. ``seed=None`` draws the noise from the secure
+        generator. ``budget`` is charged as at construction. The source sketch is not changed; keep it private (it holds exact counts)."""
+        from .sketches import CountMin, CountSketch
+
+        want = CountMin if cls._count_min else CountSketch
+        if type(sketch) is not want:
+            raise TypeError(f"{cls.__name__}.from_sketch needs a {want.__name__}, got {type(sketch).__name__}")
+        obj = cls.__new__(cls)
+        with sketch._lock:
+            obj._source = sketch
+            try:
+                obj.__init__(sketch.width, sketch.depth, epsilon=epsilon, rho=rho, beta=beta, seed=seed,
+                             key_type=sketch.key_type, neighbours=neighbours, budget=budget)
+            finally:
+                del obj._source
+        return obj
+
+    hash_seed = property(lambda self: self._hash_seed,
+                         doc="Seed of the public hash functions (build worker sketches with it to use from_sketch).")
 
     def _restore_params(self):
         impl = self._impl

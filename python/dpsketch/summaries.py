@@ -28,9 +28,51 @@ class _CounterSummary(Keyed):
     def _restore_params(self):
         self._capacity = self._impl.capacity
 
+    def merge(self, other) -> None:
+        """Merge ``other`` (same class, capacity and key type) into this summary: Agarwal et al.'s
+        mergeable-summary merge (docs/algorithms.md §8; guarantee in the class docstring, proof in
+        docs/distributed.md). The result keeps accepting updates, serializes with the "merged" flag
+        and can NOT be released privately (no sensitivity bound holds after a merge, docs/privacy.md
+        §Merged counter summaries): use ``dpsketch.spark`` routes for private distributed releases."""
+        if type(other) is not type(self):
+            raise TypeError(f"can only merge a {type(self).__name__} into a {type(self).__name__}, got {type(other).__name__}")
+        if other.capacity != self.capacity:
+            raise ValueError(
+                f"cannot merge {type(self).__name__} summaries of different capacity ({self.capacity} vs "
+                f"{other.capacity}); build every part with the same capacity"
+            )
+        first, second = sorted((self, other), key=id)  # fixed lock order: no deadlock on a.merge(b) || b.merge(a)
+        with first._lock, second._lock:
+            if not other._key_type_fixed and other._impl.n == 0:
+                # An empty, untyped part adds nothing but still makes this a merged summary.
+                self._impl.merge(self._make(self._key_type))
+                return
+            if self._key_type_fixed and other._key_type != self._key_type:
+                raise TypeError(
+                    f"cannot merge a {type(self).__name__} with {other._key_type} keys into one with "
+                    f"{self._key_type} keys; use one key type for every part"
+                )
+            if not self._key_type_fixed:
+                self._settle(other._key_type)
+            self._impl.merge(other._impl)
+
+    @property
+    @locked
+    def merged(self) -> bool:
+        """True if this summary is the result of :meth:`merge` (then it cannot be released privately)."""
+        return self._impl.merged
+
     @locked
     def _release(self, native_fn, mechanism, epsilon, delta, k, seed, length_epsilon, length_delta, allow_repeat,
                  budget=None):
+        if self._impl.merged:  # before the budget guard: a refused release spends nothing
+            raise ValueError(
+                f"{mechanism} cannot release a merged {type(self).__name__}: the per-stream sensitivity argument "
+                "does not hold after merge() (docs/privacy.md §Merged counter summaries). Sound distributed routes: "
+                "partition the data by key and release each partition's own summary "
+                "(dpsketch.spark.heavy_hitters(route='counters')), or merge non-private linear sketches and add "
+                "noise once (PrivateCountSketch.from_sketch, or route='sketch')"
+            )
         eps, dlt = check_privacy_params(epsilon, delta)
         le, ld = check_length_params(length_epsilon, length_delta, dlt)
         # The budget is charged what the release reports: ε as used (rounded down) plus ε_n, δ + δ_n.
@@ -64,6 +106,13 @@ class MisraGries(_CounterSummary):
 
     Guarantee: ``f(x) - n/(capacity+1) <= estimate(x) <= f(x)``. O(1) amortized update.
     Keys are ints (int64) or strs; the type is fixed by the first update or ``key_type=``.
+
+    ``merge(other)`` (Agarwal et al.; docs/algorithms.md §8): counts are added key-wise, the
+    (capacity+1)-th largest sum s is subtracted and the positive results kept. With n = n1 + n2
+    and E = ``decrements`` (= E1 + E2 + s after a merge) the union satisfies
+    ``f(x) - E <= estimate(x) <= f(x)`` and ``E <= (n - sum of counts)/(capacity+1) <= n/(capacity+1)``,
+    also after further updates and merges. Equal counts in a merged state are ordered by key (no
+    recency order exists across parts); zero-count keys are dropped.
     """
 
     _natives = {"int": _core.MisraGriesInt, "str": _core.MisraGriesStr}
@@ -116,6 +165,16 @@ class SpaceSaving(_CounterSummary):
     most recent is evicted and the newcomer gets ``min + 1``. Guarantee for tracked items:
     ``f(x) <= estimate(x) <= f(x) + min_count()``; ``min_count() <= n/capacity``. O(1) update.
     ``estimate`` returns 0 for untracked items (whose frequency is at most ``min_count()``).
+
+    ``merge(other)`` goes through SpaceSaving's isomorphism with Misra-Gries (Agarwal et al.;
+    docs/algorithms.md §8, proof in docs/distributed.md): with m_i each part's ``min_count()``, the
+    MG forms ``c_i(x) - m_i`` are added key-wise, the (capacity+1)-th largest sum s is subtracted,
+    positive results r(x) are kept with count ``r(x) + E``, E = m_1 + m_2 + s. For the union
+    (n = n1 + n2) the same guarantees hold: ``f(x) <= estimate(x) <= f(x) + min_count()`` for
+    tracked x, ``f(x) <= min_count()`` for untracked x, ``min_count() <= n/capacity``, also after
+    further updates. While slots are free a merged summary has ``min_count() == E`` (its floor) and a
+    newcomer starts at E + 1, so counts may sum to more than n. Equal counts in a merged state are
+    ordered by key (largest key evicted first); the recency tie rule describes unmerged summaries only.
     """
 
     _natives = {"int": _core.SpaceSavingInt, "str": _core.SpaceSavingStr}

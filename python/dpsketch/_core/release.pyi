@@ -13,6 +13,9 @@ class PrivateCountMinInt:
     @staticmethod
     def from_bytes(data: bytes) -> PrivateCountMinInt:
         ...
+    @staticmethod
+    def from_sketch(sketch: dpsketch._core.CountMinInt, kind: str, num: typing.SupportsInt | typing.SupportsIndex, den: typing.SupportsInt | typing.SupportsIndex, shift: typing.SupportsInt | typing.SupportsIndex, rng: dpsketch._core.noise.SecureRng, neighbours: str = 'add_remove') -> PrivateCountMinInt:
+        ...
     def __init__(self, width: typing.SupportsInt | typing.SupportsIndex, depth: typing.SupportsInt | typing.SupportsIndex, hash_seed: typing.SupportsInt | typing.SupportsIndex, kind: str, num: typing.SupportsInt | typing.SupportsIndex, den: typing.SupportsInt | typing.SupportsIndex, shift: typing.SupportsInt | typing.SupportsIndex, f2_row: bool, rng: dpsketch._core.noise.SecureRng, neighbours: str = 'add_remove') -> None:
         ...
     def cells(self) -> numpy.typing.NDArray[numpy.int64]:
@@ -60,6 +63,9 @@ class PrivateCountMinInt:
 class PrivateCountMinStr:
     @staticmethod
     def from_bytes(data: bytes) -> PrivateCountMinStr:
+        ...
+    @staticmethod
+    def from_sketch(sketch: dpsketch._core.CountMinStr, kind: str, num: typing.SupportsInt | typing.SupportsIndex, den: typing.SupportsInt | typing.SupportsIndex, shift: typing.SupportsInt | typing.SupportsIndex, rng: dpsketch._core.noise.SecureRng, neighbours: str = 'add_remove') -> PrivateCountMinStr:
         ...
     def __init__(self, width: typing.SupportsInt | typing.SupportsIndex, depth: typing.SupportsInt | typing.SupportsIndex, hash_seed: typing.SupportsInt | typing.SupportsIndex, kind: str, num: typing.SupportsInt | typing.SupportsIndex, den: typing.SupportsInt | typing.SupportsIndex, shift: typing.SupportsInt | typing.SupportsIndex, f2_row: bool, rng: dpsketch._core.noise.SecureRng, neighbours: str = 'add_remove') -> None:
         ...
@@ -109,6 +115,9 @@ class PrivateCountSketchInt:
     @staticmethod
     def from_bytes(data: bytes) -> PrivateCountSketchInt:
         ...
+    @staticmethod
+    def from_sketch(sketch: dpsketch._core.CountSketchInt, kind: str, num: typing.SupportsInt | typing.SupportsIndex, den: typing.SupportsInt | typing.SupportsIndex, shift: typing.SupportsInt | typing.SupportsIndex, rng: dpsketch._core.noise.SecureRng, neighbours: str = 'add_remove') -> PrivateCountSketchInt:
+        ...
     def __init__(self, width: typing.SupportsInt | typing.SupportsIndex, depth: typing.SupportsInt | typing.SupportsIndex, hash_seed: typing.SupportsInt | typing.SupportsIndex, kind: str, num: typing.SupportsInt | typing.SupportsIndex, den: typing.SupportsInt | typing.SupportsIndex, shift: typing.SupportsInt | typing.SupportsIndex, f2_row: bool, rng: dpsketch._core.noise.SecureRng, neighbours: str = 'add_remove') -> None:
         ...
     def cells(self) -> numpy.typing.NDArray[numpy.int64]:
@@ -156,6 +165,9 @@ class PrivateCountSketchInt:
 class PrivateCountSketchStr:
     @staticmethod
     def from_bytes(data: bytes) -> PrivateCountSketchStr:
+        ...
+    @staticmethod
+    def from_sketch(sketch: dpsketch._core.CountSketchStr, kind: str, num: typing.SupportsInt | typing.SupportsIndex, den: typing.SupportsInt | typing.SupportsIndex, shift: typing.SupportsInt | typing.SupportsIndex, rng: dpsketch._core.noise.SecureRng, neighbours: str = 'add_remove') -> PrivateCountSketchStr:
         ...
     def __init__(self, width: typing.SupportsInt | typing.SupportsIndex, depth: typing.SupportsInt | typing.SupportsIndex, hash_seed: typing.SupportsInt | typing.SupportsIndex, kind: str, num: typing.SupportsInt | typing.SupportsIndex, den: typing.SupportsInt | typing.SupportsIndex, shift: typing.SupportsInt | typing.SupportsIndex, f2_row: bool, rng: dpsketch._core.noise.SecureRng, neighbours: str = 'add_remove') -> None:
         ...

@@ -1,5 +1,7 @@
 // Little-endian byte writer/reader with bounds checks, and the common header of every serialized
-// dpsketch object:  "DPSK" | version u8 | family u8 | key type u8 | reserved u8 (=0).
+// dpsketch object:  "DPSK" | version u8 | family u8 | key type u8 | flags u8.
+// Flags byte (0 in old bytes, which keep loading): bit 0 = merged counter summary (kFlagMerged);
+// bits 1-3 are reserved for release state; a reader rejects any bit it does not know.
 // The reader never reads past its buffer and throws DeserializeError on any inconsistency, so
 // corrupt input becomes a Python ValueError, never a crash or an oversized allocation.
 #pragma once
@@ -24,6 +26,7 @@ enum class Family : std::uint8_t {
 inline constexpr std::uint8_t kFormatVersion = 1;
 inline constexpr char kMagic[4] = {'D', 'P', 'S', 'K'};
 inline constexpr std::size_t kHeaderBytes = 8;
+inline constexpr std::uint8_t kFlagMerged = 1;  // a Misra-Gries / SpaceSaving built by merge()
 
 class ByteWriter {
  public:
@@ -39,12 +42,12 @@ class ByteWriter {
     static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "dpsketch serializes little-endian");
     buf_.append(static_cast<const char*>(p), n);
   }
-  void header(Family f, std::uint8_t key_tag) {
+  void header(Family f, std::uint8_t key_tag, std::uint8_t flags = 0) {
     buf_.append(kMagic, 4);
     u8(kFormatVersion);
     u8(static_cast<std::uint8_t>(f));
     u8(key_tag);
-    u8(0);
+    u8(flags);
   }
   std::string take() { return std::move(buf_); }
   void reserve(std::size_t n) { buf_.reserve(n); }
@@ -82,7 +85,8 @@ class ByteReader {
     if (min_bytes != 0 && count > remaining() / min_bytes)
       throw DeserializeError(std::string("too few bytes for the declared number of ") + what);
   }
-  void header(Family f, std::uint8_t key_tag) {
+  // Returns the flags byte; bits outside `known_flags` are rejected.
+  std::uint8_t header(Family f, std::uint8_t key_tag, std::uint8_t known_flags = 0) {
     char magic[4];
     raw(magic, 4, "magic");
     if (std::memcmp(magic, kMagic, 4) != 0) throw DeserializeError("not dpsketch bytes (bad magic)");
@@ -98,7 +102,11 @@ class ByteReader {
     if (tag != key_tag)
       throw DeserializeError("bytes hold a different key type (tag " + std::to_string(tag) +
                              ", expected " + std::to_string(key_tag) + ")");
-    if (u8() != 0) throw DeserializeError("reserved header byte is not zero");
+    const std::uint8_t flags = u8();
+    if (flags & ~known_flags)
+      throw DeserializeError("unknown flag bits " + std::to_string(flags & ~known_flags) +
+                             " in header byte 7 (written by a newer dpsketch?)");
+    return flags;
   }
   void finish() const {
     if (pos_ != size_)

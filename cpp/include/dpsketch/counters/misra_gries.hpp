@@ -13,9 +13,19 @@
 // reuse stack: the highest such group reached 0 most recently, and within a group the newest slot
 // was incremented most recently. So a decrement that zeroes the minimum group just moves the
 // `zero_top_` marker onto it, and reuse takes the newest slot of the zero_top_ group.
+//
+// merge() (docs/algorithms.md §8, Agarwal et al. "Mergeable summaries"): counts are added key-wise,
+// the (m+1)-th largest sum s is subtracted, the positive results are kept. decrements() is then the
+// undercount bound E = E1 + E2 + s, and the union with n = n1 + n2 satisfies
+//   f(x) - E <= c(x) <= f(x),   E <= (n - sum of counts)/(m+1) <= n/(m+1)
+// (docs/distributed.md §Merging counter summaries). A merged summary keeps accepting updates (they
+// keep both inequalities) and is flagged (header flag bit 0): PMG refuses it.
 #pragma once
 
 #include <algorithm>
+#include <functional>
+#include <iterator>
+#include <stdexcept>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -101,6 +111,7 @@ class MisraGries {
   std::uint64_t n() const noexcept { return n_; }
   std::uint32_t capacity() const noexcept { return capacity_; }
   // Number of "decrement all" steps so far; n - sum of counts == decrements * (capacity + 1).
+  // After a merge: the undercount bound E (f(x) - E <= c(x)), and n - sum >= decrements * (capacity + 1).
   std::uint64_t decrements() const noexcept { return decrements_; }
 
   // Visits every stored key with its count, positive counts first in ascending order (newest first
@@ -114,6 +125,59 @@ class MisraGries {
       for_each_zero([&](std::int32_t s) {
         if (table_.has_entry(s)) visit(keys_[s], std::uint64_t{0});
       });
+  }
+
+  // True once this summary is (or was built from) the result of merge().
+  bool merged() const noexcept { return merged_; }
+
+  // Agarwal et al. merge of `other` into *this (see the header comment). The merged state is
+  // canonical: positive counts ascending, equal counts ordered by key (ascending key = older, so
+  // the largest key is "incremented most recently"), no zero-count keys; the exact
+  // order-of-occurrence rules of §2 describe only unmerged summaries. a.merge(b) and b.merge(a)
+  // give identical states.
+  void merge(const MisraGries& other) {
+    if (other.capacity_ != capacity_)
+      throw ParameterError("cannot merge Misra-Gries summaries of different capacity (" + std::to_string(capacity_) +
+                           " vs " + std::to_string(other.capacity_) + "); build every part with the same capacity");
+    if (n_ > ~std::uint64_t{0} - other.n_) throw std::overflow_error("merged stream length overflows uint64");
+    std::vector<std::pair<Key, std::uint64_t>> all = items(false);
+    {
+      auto more = other.items(false);
+      all.insert(all.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
+    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::size_t w = 0;  // combine equal keys in place
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (w > 0 && all[w - 1].first == all[i].first) all[w - 1].second += all[i].second;
+      else if (w != i) all[w++] = std::move(all[i]);
+      else ++w;
+    }
+    all.resize(w);
+    std::uint64_t s = 0;  // the (m+1)-th largest combined count, 0 when at most m keys
+    if (all.size() > capacity_) {
+      std::vector<std::uint64_t> v(all.size());
+      for (std::size_t i = 0; i < all.size(); ++i) v[i] = all[i].second;
+      std::nth_element(v.begin(), v.begin() + capacity_, v.end(), std::greater<>());
+      s = v[capacity_];
+    }
+    std::vector<std::pair<std::uint64_t, Key>> kept;
+    for (auto& kv : all)
+      if (kv.second > s) kept.emplace_back(kv.second - s, std::move(kv.first));
+    std::sort(kept.begin(), kept.end());  // count ascending, then key ascending
+    MisraGries out(capacity_);
+    for (std::uint32_t t = 0; t < capacity_; ++t) out.groups_.detach(static_cast<std::int32_t>(t));
+    out.zero_top_ = kNone;
+    std::int32_t slot = 0;
+    for (auto& [c, k] : kept) {
+      out.store_key(slot, std::move(k));
+      out.groups_.append_top(slot, c);  // appended as newest: the largest key of a count is newest
+      ++slot;
+    }
+    for (; slot < static_cast<std::int32_t>(capacity_); ++slot) out.push_zero(slot);
+    out.n_ = n_ + other.n_;
+    out.decrements_ = decrements_ + other.decrements_ + s;
+    out.merged_ = true;
+    *this = std::move(out);
   }
 
   std::vector<std::pair<Key, std::uint64_t>> items(bool include_zero = false) const {
@@ -134,7 +198,7 @@ class MisraGries {
   //   zero stack: u32 length (== capacity - positive), then from bottom to top: u8 has_key [, key].
   std::string serialize() const {
     ByteWriter w;
-    w.header(Family::misra_gries, Traits::tag);
+    w.header(Family::misra_gries, Traits::tag, merged_ ? kFlagMerged : 0);
     w.u32(capacity_);
     w.u64(n_);
     w.u64(decrements_);
@@ -162,7 +226,7 @@ class MisraGries {
 
   static MisraGries deserialize(std::string_view bytes) {
     ByteReader r(bytes);
-    r.header(Family::misra_gries, Traits::tag);
+    const bool merged = r.header(Family::misra_gries, Traits::tag, kFlagMerged) & kFlagMerged;
     const std::uint32_t capacity = r.u32();
     if (capacity < 1 || capacity > kMaxCapacity) throw DeserializeError("capacity out of range");
     r.need_records(capacity, 1, "slots");  // every slot is listed (>= 1 byte) before we allocate
@@ -200,12 +264,15 @@ class MisraGries {
       ++next_slot;
     }
     // Each decrement-all removes capacity + 1 from the total (capacity counters and the dropped item).
+    // A merge removes at least (capacity + 1) per unit of its undercount bound (>= instead of ==).
     if (decrements > n / (std::uint64_t{capacity} + 1) ||
-        n - total != decrements * (std::uint64_t{capacity} + 1))
+        (merged ? n - total < decrements * (std::uint64_t{capacity} + 1)
+                : n - total != decrements * (std::uint64_t{capacity} + 1)))
       throw DeserializeError("counts are inconsistent with the stream length");
     r.finish();
     mg.n_ = n;
     mg.decrements_ = decrements;
+    mg.merged_ = merged;
     return mg;
   }
 
@@ -243,6 +310,7 @@ class MisraGries {
   std::uint64_t base_ = 0;
   std::uint64_t decrements_ = 0;
   std::int32_t zero_top_ = kNone;  // highest group with value <= base_ (count 0), or kNone
+  bool merged_ = false;
   std::vector<Key> keys_;
   Groups groups_;
   detail::SlotTable<Key> table_;

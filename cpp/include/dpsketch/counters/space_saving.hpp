@@ -5,9 +5,21 @@
 // c[x] = c_min + 1. O(1) per update: one slot-table probe (expected O(1) at load <= 1/8) plus
 // constant link surgery.
 // Guarantees: f(x) <= c(x) <= f(x) + c_min,  c_min <= n / capacity,  sum of counts == n.
+//
+// merge() (docs/algorithms.md §8) goes through the isomorphism with Misra-Gries (Agarwal et al.):
+// each side's MG form is g_i(x) = c_i(x) - m_i (0 if untracked), m_i = min_count(); the MG forms
+// are added key-wise, the (capacity+1)-th largest sum s is subtracted, and the positive results r(x)
+// are kept with count r(x) + E, E = m_1 + m_2 + s. The result satisfies the same guarantees with
+// n = n1 + n2 and min_count() >= E (every untracked x has f(x) <= min_count()), except that the sum
+// of counts may exceed n while slots are free: a merged summary has a floor E, a newcomer in a
+// free slot starts at E + 1, and min_count() is E while slots are free. Proof:
+// docs/distributed.md §Merging counter summaries. Invariant kept by every step (checked on load):
+// sum over tracked x of (c(x) - floor) + capacity * floor <= n, with equality when never merged.
 #pragma once
 
 #include <algorithm>
+#include <functional>
+#include <stdexcept>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -54,7 +66,7 @@ class SpaceSaving {
       const auto s = static_cast<std::int32_t>(size_++);
       Traits::assign(keys_[s], x);
       table_.insert_at(found.pos, h, s);
-      groups_.attach_above(Groups::kNone, s, 1);
+      groups_.attach_above(Groups::kNone, s, floor_ + 1);  // floor_ is 0 unless merged
     } else {
       // Eviction register: newest slot of the minimum group (the recency tie rule). x's entry goes
       // where the probe ended before the victim's is erased by position: no second probe, no
@@ -77,9 +89,60 @@ class SpaceSaving {
     return table_.find(Traits::table_hash(x), x, keys_) != detail::SlotTable<Key>::kEmpty;
   }
 
-  // Minimum tracked count when all slots are used, else 0.
+  // Minimum tracked count when all slots are used, else the floor (0 unless merged). Every
+  // untracked item has f(x) <= min_count().
   std::uint64_t min_count() const noexcept {
-    return size_ < capacity_ ? 0 : groups_.value(groups_.min_group());
+    return size_ < capacity_ ? floor_ : groups_.value(groups_.min_group());
+  }
+
+  bool merged() const noexcept { return merged_; }
+  // Count floor of a merged summary (0 otherwise): see the header comment.
+  std::uint64_t floor() const noexcept { return floor_; }
+
+  // Merge `other` into *this through the MG isomorphism (header comment). The merged state is
+  // canonical: counts ascending, equal counts ordered by key, ascending key = older (so the next
+  // victim among the minimum count is its largest key); the recency tie rule of §3 describes only
+  // unmerged summaries. a.merge(b) and b.merge(a) give identical states.
+  void merge(const SpaceSaving& other) {
+    if (other.capacity_ != capacity_)
+      throw ParameterError("cannot merge SpaceSaving summaries of different capacity (" + std::to_string(capacity_) +
+                           " vs " + std::to_string(other.capacity_) + "); build every part with the same capacity");
+    if (n_ > ~std::uint64_t{0} / 2 - other.n_) throw std::overflow_error("merged stream length overflows");
+    const std::uint64_t m1 = min_count(), m2 = other.min_count();
+    std::vector<std::pair<Key, std::uint64_t>> all;  // MG forms g_i = c_i - m_i
+    all.reserve(size_ + other.size_);
+    for_each([&](const Key& k, std::uint64_t c) { if (c > m1) all.emplace_back(k, c - m1); });
+    other.for_each([&](const Key& k, std::uint64_t c) { if (c > m2) all.emplace_back(k, c - m2); });
+    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::size_t w = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (w > 0 && all[w - 1].first == all[i].first) all[w - 1].second += all[i].second;
+      else if (w != i) all[w++] = std::move(all[i]);
+      else ++w;
+    }
+    all.resize(w);
+    std::uint64_t s = 0;  // the (capacity+1)-th largest MG sum, 0 when at most capacity keys
+    if (all.size() > capacity_) {
+      std::vector<std::uint64_t> v(all.size());
+      for (std::size_t i = 0; i < all.size(); ++i) v[i] = all[i].second;
+      std::nth_element(v.begin(), v.begin() + capacity_, v.end(), std::greater<>());
+      s = v[capacity_];
+    }
+    const std::uint64_t e = m1 + m2 + s;
+    std::vector<std::pair<std::uint64_t, Key>> kept;
+    for (auto& kv : all)
+      if (kv.second > s) kept.emplace_back(kv.second - s + e, std::move(kv.first));
+    std::sort(kept.begin(), kept.end());  // count ascending, then key ascending
+    SpaceSaving out(capacity_);
+    for (auto& [c, k] : kept) {
+      const auto slot = static_cast<std::int32_t>(out.size_++);
+      out.place(slot, Traits::table_hash(k), k);
+      out.groups_.append_top(slot, c);  // appended as newest
+    }
+    out.n_ = n_ + other.n_;
+    out.floor_ = e;
+    out.merged_ = true;
+    *this = std::move(out);
   }
 
   std::uint64_t n() const noexcept { return n_; }
@@ -112,9 +175,10 @@ class SpaceSaving {
   // reversed within each count (oldest first), so a replay of push-to-front restores the order.
   std::string serialize() const {
     ByteWriter w;
-    w.header(Family::space_saving, Traits::tag);
+    w.header(Family::space_saving, Traits::tag, merged_ ? kFlagMerged : 0);
     w.u32(capacity_);
     w.u64(n_);
+    if (merged_) w.u64(floor_);  // only in merged bytes: unmerged bytes keep the original layout
     w.u32(size_);
     for (std::int32_t g = groups_.min_group(); g != Groups::kNone; g = groups_.next_group(g)) {
       std::vector<std::int32_t> members;
@@ -129,10 +193,13 @@ class SpaceSaving {
 
   static SpaceSaving deserialize(std::string_view bytes) {
     ByteReader r(bytes);
-    r.header(Family::space_saving, Traits::tag);
+    const bool merged = r.header(Family::space_saving, Traits::tag, kFlagMerged) & kFlagMerged;
     const std::uint32_t capacity = r.u32();
     if (capacity < 1 || capacity > kMaxCapacity) throw DeserializeError("capacity out of range");
     const std::uint64_t n = r.u64();
+    const std::uint64_t floor = merged ? r.u64() : 0;
+    if (floor > n / capacity) throw DeserializeError("merged count floor exceeds n / capacity");
+    const std::uint64_t budget = n - floor * capacity;  // bounds the sum of (count - floor)
     const std::uint32_t size = r.u32();
     if (size > capacity) throw DeserializeError("more items than capacity");
     r.need_records(size, Traits::min_serialized_bytes + 8, "items");
@@ -141,8 +208,8 @@ class SpaceSaving {
     for (std::uint32_t i = 0; i < size; ++i) {
       Key k = Traits::read(r);
       const std::uint64_t c = r.u64();
-      if (c == 0 || c < prev) throw DeserializeError("counts must be positive and non-decreasing");
-      if (c > n - total) throw DeserializeError("counts exceed the stream length");
+      if (c <= floor || c < prev) throw DeserializeError("counts must exceed the floor and be non-decreasing");
+      if (c - floor > budget - total) throw DeserializeError("counts exceed the stream length");
       const std::uint64_t h = Traits::table_hash(k);
       if (ss.table_.find(h, k, ss.keys_) != detail::SlotTable<Key>::kEmpty)
         throw DeserializeError("duplicate key");
@@ -150,12 +217,15 @@ class SpaceSaving {
       ss.place(s, h, k);
       ss.groups_.append_top(s, c);
       prev = c;
-      total += c;
+      total += c - floor;
     }
-    // Every update adds exactly 1 to the sum of counts (an eviction gives c_min + 1 to the newcomer).
-    if (total != n) throw DeserializeError("counts do not sum to the stream length");
+    // Every update adds exactly 1 to the sum of counts (an eviction gives c_min + 1 to the newcomer);
+    // a merge may lose mass (<=).
+    if (merged ? total > budget : total != n) throw DeserializeError("counts do not sum to the stream length");
     r.finish();
     ss.n_ = n;
+    ss.floor_ = floor;
+    ss.merged_ = merged;
     return ss;
   }
 
@@ -168,6 +238,8 @@ class SpaceSaving {
   std::uint32_t capacity_;
   std::uint32_t size_ = 0;
   std::uint64_t n_ = 0;
+  std::uint64_t floor_ = 0;  // count floor after a merge (header comment)
+  bool merged_ = false;
   std::vector<Key> keys_;
   Groups groups_;
   detail::SlotTable<Key> table_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <optional>
 
 #include "dpsketch/counters/misra_gries.hpp"
@@ -11,12 +12,26 @@
 
 namespace dpsketch::release {
 
+// §8: the neighbour structure PMG/DPSS rely on (one counter ±1, or all shifted by one, <= 2 labels
+// differ) does not survive merge(); no sensitivity bound is derived for merged summaries
+// (docs/privacy.md §Merged counter summaries), so their release is refused.
+inline void refuse_merged(bool merged, const char* mechanism) {
+  if (merged)
+    throw ParameterError(std::string(mechanism) +
+                         " cannot release a merged counter summary: the per-stream sensitivity argument does not "
+                         "hold after merge() (docs/privacy.md). Use a sound distributed route instead: partition "
+                         "the data by key and release each partition's summary (dpsketch.spark.heavy_hitters("
+                         "route='counters')), or build non-private linear sketches, merge them and add noise once "
+                         "(PrivateCountSketch.from_sketch / route='sketch')");
+}
+
 // PMG. Every stored key (zero-count keys included: never filter by true count before noising)
 // gets v_x = c(x) + η + Z_x with η, Z_x ~ DLap(1/ε), η shared; keep v_x >= τ = 1 + 2t (§2).
 // With k, also keep v_x >= n/k (post-processing; n̂ in the rigorous length mode).
 template <class Key>
 Release<Key, std::int64_t> pmg(const MisraGries<Key>& mg, double epsilon, double delta, std::optional<std::uint64_t> k,
                                std::optional<double> length_epsilon, double length_delta, SecureRng& rng) {
+  refuse_merged(mg.merged(), "PMG");
   const Epsilon eps(epsilon);
   const std::uint64_t t = pmg_t(eps.value, delta);
   const real tau = 1 + 2 * static_cast<real>(t);
@@ -52,6 +67,7 @@ Release<Key, std::int64_t> pmg(const MisraGries<Key>& mg, double epsilon, double
 template <class Key>
 Release<Key, std::int64_t> dpss(const SpaceSaving<Key>& ss, double epsilon, double delta, std::uint64_t k,
                                 std::optional<double> length_epsilon, double length_delta, SecureRng& rng) {
+  refuse_merged(ss.merged(), "DPSS");
   if (k < 1) throw ParameterError("k must be >= 1");
   if (ss.capacity() < k)
     throw ParameterError("DPSS needs capacity (k̃) >= k; got capacity " + std::to_string(ss.capacity()) + " < k " +

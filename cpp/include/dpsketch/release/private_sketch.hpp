@@ -41,6 +41,7 @@ class PrivateSketch {
 
  public:
   using key_type = Key;
+  using sketch_type = Sketch;
   using estimate_type = typename Sketch::estimate_type;
 
   PrivateSketch(std::uint64_t width, std::uint64_t depth, std::uint64_t hash_seed, NoiseSpec spec, bool f2_row,
@@ -52,6 +53,17 @@ class PrivateSketch {
       f2_cells_.assign(width, 0);
     }
     add_noise(rng);
+  }
+
+  // Trusted-aggregator release (docs/algorithms.md §8): privatise a finished non-private sketch
+  // (e.g. the merge of per-worker sketches) once. The noise is drawn cell by cell in the same order
+  // as the constructor draws it, and addition commutes, so with the same hash seed and the same
+  // noise stream the cells equal those of the single-stream private sketch fed the same items:
+  // exactly its distribution.
+  static PrivateSketch from_sketch(const Sketch& s, NoiseSpec spec, noise::SecureRng& rng) {
+    PrivateSketch p(s, spec);
+    p.add_noise(rng);
+    return p;
   }
 
   std::uint64_t fingerprint(const View& x) const noexcept { return sketch_.fingerprint(x); }
@@ -161,8 +173,9 @@ class PrivateSketch {
 
   template <class Draw>
   void fill(Draw& draw, noise::SecureRng& rng) {
-    for (std::int64_t& c : sketch_.mutable_cells()) c = draw(rng) + spec_.shift;
-    for (std::int64_t& c : f2_cells_) c = draw(rng);
+    // += : cells are 0 when constructed empty, the counts when built by from_sketch.
+    for (std::int64_t& c : sketch_.mutable_cells()) c += draw(rng) + spec_.shift;
+    for (std::int64_t& c : f2_cells_) c += draw(rng);
     sketch_.reset_mass();
   }
   void add_noise(noise::SecureRng& rng) {

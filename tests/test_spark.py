@@ -1,0 +1,315 @@
+"""dpsketch.spark on a real local Spark (local[2]; marked `spark`, deselect with -m "not spark").
+
+One SparkSession for the whole test session (small shuffle partitions, UI off). Results must equal
+the single-process results on the same data and seeds."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+
+import numpy as np
+import pytest
+
+pyspark = pytest.importorskip("pyspark", reason="pip install 'dpsketch[spark]' (or the test extra) to run")
+
+import dpsketch as dp  # noqa: E402
+from dpsketch import spark as dps  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+PARTS = 4
+
+
+@pytest.fixture(scope="session")
+def spark():
+    import shutil
+
+    from pyspark.sql import SparkSession
+
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        pytest.skip("no Java runtime (install openjdk-17-jre-headless; .ci/run does)")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    s = (SparkSession.builder.master("local[2,2]")  # 2 threads; a failed task is retried once
+         .appName("dpsketch-tests")
+         .config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", str(PARTS))
+         .config("spark.default.parallelism", str(PARTS))
+         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "2000")
+         .config("spark.driver.memory", "1g")
+         .getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="session")
+def zipf_ints():
+    r = np.random.default_rng(7)
+    return (r.zipf(1.3, size=20000) % 5000).astype(np.int64) - 100  # some negative keys
+
+
+@pytest.fixture(scope="session")
+def int_df(spark, zipf_ints):
+    import pandas as pd
+
+    return spark.createDataFrame(pd.DataFrame({"x": zipf_ints})).repartition(PARTS).cache()
+
+
+@pytest.fixture(scope="session")
+def words():
+    r = np.random.default_rng(8)
+    ids = r.zipf(1.4, size=8000) % 2000
+    return [f"w{i}" for i in ids]
+
+
+@pytest.fixture(scope="session")
+def str_df(spark, words):
+    import pandas as pd
+
+    return spark.createDataFrame(pd.DataFrame({"w": words})).repartition(PARTS).cache()
+
+
+# -- summarize ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cls", [dp.CountMin, dp.CountSketch])
+def test_summarize_linear_bit_identical(int_df, str_df, zipf_ints, words, cls):
+    got = dps.summarize(int_df, "x", lambda: cls(128, 4))  # seed drawn once on the driver, shipped
+    single = cls(128, 4, seed=got.seed)
+    single.update_many(zipf_ints)
+    assert got.n == len(zipf_ints)
+    assert np.array_equal(got.cells(), single.cells())
+    got_s = dps.summarize(str_df, "w", lambda: cls(64, 3, seed=5))
+    single_s = cls(64, 3, seed=5)
+    single_s.update_many(words)
+    assert np.array_equal(got_s.cells(), single_s.cells()) and got_s.key_type == "str"
+
+
+def test_summarize_dyadic_bit_identical(spark):
+    import pandas as pd
+
+    vals = np.random.default_rng(3).integers(0, 1 << 12, size=6000)
+    df = spark.createDataFrame(pd.DataFrame({"v": vals})).repartition(3)
+    got = dps.summarize(df, "v", lambda: dp.DyadicCountSketch(12, width=64, depth=3, seed=9))
+    single = dp.DyadicCountSketch(12, width=64, depth=3, seed=9)
+    single.update_many(vals)
+    assert got.to_bytes() == single.to_bytes()
+
+
+@pytest.mark.parametrize("cls", [dp.MisraGries, dp.SpaceSaving])
+def test_summarize_counters_guarantee(int_df, zipf_ints, cls):
+    got = dps.summarize(int_df, "x", lambda: cls(32))
+    exact = Counter(zipf_ints.tolist())
+    n = len(zipf_ints)
+    assert got.n == n and got.merged
+    items = dict(got.items())
+    if cls is dp.MisraGries:
+        e = got.decrements
+        assert e * 33 <= n - sum(items.values())
+        assert all(f - e <= items.get(x, 0) <= f for x, f in exact.items())
+    else:
+        m = got.min_count()
+        assert m * 32 <= n
+        assert all((f <= items[x] <= f + m) if x in items else f <= m for x, f in exact.items())
+    with pytest.raises(ValueError, match="merged"):
+        got.release(1.0, 1e-6, k=4) if cls is dp.SpaceSaving else got.release(1.0, 1e-6)
+
+
+@pytest.mark.parametrize("priv, plain", [(dp.PrivateCountSketch, dp.CountSketch), (dp.PrivateCountMin, dp.CountMin)])
+def test_trusted_aggregator_equals_single_process_private(int_df, zipf_ints, priv, plain):
+    single = priv(96, 5, rho=0.5, seed=11)
+    single.update_many(zipf_ints)
+    merged = dps.summarize(int_df, "x", lambda: plain(96, 5, seed=single.hash_seed))
+    out = priv.from_sketch(merged, rho=0.5, seed=11)
+    assert np.array_equal(out.cells(), single.cells())
+
+
+def test_dyadic_from_sketch_after_spark_merge(spark):
+    import pandas as pd
+
+    vals = np.random.default_rng(4).integers(0, 1 << 10, size=3000)
+    df = spark.createDataFrame(pd.DataFrame({"v": vals})).repartition(3)
+    merged = dps.summarize(df, "v", lambda: dp.DyadicCountSketch(10, width=32, depth=3, seed=21))
+    single = dp.PrivateDyadicCountSketch(10, width=32, depth=3, rho=1.0, seed=21)
+    single.update_many(vals)
+    out = dp.PrivateDyadicCountSketch.from_sketch(merged, rho=1.0, seed=21)
+    for lvl in range(1, 11):
+        assert np.array_equal(out.level_cells(lvl), single.level_cells(lvl))
+
+
+# -- counters route ---------------------------------------------------------------------------------
+
+def _by_hand_counter_route(spark, df, column, k, eps, delta, seed, summary="spacesaving"):
+    """The per-partition releases run by hand: Spark only tells which partition each row lands in."""
+    from pyspark.sql import functions as F
+
+    rows = (df.select(column).where(F.col(column).isNotNull()).repartition(PARTS, F.col(column))
+            .withColumn("pid", F.spark_partition_id()).collect())
+    per = {}
+    for r in rows:
+        per.setdefault(r["pid"], []).append(r[column])
+    items, n = [], len(rows)
+    gammas = []
+    for p, keys in per.items():
+        s = (dp.SpaceSaving if summary == "spacesaving" else dp.MisraGries)(2 * k)
+        s.update_many(sorted(keys))
+        rel = dps.release_partition(s, summary, k, eps, delta, dps._partition_seed(seed, p))
+        gammas.append(rel.metadata.get("gamma", 0))
+        items += rel.items
+    cut = n / k - (gammas[0] if summary == "spacesaving" else 0)
+    keep = [(x, v) for x, v in items if (v > cut if summary == "spacesaving" else v >= cut)]
+    return sorted(keep, key=lambda kv: (-kv[1], kv[0]))
+
+
+@pytest.mark.parametrize("summary", ["spacesaving", "misragries"])
+def test_counters_route_equals_by_hand(spark, int_df, zipf_ints, summary):
+    rel = dps.heavy_hitters(int_df, "x", k=20, epsilon=2.0, delta=1e-6, route="counters", summary=summary, seed=5)
+    want = _by_hand_counter_route(spark, int_df, "x", 20, 2.0, 1e-6, 5, summary)
+    assert rel.items == want
+    assert rel.metadata["route"] == "counters" and "parallel" in rel.metadata["composition"]
+    assert rel.metadata["reproducible_not_secret"]
+    exact = Counter(zipf_ints.tolist())
+    heavy = {x for x, f in exact.items() if f >= len(zipf_ints) / 20}
+    assert heavy and heavy <= set(rel.keys())  # large ε: full recall on these well-separated items
+
+
+def test_counters_route_strings(str_df, words):
+    rel = dps.heavy_hitters(str_df, "w", k=10, epsilon=2.0, delta=1e-6, seed=1)
+    exact = Counter(words)
+    heavy = {x for x, f in exact.items() if f >= len(words) / 10}
+    assert heavy and heavy <= set(rel.keys())
+    assert all(exact[x] > 0 for x in rel.keys())
+
+
+# -- sketch route ------------------------------------------------------------------------------------
+
+def test_sketch_route_int_keys(int_df, zipf_ints):
+    rel = dps.heavy_hitters(int_df, "x", k=20, epsilon=2.0, delta=1e-6, route="sketch", width=256, depth=3, seed=3)
+    exact = Counter(zipf_ints.tolist())
+    heavy = {x for x, f in exact.items() if f >= len(zipf_ints) / 20}
+    assert heavy and heavy <= set(rel.keys())
+    assert all(exact[x] >= len(zipf_ints) / 40 for x in rel.keys())  # no light keys (-100 is among them)
+    assert rel.rho is not None and rel.metadata["route"] == "sketch"
+
+
+def test_sketch_route_string_keys_lookup(str_df, words):
+    rel = dps.heavy_hitters(str_df, "w", k=10, epsilon=2.0, delta=1e-4, route="sketch", width=256, depth=3, seed=3)
+    exact = Counter(words)
+    heavy = {x for x, f in exact.items() if f >= len(words) / 10}
+    assert heavy and heavy <= set(rel.keys())
+    assert all(isinstance(x, str) and exact[x] > 0 for x in rel.keys())
+    m = rel.metadata
+    assert m["tau_lookup"] >= 2 and m["delta_fingerprint"] <= 1e-4 / 3
+    assert rel.epsilon <= 2.0 + 1e-9
+
+
+# -- quantiles ---------------------------------------------------------------------------------------
+
+def test_quantiles(spark):
+    import pandas as pd
+
+    vals = np.random.default_rng(5).normal(50, 10, size=20000)
+    df = spark.createDataFrame(pd.DataFrame({"v": vals})).repartition(3)
+    out = dps.quantiles(df, "v", [0.1, 0.5, 0.9], rho=1.0, bounds=(0, 100), universe_bits=12, seed=2)
+    want = np.quantile(vals, [0.1, 0.5, 0.9])
+    assert np.all(np.abs(np.array(out.values) - want) < 1.5)
+    assert out.privacy["rho"] == 1.0
+
+
+# -- bad input and failures -------------------------------------------------------------------------
+
+def test_empty_dataframe(spark):
+    from pyspark.sql import types as T
+
+    df = spark.createDataFrame([], T.StructType([T.StructField("x", T.LongType())]))
+    s = dps.summarize(df, "x", lambda: dp.CountMin(16, 2, seed=1))
+    assert s.n == 0
+    mg = dps.summarize(df, "x", lambda: dp.MisraGries(4))
+    assert mg.n == 0 and mg.merged  # counter summaries from Spark are always marked merged
+    rel = dps.heavy_hitters(df, "x", k=5, epsilon=1.0, delta=1e-6, seed=1)
+    assert len(rel) == 0 and rel.n == 0
+    rel2 = dps.heavy_hitters(df, "x", k=5, epsilon=1.0, delta=1e-6, route="sketch", width=64, depth=2, seed=1)
+    assert len(rel2) == 0
+
+
+def test_nulls_are_skipped(spark):
+    from pyspark.sql import types as T
+
+    data = [(1,), (None,), (2,), (None,), (1,)]
+    df = spark.createDataFrame(data, T.StructType([T.StructField("x", T.LongType())]))
+    s = dps.summarize(df, "x", lambda: dp.CountMin(16, 2, seed=1))
+    assert s.n == 3 and s.estimate(1) >= 2
+    sdf = spark.createDataFrame([("a",), (None,)], T.StructType([T.StructField("w", T.StringType())]))
+    assert dps.summarize(sdf, "w", lambda: dp.SpaceSaving(4)).n == 1
+
+
+def test_bad_columns_and_factories(spark, int_df):
+    from pyspark.sql import types as T
+
+    bdf = spark.createDataFrame([(True,)], T.StructType([T.StructField("b", T.BooleanType())]))
+    with pytest.raises(TypeError, match="cast"):
+        dps.summarize(bdf, "b", lambda: dp.CountMin(16, 2))
+    with pytest.raises(ValueError, match="no column"):
+        dps.heavy_hitters(int_df, "nope", k=5, epsilon=1.0, delta=1e-6)
+    fdf = spark.createDataFrame([(1.5,)], T.StructType([T.StructField("f", T.DoubleType())]))
+    with pytest.raises(TypeError, match="floats"):
+        dps.heavy_hitters(fdf, "f", k=5, epsilon=1.0, delta=1e-6)
+    with pytest.raises(TypeError, match="private objects do not merge"):
+        dps.summarize(int_df, "x", lambda: dp.PrivateCountMin(16, 2, rho=1.0))
+    with pytest.raises(ValueError, match="route"):
+        dps.heavy_hitters(int_df, "x", k=5, epsilon=1.0, delta=1e-6, route="other")
+    # A task-side error comes back as the same Python exception type, with its message.
+    with pytest.raises(ValueError, match="universe_bits|2\\^"):
+        dps.summarize(int_df, "x", lambda: dp.DyadicCountSketch(8, width=16, depth=2, seed=1))
+
+
+def test_mismatched_seeds_cannot_merge():
+    a, b = dp.CountSketch(32, 2, seed=1), dp.CountSketch(32, 2, seed=2)
+    with pytest.raises(ValueError, match="seed"):
+        a.merge(b)
+
+
+def test_task_retry_does_not_double_count(spark, int_df, zipf_ints):
+    """A task that fails once, after feeding some batches, is retried; the result equals the
+    no-failure result (Spark keeps only the successful attempt's output)."""
+    def fail_first_attempt(batches):
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        for i, b in enumerate(batches):
+            yield b
+            if ctx.partitionId() == 0 and ctx.attemptNumber() == 0 and i == 0:
+                raise RuntimeError("injected failure on the first attempt")
+
+    def failed_tasks():
+        it = spark.sparkContext._jsc.sc().statusStore().executorList(False).iterator()
+        total = 0
+        while it.hasNext():
+            total += int(it.next().failedTasks())
+        return total
+
+    flaky = int_df.mapInArrow(fail_first_attempt, int_df.schema)
+    before = failed_tasks()
+    got = dps.summarize(flaky, "x", lambda: dp.CountSketch(64, 3, seed=4))
+    assert failed_tasks() > before  # the injected failure happened and the task was retried
+    clean = dps.summarize(int_df, "x", lambda: dp.CountSketch(64, 3, seed=4))
+    assert got.n == clean.n == len(zipf_ints)
+    assert np.array_equal(got.cells(), clean.cells())
+    rel = dps.heavy_hitters(flaky, "x", k=20, epsilon=2.0, delta=1e-6, seed=5)
+    rel_clean = dps.heavy_hitters(int_df, "x", k=20, epsilon=2.0, delta=1e-6, seed=5)
+    assert rel.items == rel_clean.items and rel.n == rel_clean.n
+
+
+def test_counters_route_does_not_depend_on_row_order_or_input_partitioning(spark, zipf_ints):
+    """§8: partitioning by the key alone + sorting inside partitions makes the release a function
+    of the multiset of rows: same seed, shuffled rows and other input partitionings -> same output."""
+    import pandas as pd
+
+    shuffled = np.random.default_rng(1).permutation(zipf_ints)
+    a = spark.createDataFrame(pd.DataFrame({"x": zipf_ints})).repartition(3)
+    b = spark.createDataFrame(pd.DataFrame({"x": shuffled})).coalesce(1)
+    ra = dps.heavy_hitters(a, "x", k=20, epsilon=1.0, delta=1e-6, seed=9)
+    rb = dps.heavy_hitters(b, "x", k=20, epsilon=1.0, delta=1e-6, seed=9)
+    assert ra.items == rb.items and ra.n == rb.n == len(zipf_ints)
