@@ -2,10 +2,10 @@
 gzip-compressed, read by pyarrow's C++ readers in bounded blocks and handed to ``update_many`` as
 Arrow arrays or int64 numpy arrays -- no Python object per item.
 
-Memory is bounded: text is read in blocks of at most ``BLOCK_BYTES`` plus one partial line, and a
-line longer than ``max_line_bytes`` is an error (input without newlines, e.g. ``/dev/zero``, stops
-there instead of growing without bound). CSV rows are parsed by ``pyarrow.csv.open_csv`` with the
-same limit as its block size; Parquet is read one record batch at a time.
+Memory is bounded: text lines and CSV rows are parsed by ``pyarrow.csv.open_csv`` in blocks of
+``max_line_bytes``, and a line or row that does not fit in one block is an error (input without
+newlines, e.g. ``/dev/zero``, stops there instead of growing without bound). Parquet is read one
+record batch at a time.
 
 Key typing (``keys='auto'``): the first non-empty chunk decides. If every item in it is a canonical
 decimal integer in the int64 range (``0``, ``-7``, ``42``; not ``007``, ``+1`` or ``1.0``, which
@@ -35,8 +35,7 @@ __all__ = [
 ]
 
 FORMATS = ("text", "csv", "parquet")
-DEFAULT_MAX_LINE_BYTES = 8 << 20
-BLOCK_BYTES = 16 << 20  # text: decompressed bytes per read
+DEFAULT_MAX_LINE_BYTES = 1 << 20  # also the CSV reader's block size: bounds memory in flight
 _CANONICAL_INT = r"^(0|-?[1-9][0-9]{0,18})$"  # what str(int(s)) == s allows, up to 19 digits
 _LENIENT_INT = r"^[+-]?[0-9]+$"
 _INT64_MAX = 2**63 - 1
@@ -339,52 +338,66 @@ class Source:
             yield self.keys.convert(part, lambda i, s=start: locate(s + i))
 
     def _text_chunks(self):
+        """Lines through pyarrow's CSV reader set up as one unquoted column: C++ splitting (\\n, \\r\\n
+        or \\r), UTF-8 checks and a block size that bounds the line length. A line that holds the
+        column separator (the rare control byte US, 0x1F) comes back through the invalid-row
+        handler and is fed right after its batch."""
         pa, pc = _pa()
+        import pyarrow.csv as pcsv
+
         stream, owned = self._open_bytes()
-        limit = self.max_line_bytes
-        carry = np.zeros(0, dtype=np.uint8)
-        line_no = 0  # lines handed out so far
-        first = True
+        odd_lines = []
+
+        def whole_line(row):
+            odd_lines.append(row.text)
+            return "skip"
+
+        try:
+            reader = pcsv.open_csv(
+                stream,
+                read_options=pcsv.ReadOptions(column_names=["line"], block_size=self.max_line_bytes),
+                parse_options=pcsv.ParseOptions(delimiter="\x1f", quote_char=False, escape_char=False,
+                                                newlines_in_values=False, ignore_empty_lines=False,
+                                                invalid_row_handler=whole_line),
+                convert_options=pcsv.ConvertOptions(column_types={"line": pa.large_string()},
+                                                    strings_can_be_null=False, quoted_strings_can_be_null=False),
+            )
+        except pa.ArrowInvalid as exc:
+            if "Empty CSV" in str(exc):
+                return
+            raise InputError(self._text_message(exc)) from None
+        line = 0
         try:
             while True:
-                block = np.frombuffer(stream.read_buffer(BLOCK_BYTES), dtype=np.uint8)
-                eof = block.size == 0
-                data = np.concatenate([carry, block]) if carry.size else block
-                if first and data.size:
-                    first = False
-                    if self.utf8 and data[:3].tobytes() == _BOM:
-                        data = data[3:]
-                if not data.size:
-                    return
-                newlines = np.flatnonzero(data == 10)
-                if eof:
-                    ends = newlines if newlines.size and newlines[-1] == data.size - 1 else np.append(newlines, data.size)
-                    carry = np.zeros(0, dtype=np.uint8)
-                else:
-                    if not newlines.size:
-                        if data.size > limit:
-                            raise self._too_long(line_no + 1)
-                        carry = data
-                        continue
-                    ends = newlines
-                    carry = data[newlines[-1] + 1 :]
-                    if carry.size > limit:
-                        raise self._too_long(line_no + len(ends) + 1)
-                starts = np.empty_like(ends)
-                starts[0] = 0
-                starts[1:] = ends[:-1] + 1
-                lengths = ends - starts
-                if lengths.max(initial=0) > limit:
-                    raise self._too_long(line_no + 1 + int(np.argmax(lengths > limit)))
-                arr = self._lines_array(data, starts, ends, line_no)
-                base = line_no
-                line_no += len(ends)
-                yield from self._non_empty(arr, base, data, starts, ends)
-                if eof:
-                    return
+                try:
+                    batch = reader.read_next_batch()
+                except StopIteration:
+                    break
+                except pa.ArrowInvalid as exc:
+                    raise InputError(self._text_message(exc, line)) from None
+                arr = batch.column(0)
+                base = line
+                line += len(arr)
+                yield from self._non_empty(arr, lambda i, base=base: f"line {base + 1 + i}")
+                if odd_lines:
+                    extra = pa.array(odd_lines, type=pa.large_string())
+                    odd_lines.clear()
+                    yield from self._non_empty(extra, lambda i, base=base: f"a line after line {base}")
         finally:
             if owned is not None:
                 owned.close()
+
+    def _text_message(self, exc, line=0):
+        msg = first_line(exc)
+        if "straddl" in msg or "block size" in msg:
+            return (f"a line of {self.where()} after line {line:,} is longer than {self.max_line_bytes:,} "
+                    f"bytes (no newline); raise --max-line-length if the input really has such lines")
+        if "UTF8" in msg or "utf8" in msg.lower():
+            return (f"{self.where()} is not valid {self.encoding} text (after line {line:,}); pass --encoding, "
+                    f"or check that it is a text file")
+        if isinstance(exc, OSError):
+            return self._io_message(exc)
+        return f"cannot read {self.where()}: {msg}"
 
     def _too_long(self, line):
         return InputError(
@@ -392,51 +405,28 @@ class Source:
             f"raise --max-line-length if the input really has such lines"
         )
 
-    def _lines_array(self, data, starts, ends, line_no):
-        """large_string array of the lines (newline bytes removed), UTF-8 checked."""
-        pa, _ = _pa()
-        n = len(ends)
-        end = int(ends[-1])
-        body = data[:end]
-        # Remove the n - 1 newline bytes inside body; line i then starts at starts[i] - i.
-        if n > 1:
-            keep = np.ones(end, dtype=bool)
-            keep[ends[:-1]] = False
-            body = body[keep]
-        offsets = np.empty(n + 1, dtype=np.int64)
-        offsets[:-1] = starts - np.arange(n, dtype=np.int64)
-        offsets[-1] = body.size
-        raw = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(body)])
-        try:
-            return raw.cast(pa.large_string())
-        except pa.ArrowInvalid:
-            raise InputError(
-                f"{self.where()} is not valid {self.encoding} text (after line {line_no}); pass --encoding, "
-                f"or check that it is a text file"
-            ) from None
-
-    def _non_empty(self, arr, base, data, starts, ends):
-        """Trim (only when some line has a possibly-blank edge), drop blank lines, yield key chunks."""
+    def _non_empty(self, arr, locate):
+        """Trim (only when some item has a possibly-blank edge byte), drop empty items, yield key chunks."""
         pa, pc = _pa()
-        lengths = ends - starts
-        nz = lengths > 0
+        _validity, offsets_buf, data_buf = arr.buffers()
+        offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+        data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+        nz = offsets[1:] > offsets[:-1]
         if nz.any():
-            edge = _EDGE_WS[data[starts[nz]]].any() or _EDGE_WS[data[ends[nz] - 1]].any()
-        else:
-            edge = False
-        if edge:
-            arr = pc.utf8_trim_whitespace(arr)
-            nz = pc.greater(pc.binary_length(arr), 0).to_numpy(zero_copy_only=False)
-        kept = np.flatnonzero(nz) if not nz.all() else None
-        if kept is not None:
+            starts, ends = offsets[:-1][nz], offsets[1:][nz]
+            if _EDGE_WS[data[starts]].any() or _EDGE_WS[data[ends - 1]].any():
+                arr = pc.utf8_trim_whitespace(arr)
+                nz = pc.greater(pc.binary_length(arr), 0).to_numpy(zero_copy_only=False)
+        kept = None
+        if not nz.all():
+            kept = np.flatnonzero(nz)
             self.skipped += len(arr) - len(kept)
             arr = arr.filter(pa.array(nz))
         if not len(arr):
             return
-
-        def locate(i, kept=kept, base=base):
-            return f"line {base + 1 + (i if kept is None else int(kept[i]))}"
-
+        if kept is not None:
+            inner = locate
+            locate = lambda i: inner(int(kept[i]))  # noqa: E731
         yield from self._split(arr, locate)
 
     def _csv_chunks(self):
@@ -464,11 +454,11 @@ class Source:
                 if idx >= len(names):
                     raise InputUsageError(f"{self.where()} has {len(names)} field(s) per row; --column {idx} "
                                           f"is field {idx + 1}")
-                body, header_lines = head, 0
+                body = head
             else:
                 names = [h.strip() for h in fields]
                 idx = self._pick_column(names)
-                body, header_lines = head[len(first):], 1
+                body = head[len(first):]
             colname = names[idx]
             names = [f"f{i}" for i in range(len(names))]  # unique names for Arrow; the pick is by index
             try:
@@ -493,24 +483,10 @@ class Source:
                     return
                 except pa.ArrowInvalid as exc:
                     raise InputError(self._csv_message(exc, colname)) from None
-                arr = pc.utf8_trim_whitespace(batch.column(0))
-                nz = pc.greater(pc.binary_length(arr), 0)
+                arr = batch.column(0)
                 base = row
                 row += len(arr)
-                if not pc.all(nz).as_py():
-                    mask = nz.to_numpy(zero_copy_only=False)
-                    kept = np.flatnonzero(mask)
-                    self.skipped += len(arr) - len(kept)
-                    arr = arr.filter(nz)
-                else:
-                    kept = None
-                if not len(arr):
-                    continue
-
-                def locate(i, kept=kept, base=base):
-                    return f"data row {base + 1 + (i if kept is None else int(kept[i]))}"
-
-                yield from self._split(arr, locate)
+                yield from self._non_empty(arr, lambda i, base=base: f"data row {base + 1 + i}")
         finally:
             if owned is not None:
                 owned.close()
@@ -518,10 +494,11 @@ class Source:
     def _csv_message(self, exc, colname):
         """Arrow's CSV errors quote the offending row; keep only the row number and the shape."""
         msg = first_line(exc)
-        m = re.search(r"Row #(\d+): Expected (\d+) columns, got (\d+)", msg)
+        m = re.search(r"(?:Row #(\d+): )?Expected (\d+) columns, got (\d+)", msg)
         if m:
-            return (f"malformed CSV in {self.where()}: row {m.group(1)} has {m.group(3)} field(s), "
-                    f"expected {m.group(2)} (column {colname!r} is one of them)")
+            row = f"row {m.group(1)}" if m.group(1) else "a row"
+            return (f"malformed CSV in {self.where()}: {row} has {m.group(3)} field(s), "
+                    f"expected {m.group(2)} like the header (check --delimiter and quoting)")
         if "straddl" in msg or "block size" in msg:
             return (f"a row of {self.where()} is longer than {self.max_line_bytes:,} bytes; raise "
                     f"--max-line-length if the input really has such rows")

@@ -3,10 +3,8 @@ serialization, pickling and reprs that never show keys."""
 
 from __future__ import annotations
 
-import functools
-import threading
-
 import contextlib
+import functools
 from typing import Any, ClassVar
 
 import numpy as np
@@ -14,11 +12,13 @@ import numpy as np
 from . import _core
 from ._keys import (
     as_int_key,
+    as_str_key,
     batch_key_type,
     check_key_type,
     feed_str_batch,
     int_batch,
     key_type_of,
+    normalize_batch,
 )
 
 _KEY_TAGS = {1: "int", 2: "str"}
@@ -30,7 +30,8 @@ _HEADER = 8
 def locked(method):
     """Run ``method`` holding the object's lock. Batch calls release the GIL inside C++, so without
     it another thread could read or mutate the same native structure mid-batch (a crash, not just a
-    wrong answer). Objects are safe to share between threads; calls on one object serialize."""
+    wrong answer). Objects are safe to share between threads; calls on one object serialize. The
+    lock is a native re-entrant ObjectLock so that the C-level ``update`` fast path takes it too."""
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
@@ -45,7 +46,7 @@ class Keyed:
 
     def __new__(cls, *args, **kwargs):
         obj = super().__new__(cls)
-        obj._lock = threading.RLock()
+        obj._lock = _core.ObjectLock()
         return obj
 
     _natives: ClassVar[dict[str, Any]]
@@ -83,26 +84,31 @@ class Keyed:
     # -- updates --------------------------------------------------------------------------------
     @locked
     def update(self, item) -> None:
-        """Add one occurrence of ``item`` (an int in the int64 range, or a str)."""
-        # Fast path for the common case: a plain int or str of the summary's fixed key type.
-        if self._key_type_fixed:
-            t = type(item)
-            if t is int and self._key_type == "int" and _INT64_MIN <= item <= _INT64_MAX:
-                self._impl.update(item)
-                return
-            if t is str and self._key_type == "str" and item.isascii():
-                self._impl.update(item)
-                return
+        """Add one occurrence of ``item`` (an int in the int64 range, or a str).
+
+        After the key type is fixed, ``obj.update`` is a native callable that takes the same lock and
+        handles plain ints and strs in C; everything else comes back here."""
         kt = key_type_of(item)
-        key = as_int_key(item) if kt == "int" else item
+        key = as_int_key(item) if kt == "int" else as_str_key(item)
         with self._unchanged_on_error():
             self._settle(kt)
             self._impl.update(key)
+        self._install_fast_update()
+
+    def _install_fast_update(self) -> None:
+        """Point the instance's ``update`` at the native fast path (only for classes that do not
+        override ``update``: their checks must keep running)."""
+        if type(self).update is not Keyed.update or not self._key_type_fixed:
+            return
+        fast = _core.make_updater(self._impl, self._lock, self.__dict__, functools.partial(Keyed.update, self))
+        if fast is not None:
+            self.__dict__["update"] = fast
 
     @locked
     def update_many(self, items) -> None:
         """Add every item of a batch, in order. Fast paths: numpy int64 arrays, numpy str arrays,
         pyarrow string arrays (no per-item Python work, GIL released); any sequence of int/str works."""
+        items = normalize_batch(items)
         if not isinstance(items, np.ndarray) and not hasattr(items, "__len__"):
             items = list(items)
         if len(items) == 0:
@@ -131,7 +137,7 @@ class Keyed:
             raise TypeError(f"this {type(self).__name__} has {self._key_type} keys; got a {kt} key")
         if not self._key_type_fixed and kt != self._key_type:
             return None  # nothing of that type was ever added
-        return as_int_key(item) if kt == "int" else item
+        return as_int_key(item) if kt == "int" else as_str_key(item)
 
     @locked
     def estimate(self, item):
