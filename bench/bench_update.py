@@ -3,6 +3,7 @@
     python bench/bench_update.py                  # this tree
     python bench/bench_update.py --compare main   # also a git ref's Python package + compiled
                                                   # module (built in a scratch dir), same run
+    python bench/bench_update.py --compare-site DIR   # ... or a dpsketch package already in DIR
 
 Per-item rows: median over --repeats of timeit loops, including DataSketches' own per-item update
 (``pip install datasketches``; skipped when absent) on the same keys. Container rows: one
@@ -122,6 +123,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--compare", metavar="REF", help="also measure this git ref (built in a scratch dir)")
+    ap.add_argument("--compare-site", metavar="DIR", help="also measure the dpsketch package found in DIR")
     ap.add_argument("--site", help="measure the dpsketch found in this folder instead (internal)")
     ap.add_argument("--json", help="write results here")
     args = ap.parse_args()
@@ -139,6 +141,10 @@ def main():
             r = subprocess.run([sys.executable, __file__, "--site", site, "--repeats", str(args.repeats)],
                                capture_output=True, text=True, check=True)
             results[args.compare] = json.loads(r.stdout.strip().splitlines()[-1])
+    if args.compare_site:
+        r = subprocess.run([sys.executable, __file__, "--site", args.compare_site, "--repeats", str(args.repeats)],
+                           capture_output=True, text=True, check=True)
+        results[args.compare_site] = json.loads(r.stdout.strip().splitlines()[-1])
     names = list(results["this tree"])
     cols = list(results)
     print(f"{'ns per item':60s}" + "".join(f"{c:>14s}" for c in cols))

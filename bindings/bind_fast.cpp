@@ -165,11 +165,15 @@ struct UpdaterObject {
 };
 
 PyObject* g_impl_name = nullptr;
+PyObject* g_fixed_name = nullptr;
+
+bool match_any(const py::handle& impl, void*& native, UpdateFn& fn);
 
 PyObject* updater_call(PyObject* o, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<UpdaterObject*>(o);
-  if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == nullptr &&
-      PyDict_GetItemWithError(self->owner_dict, g_impl_name) == self->impl) {
+  if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == nullptr && self->fn != nullptr &&
+      PyDict_GetItemWithError(self->owner_dict, g_impl_name) == self->impl &&
+      PyDict_GetItemWithError(self->owner_dict, g_fixed_name) == Py_True) {
     auto* lock = reinterpret_cast<LockObject*>(self->lock);
     lock_acquire(lock);
     const int r = self->fn(self->native, args[0]);
@@ -208,8 +212,32 @@ void updater_dealloc(PyObject* o) {
   Py_DECREF(tp);
 }
 
+// rebind(impl): follow a new native structure (after the key type changed); no fast path if None.
+PyObject* updater_rebind(PyObject* o, PyObject* impl) {
+  auto* self = reinterpret_cast<UpdaterObject*>(o);
+  void* native = nullptr;
+  UpdateFn fn = nullptr;
+  try {
+    if (!match_any(impl, native, fn)) fn = nullptr;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+    return nullptr;
+  }
+  Py_INCREF(impl);
+  Py_SETREF(self->impl, impl);
+  self->native = native;
+  self->fn = fn;
+  Py_RETURN_NONE;
+}
+
+PyMethodDef updater_methods[] = {
+    {"rebind", updater_rebind, METH_O, "Follow a new native structure."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
 PyMemberDef updater_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, static_cast<Py_ssize_t>(offsetof(UpdaterObject, vectorcall)), READONLY, nullptr},
+    {"impl", T_OBJECT, static_cast<Py_ssize_t>(offsetof(UpdaterObject, impl)), READONLY, "the native structure updated"},
     {nullptr, 0, 0, 0, nullptr},
 };
 
@@ -223,6 +251,7 @@ PyType_Slot updater_slots[] = {
     {Py_tp_clear, reinterpret_cast<void*>(updater_clear)},
     {Py_tp_call, reinterpret_cast<void*>(updater_tp_call)},
     {Py_tp_members, updater_members},
+    {Py_tp_methods, updater_methods},
     {Py_tp_doc, const_cast<char*>("update(item): add one occurrence of item (native fast path).")},
     {0, nullptr},
 };
@@ -241,22 +270,26 @@ bool match(const py::handle& impl, void*& native, UpdateFn& fn, UpdateFn f) {
   return true;
 }
 
-// An Updater for `impl` (one of the plain summary/sketch classes), or None when it has no fast path.
+bool match_any(const py::handle& impl, void*& native, UpdateFn& fn) {
+  using I = std::int64_t;
+  using S = std::string;
+  return match<SpaceSaving<I>>(impl, native, fn, update_int<SpaceSaving<I>>) ||
+         match<SpaceSaving<S>>(impl, native, fn, update_str<SpaceSaving<S>>) ||
+         match<MisraGries<I>>(impl, native, fn, update_int<MisraGries<I>>) ||
+         match<MisraGries<S>>(impl, native, fn, update_str<MisraGries<S>>) ||
+         match<CountMin<I>>(impl, native, fn, update_int<CountMin<I>>) ||
+         match<CountMin<S>>(impl, native, fn, update_str<CountMin<S>>) ||
+         match<CountSketch<I>>(impl, native, fn, update_int<CountSketch<I>>) ||
+         match<CountSketch<S>>(impl, native, fn, update_str<CountSketch<S>>);
+}
+
+// The Updater of one public object: fast while owner_dict['_impl'] is `impl` (one of the plain
+// summary/sketch classes) and owner_dict['_key_type_fixed'] is True; `slow` otherwise.
 py::object make_updater(py::object impl, py::object lock, py::dict owner_dict, py::object slow) {
   if (!PyObject_TypeCheck(lock.ptr(), g_lock_type)) throw py::type_error("lock must be an ObjectLock");
   void* native = nullptr;
   UpdateFn fn = nullptr;
-  using I = std::int64_t;
-  using S = std::string;
-  const bool ok = match<SpaceSaving<I>>(impl, native, fn, update_int<SpaceSaving<I>>) ||
-                  match<SpaceSaving<S>>(impl, native, fn, update_str<SpaceSaving<S>>) ||
-                  match<MisraGries<I>>(impl, native, fn, update_int<MisraGries<I>>) ||
-                  match<MisraGries<S>>(impl, native, fn, update_str<MisraGries<S>>) ||
-                  match<CountMin<I>>(impl, native, fn, update_int<CountMin<I>>) ||
-                  match<CountMin<S>>(impl, native, fn, update_str<CountMin<S>>) ||
-                  match<CountSketch<I>>(impl, native, fn, update_int<CountSketch<I>>) ||
-                  match<CountSketch<S>>(impl, native, fn, update_str<CountSketch<S>>);
-  if (!ok) return py::none();
+  if (!match_any(impl, native, fn)) fn = nullptr;
   auto* self = PyObject_GC_New(UpdaterObject, g_updater_type);
   if (!self) throw py::error_already_set();
   self->vectorcall = updater_call;
@@ -297,6 +330,7 @@ py::object int_list_to_array(const py::handle& seq) {
 
 void bind_fast(py::module_& m) {
   g_impl_name = PyUnicode_InternFromString("_impl");
+  g_fixed_name = PyUnicode_InternFromString("_key_type_fixed");
   g_lock_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&lock_spec));
   if (!g_lock_type) throw py::error_already_set();
   g_updater_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&updater_spec));

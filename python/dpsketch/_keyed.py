@@ -57,6 +57,7 @@ class Keyed:
         self._key_type_fixed = key_type is not None
         self._key_type = key_type or "int"
         self._impl = self._make(self._key_type)
+        self._bind_fast_update()
 
     # -- subclass hooks -------------------------------------------------------------------------
     def _make(self, key_type: str):  # pragma: no cover - abstract
@@ -93,16 +94,20 @@ class Keyed:
         with self._unchanged_on_error():
             self._settle(kt)
             self._impl.update(key)
-        self._install_fast_update()
+        self._bind_fast_update()
 
-    def _install_fast_update(self) -> None:
-        """Point the instance's ``update`` at the native fast path (only for classes that do not
-        override ``update``: their checks must keep running)."""
-        if type(self).update is not Keyed.update or not self._key_type_fixed:
+    def _bind_fast_update(self) -> None:
+        """Give the instance a native ``update`` (created once, re-pointed when ``_impl`` changes),
+        so even ``f = obj.update`` taken before the first update is fast. Only for classes that
+        do not override ``update``: their checks must keep running."""
+        if type(self).update is not Keyed.update:
             return
-        fast = _core.make_updater(self._impl, self._lock, self.__dict__, functools.partial(Keyed.update, self))
-        if fast is not None:
-            self.__dict__["update"] = fast
+        fast = self.__dict__.get("update")
+        if fast is None:
+            slow = functools.partial(Keyed.update, self)
+            self.__dict__["update"] = _core.make_updater(self._impl, self._lock, self.__dict__, slow)
+        elif fast.impl is not self._impl:
+            fast.rebind(self._impl)
 
     @locked
     def update_many(self, items) -> None:
@@ -193,6 +198,7 @@ class Keyed:
         obj._key_type = key_type
         obj._key_type_fixed = not untyped
         obj._restore_params()
+        obj._bind_fast_update()
         return obj
 
     def _restore_params(self) -> None:
