@@ -328,7 +328,10 @@ py::object int_list_to_array(const py::handle& seq) {
 
 }  // namespace
 
+void bind_lines(py::module_& m);  // bind_lines.cpp
+
 void bind_fast(py::module_& m) {
+  bind_lines(m);
   g_impl_name = PyUnicode_InternFromString("_impl");
   g_fixed_name = PyUnicode_InternFromString("_key_type_fixed");
   g_lock_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&lock_spec));

@@ -2,10 +2,11 @@
 gzip-compressed, read by pyarrow's C++ readers in bounded blocks and handed to ``update_many`` as
 Arrow arrays or int64 numpy arrays -- no Python object per item.
 
-Memory is bounded: text lines and CSV rows are parsed by ``pyarrow.csv.open_csv`` in blocks of
-``max_line_bytes``, and a line or row that does not fit in one block is an error (input without
-newlines, e.g. ``/dev/zero``, stops there instead of growing without bound). Parquet is read one
-record batch at a time.
+Memory is bounded: text is decompressed by pyarrow in blocks of ``TEXT_BLOCK_BYTES`` and split
+into lines in C++ (``dpsketch._core.split_lines``); CSV rows are parsed by ``pyarrow.csv.open_csv``
+in blocks of ``max_line_bytes``. A line or row longer than ``max_line_bytes`` is an error (input
+without newlines, e.g. ``/dev/zero``, stops there instead of growing without bound). Parquet is
+read one record batch at a time.
 
 Key typing (``keys='auto'``): the first non-empty chunk decides. If every item in it is a canonical
 decimal integer in the int64 range (``0``, ``-7``, ``42``; not ``007``, ``+1`` or ``1.0``, which
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import functools
 import io
 import os
 import re
@@ -40,6 +42,7 @@ _CANONICAL_INT = r"^(0|-?[1-9][0-9]{0,18})$"  # what str(int(s)) == s allows, up
 _LENIENT_INT = r"^[+-]?[0-9]+$"
 _INT64_MAX = 2**63 - 1
 _BOM = b"\xef\xbb\xbf"
+TEXT_BLOCK_BYTES = 1 << 20  # decompressed bytes per read for text input
 # Bytes at a line's edge that may need trimming: ASCII whitespace, or the lead/continuation byte of
 # a possibly-whitespace non-ASCII character (str.strip() semantics; utf8_trim_whitespace does them).
 _EDGE_WS = np.zeros(256, dtype=bool)
@@ -157,6 +160,16 @@ def _canonical_ints(arr):
         return pc.cast(arr, pa.int64()).to_numpy()
     except pa.ArrowInvalid:  # 19 digits above 2**63-1
         return None
+
+
+def _line_of(base: int, blank: np.ndarray, i: int) -> str:
+    """'line N' of item i of a block whose lines start after line `base`, given its blank lines."""
+    line = i
+    while True:  # the i-th non-blank line: i plus the blank lines up to it
+        nxt = i + int(np.searchsorted(blank, line, side="right"))
+        if nxt == line:
+            return f"line {base + line + 1}"
+        line = nxt
 
 
 def _first_false(mask) -> int:
@@ -338,66 +351,47 @@ class Source:
             yield self.keys.convert(part, lambda i, s=start: locate(s + i))
 
     def _text_chunks(self):
-        """Lines through pyarrow's CSV reader set up as one unquoted column: C++ splitting (\\n, \\r\\n
-        or \\r), UTF-8 checks and a block size that bounds the line length. A line that holds the
-        column separator (the rare control byte US, 0x1F) comes back through the invalid-row
-        handler and is fed right after its batch."""
-        pa, pc = _pa()
-        import pyarrow.csv as pcsv
+        """Lines, split in C++ (dpsketch._core.split_lines) from decompressed blocks read by pyarrow:
+        line ends \\n, \\r\\n or \\r; str.strip() whitespace; blank lines skipped; UTF-8 and the
+        line length checked. Memory: one block plus one partial line (at most max_line_bytes)."""
+        pa, _ = _pa()
+        from . import _core
 
         stream, owned = self._open_bytes()
-        odd_lines = []
-
-        def whole_line(row):
-            odd_lines.append(row.text)
-            return "skip"
-
-        try:
-            reader = pcsv.open_csv(
-                stream,
-                read_options=pcsv.ReadOptions(column_names=["line"], block_size=self.max_line_bytes),
-                parse_options=pcsv.ParseOptions(delimiter="\x1f", quote_char=False, escape_char=False,
-                                                newlines_in_values=False, ignore_empty_lines=False,
-                                                invalid_row_handler=whole_line),
-                convert_options=pcsv.ConvertOptions(column_types={"line": pa.large_string()},
-                                                    strings_can_be_null=False, quoted_strings_can_be_null=False),
-            )
-        except pa.ArrowInvalid as exc:
-            if "Empty CSV" in str(exc):
-                return
-            raise InputError(self._text_message(exc)) from None
-        line = 0
+        carry = np.zeros(0, dtype=np.uint8)
+        line = 0  # lines consumed so far
+        bom_checked = not self.utf8
         try:
             while True:
-                try:
-                    batch = reader.read_next_batch()
-                except StopIteration:
-                    break
-                except pa.ArrowInvalid as exc:
-                    raise InputError(self._text_message(exc, line)) from None
-                arr = batch.column(0)
-                base = line
-                line += len(arr)
-                yield from self._non_empty(arr, lambda i, base=base: f"line {base + 1 + i}")
-                if odd_lines:
-                    extra = pa.array(odd_lines, type=pa.large_string())
-                    odd_lines.clear()
-                    yield from self._non_empty(extra, lambda i, base=base: f"a line after line {base}")
+                buf = stream.read_buffer(TEXT_BLOCK_BYTES)
+                eof = buf.size == 0
+                block = np.frombuffer(buf, dtype=np.uint8)
+                if carry.size:
+                    block = np.concatenate([carry, block])
+                if not bom_checked and (block.size >= 3 or eof):
+                    bom_checked = True
+                    if block[:3].tobytes() == _BOM:
+                        block = block[3:]
+                r = _core.split_lines(block, eof, self.max_line_bytes)
+                if r["error"] == 1:
+                    raise InputError(
+                        f"{self.where()} is not valid {self.encoding} text (line {line + r['error_line'] + 1:,}); "
+                        f"pass --encoding, or check that it is a text file")
+                if r["error"] == 2:
+                    raise self._too_long(line + r["error_line"] + 1)
+                offsets, blank = r["offsets"], r["blank"]
+                self.skipped += len(blank)
+                if len(offsets) > 1:
+                    arr = pa.Array.from_buffers(pa.large_string(), len(offsets) - 1,
+                                                [None, pa.py_buffer(offsets), pa.py_buffer(r["data"])])
+                    yield from self._split(arr, functools.partial(_line_of, line, blank))
+                line += r["lines"]
+                carry = block[r["consumed"]:]
+                if eof:
+                    return
         finally:
             if owned is not None:
                 owned.close()
-
-    def _text_message(self, exc, line=0):
-        msg = first_line(exc)
-        if "straddl" in msg or "block size" in msg:
-            return (f"a line of {self.where()} after line {line:,} is longer than {self.max_line_bytes:,} "
-                    f"bytes (no newline); raise --max-line-length if the input really has such lines")
-        if "UTF8" in msg or "utf8" in msg.lower():
-            return (f"{self.where()} is not valid {self.encoding} text (after line {line:,}); pass --encoding, "
-                    f"or check that it is a text file")
-        if isinstance(exc, OSError):
-            return self._io_message(exc)
-        return f"cannot read {self.where()}: {msg}"
 
     def _too_long(self, line):
         return InputError(
