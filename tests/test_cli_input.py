@@ -172,3 +172,50 @@ def test_chunks_yield_arrow_or_int64_without_python_items(heavy):
     ints.write_text("\n".join(str(i % 13 - 6) for i in range(1000)) + "\n")
     batches = list(_input.Source(ints).chunks())
     assert all(isinstance(b, np.ndarray) and b.dtype == np.int64 for b in batches)
+
+
+def test_split_lines_matches_python_across_block_boundaries():
+    import re
+
+    import numpy as np
+
+    from dpsketch import _core
+
+    rng = random.Random(7)
+    pieces = ["a", "bb", " c ", "\u3000d\u00a0", "é", "日本", "\t", "", "x\x1fy", "\u2028z"]
+    ends = ["\n", "\r\n", "\r"]
+    text = "".join(rng.choice(pieces) + rng.choice(ends) for _ in range(3000)) + "tail"
+    want = [s.strip() for s in re.split(r"\r\n|\r|\n", text)]
+    blob = np.frombuffer(text.encode(), dtype=np.uint8)
+    for trial in range(5):
+        got, blanks, carry, pos = [], 0, np.zeros(0, np.uint8), 0
+        while True:
+            step = rng.randint(1, 700)
+            chunk, pos = blob[pos : pos + step], pos + step
+            final = chunk.size == 0
+            block = np.concatenate([carry, chunk])
+            r = _core.split_lines(block, final, 1 << 20)
+            assert r["error"] == 0
+            data, off = r["data"].tobytes(), r["offsets"]
+            got += [data[off[i]:off[i + 1]].decode() for i in range(len(off) - 1)]
+            blanks += len(r["blank"])
+            carry = block[r["consumed"]:]
+            if final:
+                break
+        assert got == [s for s in want if s]
+        assert blanks == sum(1 for s in want if not s)
+
+
+def test_split_lines_errors_name_the_line():
+    import numpy as np
+
+    from dpsketch import _core
+
+    bad = np.frombuffer(b"ok\nfine\n\xc3(\nmore\n", dtype=np.uint8)
+    r = _core.split_lines(bad, True, 100)
+    assert r["error"] == 1 and r["error_line"] == 2
+    long = np.frombuffer(b"a\n" + b"z" * 50, dtype=np.uint8)
+    r = _core.split_lines(long, False, 10)
+    assert r["error"] == 2 and r["error_line"] == 1
+    for surrogate in (b"\xed\xa0\x80\n", b"\xc0\xaf\n", b"\xf4\x90\x80\x80\n"):  # surrogate, overlong, > U+10FFFF
+        assert _core.split_lines(np.frombuffer(surrogate, dtype=np.uint8), True, 100)["error"] == 1
