@@ -195,6 +195,65 @@ def _first_overflow(arr) -> int:
     return 0  # pragma: no cover
 
 
+def _safe_position(f, size):
+    """Bytes of `f` read so far, for a progress bar that may ask after the reader closed it."""
+    def pos():
+        try:
+            return f.tell()
+        except (ValueError, OSError):
+            return size
+    return pos
+
+
+def _read_ahead(gen, depth: int = 2):
+    """Run the generator `gen` in a thread, `depth` items ahead of the consumer. Reading,
+    decompressing and splitting release the GIL, and so does the consumer's update_many, so
+    the two overlap on two cores; memory grows by `depth` batches. Exceptions reach the consumer
+    in order; a consumer that stops early stops the reader."""
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(item):
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run():
+        try:
+            for item in gen:
+                if not put((True, item)):
+                    return
+        except BaseException as exc:  # handed to the consumer, raised there
+            put((False, exc))
+            return
+        finally:
+            if stop.is_set():
+                gen.close()
+        put((True, done))
+
+    t = threading.Thread(target=run, name="dpsketch-reader", daemon=True)
+    t.start()
+    try:
+        while True:
+            ok, item = q.get()
+            if not ok:
+                raise item
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
+        t.join()
+
+
 # ---------------------------------------------------------------------------------------------
 # byte streams
 # ---------------------------------------------------------------------------------------------
@@ -310,7 +369,7 @@ class Source:
                 st = os.stat(self.path)
                 if stat.S_ISREG(st.st_mode):
                     self.total, self.unit = st.st_size, "B"
-                    self._pos = src.tell
+                    self._pos = _safe_position(src, st.st_size)
                 magic = src.read(2)
                 src.seek(0)
             except OSError:  # a pipe or device: no size, no seek
@@ -325,7 +384,7 @@ class Source:
         """Key batches (pyarrow large_string arrays or int64 numpy arrays); empty items are skipped."""
         gen = {"text": self._text_chunks, "csv": self._csv_chunks, "parquet": self._parquet_chunks}[self.format]
         try:
-            yield from gen()
+            yield from _read_ahead(gen())
         except (InputError, InputUsageError):
             raise
         except UnicodeDecodeError:
