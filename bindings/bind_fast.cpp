@@ -158,8 +158,8 @@ struct UpdaterObject {
   vectorcallfunc vectorcall;
   PyObject* impl;      // the native pybind11 object (strong)
   PyObject* lock;      // its owner's ObjectLock
-  PyObject* owner_dict;  // the owner's __dict__: '_impl' must still be `impl`
-  PyObject* slow;      // the Python slow path (bound method)
+  PyObject* owner_ref;  // weak reference to the public object (no reference cycle: `del` frees it)
+  PyObject* slow;      // the Python slow path, an unbound function called as slow(owner, *args)
   void* native;
   UpdateFn fn;
 };
@@ -169,11 +169,37 @@ PyObject* g_fixed_name = nullptr;
 
 bool match_any(const py::handle& impl, void*& native, UpdateFn& fn);
 
+// Whether the owner is alive, still holds `impl` as _impl and has its key type fixed.
+bool owner_current(UpdaterObject* self, PyObject* owner) {
+#if PY_VERSION_HEX < 0x030D0000
+  PyObject** slot = _PyObject_GetDictPtr(owner);  // borrowed: no reference count traffic
+  PyObject* dict = slot ? *slot : nullptr;
+  if (!dict) return false;
+  const bool ok = PyDict_GetItemWithError(dict, g_impl_name) == self->impl &&
+                  PyDict_GetItemWithError(dict, g_fixed_name) == Py_True;
+#else
+  PyObject* dict = PyObject_GenericGetDict(owner, nullptr);
+  if (!dict) {
+    PyErr_Clear();
+    return false;
+  }
+  const bool ok = PyDict_GetItemWithError(dict, g_impl_name) == self->impl &&
+                  PyDict_GetItemWithError(dict, g_fixed_name) == Py_True;
+  Py_DECREF(dict);
+#endif
+  PyErr_Clear();
+  return ok;
+}
+
 PyObject* updater_call(PyObject* o, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<UpdaterObject*>(o);
-  if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == nullptr && self->fn != nullptr &&
-      PyDict_GetItemWithError(self->owner_dict, g_impl_name) == self->impl &&
-      PyDict_GetItemWithError(self->owner_dict, g_fixed_name) == Py_True) {
+  PyObject* owner = PyWeakref_GetObject(self->owner_ref);  // borrowed; Py_None once dead
+  if (owner == nullptr) return nullptr;
+  if (owner == Py_None) {
+    PyErr_SetString(PyExc_ReferenceError, "the object this update() belonged to no longer exists");
+    return nullptr;
+  }
+  if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == nullptr && self->fn != nullptr && owner_current(self, owner)) {
     auto* lock = reinterpret_cast<LockObject*>(self->lock);
     lock_acquire(lock);
     const int r = self->fn(self->native, args[0]);
@@ -181,14 +207,18 @@ PyObject* updater_call(PyObject* o, PyObject* const* args, size_t nargsf, PyObje
     if (r == 0) Py_RETURN_NONE;
   }
   if (PyErr_Occurred()) return nullptr;
-  return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+  PyObject* bound = PyMethod_New(self->slow, owner);
+  if (!bound) return nullptr;
+  PyObject* out = PyObject_Vectorcall(bound, args, nargsf, kwnames);
+  Py_DECREF(bound);
+  return out;
 }
 
 int updater_traverse(PyObject* o, visitproc visit, void* arg) {
   auto* self = reinterpret_cast<UpdaterObject*>(o);
   Py_VISIT(self->impl);
   Py_VISIT(self->lock);
-  Py_VISIT(self->owner_dict);
+  Py_VISIT(self->owner_ref);
   Py_VISIT(self->slow);
   Py_VISIT(Py_TYPE(o));
   return 0;
@@ -198,7 +228,7 @@ int updater_clear(PyObject* o) {
   auto* self = reinterpret_cast<UpdaterObject*>(o);
   Py_CLEAR(self->impl);
   Py_CLEAR(self->lock);
-  Py_CLEAR(self->owner_dict);
+  Py_CLEAR(self->owner_ref);
   Py_CLEAR(self->slow);
   self->native = nullptr;
   return 0;
@@ -283,19 +313,24 @@ bool match_any(const py::handle& impl, void*& native, UpdateFn& fn) {
          match<CountSketch<S>>(impl, native, fn, update_str<CountSketch<S>>);
 }
 
-// The Updater of one public object: fast while owner_dict['_impl'] is `impl` (one of the plain
-// summary/sketch classes) and owner_dict['_key_type_fixed'] is True; `slow` otherwise.
-py::object make_updater(py::object impl, py::object lock, py::dict owner_dict, py::object slow) {
+// The Updater of the public object `owner`: fast while owner._impl is `impl` (one of the plain
+// summary/sketch classes) and owner._key_type_fixed is True; slow(owner, item) otherwise.
+py::object make_updater(py::object impl, py::object lock, py::object owner, py::object slow) {
   if (!PyObject_TypeCheck(lock.ptr(), g_lock_type)) throw py::type_error("lock must be an ObjectLock");
   void* native = nullptr;
   UpdateFn fn = nullptr;
   if (!match_any(impl, native, fn)) fn = nullptr;
+  PyObject* ref = PyWeakref_NewRef(owner.ptr(), nullptr);
+  if (!ref) throw py::error_already_set();
   auto* self = PyObject_GC_New(UpdaterObject, g_updater_type);
-  if (!self) throw py::error_already_set();
+  if (!self) {
+    Py_DECREF(ref);
+    throw py::error_already_set();
+  }
   self->vectorcall = updater_call;
   self->impl = impl.release().ptr();
   self->lock = lock.release().ptr();
-  self->owner_dict = owner_dict.release().ptr();
+  self->owner_ref = ref;
   self->slow = slow.release().ptr();
   self->native = native;
   self->fn = fn;
@@ -340,6 +375,6 @@ void bind_fast(py::module_& m) {
   if (!g_updater_type) throw py::error_already_set();
   m.attr("ObjectLock") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(g_lock_type));
   m.attr("Updater") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(g_updater_type));
-  m.def("make_updater", &make_updater, py::arg("impl"), py::arg("lock"), py::arg("owner_dict"), py::arg("slow"));
+  m.def("make_updater", &make_updater, py::arg("impl"), py::arg("lock"), py::arg("owner"), py::arg("slow"));
   m.def("int_list_to_array", &int_list_to_array, py::arg("items"));
 }

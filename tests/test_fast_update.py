@@ -112,3 +112,22 @@ def test_object_lock_is_reentrant_and_checks_the_owner():
             pass
     with pytest.raises(RuntimeError):
         lock.release()
+
+
+def test_no_reference_cycle_del_frees_at_once():
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        s = d.CountMin(1 << 12, 4, seed=1)
+        s.update("x")
+        s.update("y")
+        ref = weakref.ref(s)
+        fast = s.update
+        del s
+        assert ref() is None  # freed by reference counting, without the cycle collector
+        with pytest.raises(ReferenceError):
+            fast("z")
+    finally:
+        gc.enable()

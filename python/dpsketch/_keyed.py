@@ -104,8 +104,8 @@ class Keyed:
             return
         fast = self.__dict__.get("update")
         if fast is None:
-            slow = functools.partial(Keyed.update, self)
-            self.__dict__["update"] = _core.make_updater(self._impl, self._lock, self.__dict__, slow)
+            # holds `self` weakly: no reference cycle, so `del obj` still frees the native memory
+            self.__dict__["update"] = _core.make_updater(self._impl, self._lock, self, Keyed.update)
         elif fast.impl is not self._impl:
             fast.rebind(self._impl)
 
