@@ -1,7 +1,8 @@
 // Per-item update at C speed. The public Python classes lock every call with an ObjectLock (a
-// re-entrant lock that waits with the GIL released); after the key type is fixed, an object's
-// `update` attribute becomes an Updater: a vectorcall object that takes the same lock, converts a
-// plain int or str in C and calls the native update -- no Python frame, no pybind11 dispatch.
+// re-entrant lock that waits with the GIL released); their class attribute `update` is a
+// FastUpdate method descriptor: for obj.update(x) with the key type fixed it takes the same lock,
+// converts a plain int or str in C and calls the native update (state in obj.__dict__['_fast']) --
+// no Python frame, no pybind11 dispatch, no bound-method object.
 // Anything unusual (another type, a subclass, an int outside int64, a str that is not valid
 // UTF-8, a native exception, or an object whose native structure was replaced) goes to the Python
 // slow path, which raises the documented errors. Also: a direct conversion of a list of ints.
@@ -153,98 +154,37 @@ int update_str(void* native, PyObject* key) {
   return 0;
 }
 
-struct UpdaterObject {
+// The native state of one public object's fast path: its native structure, its lock, and the
+// update function for that structure's class. Stored in the object's __dict__ as '_fast'; it holds
+// no reference to the object itself (no reference cycle: `del obj` frees the native memory).
+struct CacheObject {
   PyObject_HEAD
-  vectorcallfunc vectorcall;
-  PyObject* impl;      // the native pybind11 object (strong)
-  PyObject* lock;      // its owner's ObjectLock
-  PyObject* owner_ref;  // weak reference to the public object (no reference cycle: `del` frees it)
-  PyObject* slow;      // the Python slow path, an unbound function called as slow(owner, *args)
+  PyObject* impl;  // the native pybind11 object (strong)
+  PyObject* lock;  // the owner's ObjectLock (strong)
   void* native;
   UpdateFn fn;
 };
 
 PyObject* g_impl_name = nullptr;
 PyObject* g_fixed_name = nullptr;
+PyObject* g_fast_name = nullptr;
+PyTypeObject* g_lock_type = nullptr;
+PyTypeObject* g_cache_type = nullptr;
 
 bool match_any(const py::handle& impl, void*& native, UpdateFn& fn);
 
-// Whether the owner is alive, still holds `impl` as _impl and has its key type fixed.
-bool owner_current(UpdaterObject* self, PyObject* owner) {
-#if PY_VERSION_HEX < 0x030D0000
-  PyObject** slot = _PyObject_GetDictPtr(owner);  // borrowed: no reference count traffic
-  PyObject* dict = slot ? *slot : nullptr;
-  if (!dict) return false;
-  const bool ok = PyDict_GetItemWithError(dict, g_impl_name) == self->impl &&
-                  PyDict_GetItemWithError(dict, g_fixed_name) == Py_True;
-#else
-  PyObject* dict = PyObject_GenericGetDict(owner, nullptr);
-  if (!dict) {
-    PyErr_Clear();
-    return false;
-  }
-  const bool ok = PyDict_GetItemWithError(dict, g_impl_name) == self->impl &&
-                  PyDict_GetItemWithError(dict, g_fixed_name) == Py_True;
-  Py_DECREF(dict);
-#endif
-  PyErr_Clear();
-  return ok;
-}
-
-PyObject* updater_call(PyObject* o, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  auto* self = reinterpret_cast<UpdaterObject*>(o);
-  PyObject* owner = PyWeakref_GetObject(self->owner_ref);  // borrowed; Py_None once dead
-  if (owner == nullptr) return nullptr;
-  if (owner == Py_None) {
-    PyErr_SetString(PyExc_ReferenceError, "the object this update() belonged to no longer exists");
-    return nullptr;
-  }
-  if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == nullptr && self->fn != nullptr && owner_current(self, owner)) {
-    auto* lock = reinterpret_cast<LockObject*>(self->lock);
-    lock_acquire(lock);
-    const int r = self->fn(self->native, args[0]);
-    if (!lock_release(lock)) return nullptr;
-    if (r == 0) Py_RETURN_NONE;
-  }
-  if (PyErr_Occurred()) return nullptr;
-  PyObject* bound = PyMethod_New(self->slow, owner);
-  if (!bound) return nullptr;
-  PyObject* out = PyObject_Vectorcall(bound, args, nargsf, kwnames);
-  Py_DECREF(bound);
-  return out;
-}
-
-int updater_traverse(PyObject* o, visitproc visit, void* arg) {
-  auto* self = reinterpret_cast<UpdaterObject*>(o);
-  Py_VISIT(self->impl);
-  Py_VISIT(self->lock);
-  Py_VISIT(self->owner_ref);
-  Py_VISIT(self->slow);
-  Py_VISIT(Py_TYPE(o));
-  return 0;
-}
-
-int updater_clear(PyObject* o) {
-  auto* self = reinterpret_cast<UpdaterObject*>(o);
+void cache_dealloc(PyObject* o) {
+  auto* self = reinterpret_cast<CacheObject*>(o);
   Py_CLEAR(self->impl);
   Py_CLEAR(self->lock);
-  Py_CLEAR(self->owner_ref);
-  Py_CLEAR(self->slow);
-  self->native = nullptr;
-  return 0;
-}
-
-void updater_dealloc(PyObject* o) {
-  PyObject_GC_UnTrack(o);
-  updater_clear(o);
   PyTypeObject* tp = Py_TYPE(o);
   tp->tp_free(o);
   Py_DECREF(tp);
 }
 
-// rebind(impl): follow a new native structure (after the key type changed); no fast path if None.
-PyObject* updater_rebind(PyObject* o, PyObject* impl) {
-  auto* self = reinterpret_cast<UpdaterObject*>(o);
+// rebind(impl): follow a new native structure (after the key type changed).
+PyObject* cache_rebind(PyObject* o, PyObject* impl) {
+  auto* self = reinterpret_cast<CacheObject*>(o);
   void* native = nullptr;
   UpdateFn fn = nullptr;
   try {
@@ -260,37 +200,139 @@ PyObject* updater_rebind(PyObject* o, PyObject* impl) {
   Py_RETURN_NONE;
 }
 
-PyMethodDef updater_methods[] = {
-    {"rebind", updater_rebind, METH_O, "Follow a new native structure."},
+PyMethodDef cache_methods[] = {
+    {"rebind", cache_rebind, METH_O, "Follow a new native structure."},
     {nullptr, nullptr, 0, nullptr},
 };
 
-PyMemberDef updater_members[] = {
-    {"__vectorcalloffset__", T_PYSSIZET, static_cast<Py_ssize_t>(offsetof(UpdaterObject, vectorcall)), READONLY, nullptr},
-    {"impl", T_OBJECT, static_cast<Py_ssize_t>(offsetof(UpdaterObject, impl)), READONLY, "the native structure updated"},
+PyMemberDef cache_members[] = {
+    {"impl", T_OBJECT, static_cast<Py_ssize_t>(offsetof(CacheObject, impl)), READONLY, "the native structure updated"},
     {nullptr, 0, 0, 0, nullptr},
 };
 
-PyObject* updater_tp_call(PyObject* o, PyObject* args, PyObject* kwargs) {
-  return PyVectorcall_Call(o, args, kwargs);
-}
-
-PyType_Slot updater_slots[] = {
-    {Py_tp_dealloc, reinterpret_cast<void*>(updater_dealloc)},
-    {Py_tp_traverse, reinterpret_cast<void*>(updater_traverse)},
-    {Py_tp_clear, reinterpret_cast<void*>(updater_clear)},
-    {Py_tp_call, reinterpret_cast<void*>(updater_tp_call)},
-    {Py_tp_members, updater_members},
-    {Py_tp_methods, updater_methods},
-    {Py_tp_doc, const_cast<char*>("update(item): add one occurrence of item (native fast path).")},
+PyType_Slot cache_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(cache_dealloc)},
+    {Py_tp_members, cache_members},
+    {Py_tp_methods, cache_methods},
+    {Py_tp_doc, const_cast<char*>("Native state of one object's fast update path.")},
     {0, nullptr},
 };
 
-PyType_Spec updater_spec = {"dpsketch._core.Updater", sizeof(UpdaterObject), 0,
-                            Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL, updater_slots};
+PyType_Spec cache_spec = {"dpsketch._core.FastUpdateState", sizeof(CacheObject), 0, Py_TPFLAGS_DEFAULT, cache_slots};
 
-PyTypeObject* g_lock_type = nullptr;
-PyTypeObject* g_updater_type = nullptr;
+// ---- FastUpdate: the class attribute `update` --------------------------------------------
+// A method descriptor (like a Python function in a class): `obj.update(x)` calls it as
+// update(obj, x) without creating a bound method, `obj.update` alone gives a bound method.
+
+struct FastUpdateObject {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject* slow;  // the Python update function, called as slow(obj, *args, **kwargs)
+};
+
+PyObject* fast_call(PyObject* o, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<FastUpdateObject*>(o);
+  if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == nullptr) {
+    PyObject** slot = _PyObject_GetDictPtr(args[0]);
+    PyObject* dict = slot ? *slot : nullptr;
+    PyObject* cache = dict ? PyDict_GetItemWithError(dict, g_fast_name) : nullptr;
+    if (cache && Py_TYPE(cache) == g_cache_type) {
+      auto* c = reinterpret_cast<CacheObject*>(cache);
+      if (c->fn != nullptr && PyDict_GetItemWithError(dict, g_impl_name) == c->impl &&
+          PyDict_GetItemWithError(dict, g_fixed_name) == Py_True) {
+        Py_INCREF(cache);  // the call below may run code that replaces dict entries
+        auto* lock = reinterpret_cast<LockObject*>(c->lock);
+        lock_acquire(lock);
+        const int r = c->fn(c->native, args[1]);
+        const bool released = lock_release(lock);
+        Py_DECREF(cache);
+        if (!released) return nullptr;
+        if (r == 0) Py_RETURN_NONE;
+      }
+    }
+    if (PyErr_Occurred()) return nullptr;
+  }
+  return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+}
+
+PyObject* fast_get(PyObject* o, PyObject* obj, PyObject*) {
+  if (obj == nullptr || obj == Py_None) {
+    Py_INCREF(o);
+    return o;
+  }
+  return PyMethod_New(o, obj);
+}
+
+PyObject* fast_tp_call(PyObject* o, PyObject* args, PyObject* kwargs) { return PyVectorcall_Call(o, args, kwargs); }
+
+int fast_traverse(PyObject* o, visitproc visit, void* arg) {
+  Py_VISIT(reinterpret_cast<FastUpdateObject*>(o)->slow);
+  Py_VISIT(Py_TYPE(o));
+  return 0;
+}
+
+int fast_clear(PyObject* o) {
+  Py_CLEAR(reinterpret_cast<FastUpdateObject*>(o)->slow);
+  return 0;
+}
+
+void fast_dealloc(PyObject* o) {
+  PyObject_GC_UnTrack(o);
+  fast_clear(o);
+  PyTypeObject* tp = Py_TYPE(o);
+  tp->tp_free(o);
+  Py_DECREF(tp);
+}
+
+PyObject* fast_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  PyObject* slow = nullptr;
+  if (kwargs && PyDict_Size(kwargs) != 0) {
+    PyErr_SetString(PyExc_TypeError, "FastUpdate(slow) takes one positional argument");
+    return nullptr;
+  }
+  if (!PyArg_ParseTuple(args, "O:FastUpdate", &slow)) return nullptr;
+  auto* self = reinterpret_cast<FastUpdateObject*>(type->tp_alloc(type, 0));
+  if (!self) return nullptr;
+  self->vectorcall = fast_call;
+  Py_INCREF(slow);
+  self->slow = slow;
+  return reinterpret_cast<PyObject*>(self);
+}
+
+PyObject* fast_getattr(PyObject* o, PyObject* name) {
+  // __doc__, __name__, __wrapped__ ... come from the slow function (help(obj.update) shows its doc)
+  if (PyUnicode_Check(name) && (PyUnicode_CompareWithASCIIString(name, "__doc__") == 0 ||
+                                 PyUnicode_CompareWithASCIIString(name, "__name__") == 0 ||
+                                 PyUnicode_CompareWithASCIIString(name, "__qualname__") == 0))
+    return PyObject_GetAttr(reinterpret_cast<FastUpdateObject*>(o)->slow, name);
+  PyObject* r = PyObject_GenericGetAttr(o, name);
+  if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
+  PyErr_Clear();
+  return PyObject_GetAttr(reinterpret_cast<FastUpdateObject*>(o)->slow, name);
+}
+
+PyMemberDef fast_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, static_cast<Py_ssize_t>(offsetof(FastUpdateObject, vectorcall)), READONLY, nullptr},
+    {"__wrapped__", T_OBJECT, static_cast<Py_ssize_t>(offsetof(FastUpdateObject, slow)), READONLY, "the Python update"},
+    {nullptr, 0, 0, 0, nullptr},
+};
+
+PyType_Slot fast_slots[] = {
+    {Py_tp_new, reinterpret_cast<void*>(fast_new)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(fast_dealloc)},
+    {Py_tp_traverse, reinterpret_cast<void*>(fast_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(fast_clear)},
+    {Py_tp_call, reinterpret_cast<void*>(fast_tp_call)},
+    {Py_tp_descr_get, reinterpret_cast<void*>(fast_get)},
+    {Py_tp_getattro, reinterpret_cast<void*>(fast_getattr)},
+    {Py_tp_members, fast_members},
+    {0, nullptr},
+};
+
+PyType_Spec fast_spec = {"dpsketch._core.FastUpdate", sizeof(FastUpdateObject), 0,
+                         Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                             Py_TPFLAGS_METHOD_DESCRIPTOR,
+                         fast_slots};
 
 template <class T>
 bool match(const py::handle& impl, void*& native, UpdateFn& fn, UpdateFn f) {
@@ -313,28 +355,18 @@ bool match_any(const py::handle& impl, void*& native, UpdateFn& fn) {
          match<CountSketch<S>>(impl, native, fn, update_str<CountSketch<S>>);
 }
 
-// The Updater of the public object `owner`: fast while owner._impl is `impl` (one of the plain
-// summary/sketch classes) and owner._key_type_fixed is True; slow(owner, item) otherwise.
-py::object make_updater(py::object impl, py::object lock, py::object owner, py::object slow) {
+// The fast-path state for `impl` (fn is null when impl's class has no fast path).
+py::object make_fast_state(py::object impl, py::object lock) {
   if (!PyObject_TypeCheck(lock.ptr(), g_lock_type)) throw py::type_error("lock must be an ObjectLock");
   void* native = nullptr;
   UpdateFn fn = nullptr;
   if (!match_any(impl, native, fn)) fn = nullptr;
-  PyObject* ref = PyWeakref_NewRef(owner.ptr(), nullptr);
-  if (!ref) throw py::error_already_set();
-  auto* self = PyObject_GC_New(UpdaterObject, g_updater_type);
-  if (!self) {
-    Py_DECREF(ref);
-    throw py::error_already_set();
-  }
-  self->vectorcall = updater_call;
+  auto* self = reinterpret_cast<CacheObject*>(g_cache_type->tp_alloc(g_cache_type, 0));
+  if (!self) throw py::error_already_set();
   self->impl = impl.release().ptr();
   self->lock = lock.release().ptr();
-  self->owner_ref = ref;
-  self->slow = slow.release().ptr();
   self->native = native;
   self->fn = fn;
-  PyObject_GC_Track(reinterpret_cast<PyObject*>(self));
   return py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(self));
 }
 
@@ -369,12 +401,16 @@ void bind_fast(py::module_& m) {
   bind_lines(m);
   g_impl_name = PyUnicode_InternFromString("_impl");
   g_fixed_name = PyUnicode_InternFromString("_key_type_fixed");
+  g_fast_name = PyUnicode_InternFromString("_fast");
   g_lock_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&lock_spec));
   if (!g_lock_type) throw py::error_already_set();
-  g_updater_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&updater_spec));
-  if (!g_updater_type) throw py::error_already_set();
+  g_cache_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&cache_spec));
+  if (!g_cache_type) throw py::error_already_set();
+  auto* fast_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&fast_spec));
+  if (!fast_type) throw py::error_already_set();
   m.attr("ObjectLock") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(g_lock_type));
-  m.attr("Updater") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(g_updater_type));
-  m.def("make_updater", &make_updater, py::arg("impl"), py::arg("lock"), py::arg("owner"), py::arg("slow"));
+  m.attr("FastUpdateState") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(g_cache_type));
+  m.attr("FastUpdate") = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(fast_type));
+  m.def("make_fast_state", &make_fast_state, py::arg("impl"), py::arg("lock"));
   m.def("int_list_to_array", &int_list_to_array, py::arg("items"));
 }

@@ -172,6 +172,10 @@ def _line_of(base: int, blank: np.ndarray, i: int) -> str:
         line = nxt
 
 
+def _shifted(locate, start: int, i: int) -> str:
+    return locate(start + i)
+
+
 def _first_false(mask) -> int:
     return int(np.flatnonzero(~mask.to_numpy(zero_copy_only=False))[0])
 
@@ -315,6 +319,7 @@ class Source:
         self.total = None
         self.unit = "B"
         self._pos = lambda: None
+        self._raw = False
         self.col_index = None
         if self.format == "text" and column is not None:
             raise InputUsageError("--column is only for CSV and Parquet input; pass --format csv or --format parquet")
@@ -404,10 +409,24 @@ class Source:
         return f"cannot read {self.where()}: {getattr(exc, 'strerror', None) or msg}"
 
     def _split(self, arr, locate):
-        """Slices of at most chunk_size items, each converted to keys."""
+        """Slices of at most chunk_size items, each converted to keys (or, for text_chunks, the raw
+        text with its locator)."""
         for start in range(0, len(arr), self.chunk_size):
             part = arr.slice(start, self.chunk_size)
-            yield self.keys.convert(part, lambda i, s=start: locate(s + i))
+            where = functools.partial(_shifted, locate, start)
+            yield (part, where) if self._raw else self.keys.convert(part, where)
+
+    def text_chunks(self):
+        """(large_string array, locate) pairs of the raw stripped items, for commands that parse
+        the text themselves (dpsketch quantiles); Parquet is not handled here."""
+        self._raw = True
+        gen = self._text_chunks() if self.format == "text" else self._csv_chunks()
+        try:
+            yield from gen
+        except UnicodeDecodeError:
+            raise InputError(f"{self.where()} is not valid {self.encoding} text; pass --encoding") from None
+        except OSError as exc:
+            raise InputError(self._io_message(exc)) from None
 
     def _text_chunks(self):
         """Lines, split in C++ (dpsketch._core.split_lines) from decompressed blocks read by pyarrow:

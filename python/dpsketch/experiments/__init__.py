@@ -1,4 +1,4 @@
-"""Reproductions of the experiments of the two source papers (ALGORITHMS.md §7).
+"""Reproductions of the experiments of the two source papers (docs/algorithms.md §7).
 
 ``run(name, ...)`` runs one sweep and writes, into ``<out>/<name>/``:
 

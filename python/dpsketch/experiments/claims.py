@@ -1,4 +1,4 @@
-"""The papers' headline claims (ALGORITHMS.md §7), checked against the summary rows of a sweep.
+"""The papers' headline claims (docs/algorithms.md §7), checked against the summary rows of a sweep.
 
 Each claim row says what the paper claims, the value we measured, whether it holds under the
 stated test, and which summary rows back it (``summary.csv`` of the same output folder). Points

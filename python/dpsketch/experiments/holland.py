@@ -2,7 +2,7 @@
 hitters over Count-Min and CountSketch, on Zipf streams (``holland-synthetic``) and on real data
 (``holland-real``).
 
-Setup (ALGORITHMS.md §7): delta = 1e-3; counter-based summaries get k~ = factor * k counters
+Setup (docs/algorithms.md §7): delta = 1e-3; counter-based summaries get k~ = factor * k counters
 (factor 2 by default); the sketches get a candidate set of capacity 2 * factor * k (= 4k at the
 default factor, as in the paper) and ``max_stream_length = n``. Every run builds a fresh structure,
 feeds the whole stream with one ``update_many`` (timed), releases once with a run-specific seed

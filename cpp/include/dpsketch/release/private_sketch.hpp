@@ -1,4 +1,4 @@
-// Count-Min / CountSketch as DP frequency oracles (ALGORITHMS.md §4): noise is added once, at
+// Count-Min / CountSketch as DP frequency oracles (docs/algorithms.md §4): noise is added once, at
 // construction, to every cell, so every estimate ever computed comes from a DP object and the whole
 // noisy sketch (cells + hash seed) can be published, serialized and queried (post-processing).
 //   Pure DP (Holland):  every cell += DLap(Δ/ε), Δ = ℓ1-sensitivity = number of noisy rows.
@@ -25,7 +25,12 @@ struct NoiseSpec {
   NoiseKind kind = NoiseKind::laplace;
   noise::Rational param{1, 1};  // Laplace scale Δ/ε, or Gaussian variance σ²
   std::int64_t shift = 0;       // added to every sketch cell (zCDP Count-Min), 0 otherwise
+  // The neighbour model param was calibrated for (docs/privacy.md "Dyadic sketches (§6)", replace
+  // neighbours): recorded so a restored sketch reports its guarantee. Serialized as bit 4 of the
+  // noise-kind byte (0 for add/remove, so older bytes read unchanged).
+  bool replace_neighbours = false;
 };
+inline constexpr std::uint8_t kReplaceNeighboursBit = 0x10;
 
 inline constexpr std::uint8_t kPrivateFamilyOffset = 4;  // families 7/8: private CM/CS
 
@@ -51,6 +56,22 @@ class PrivateSketch {
 
   std::uint64_t fingerprint(const View& x) const noexcept { return sketch_.fingerprint(x); }
   void update(const View& x) noexcept { update_fp(fingerprint(x)); }
+  // Turnstile update (signed count). The F2 row of §5 bounds F2 only for insertions, so a sketch
+  // carrying it takes unit insertions only.
+  void update(const View& x, std::int64_t count) {
+    check_counted();
+    sketch_.update(x, count);
+  }
+  void update_many_counted(const std::int64_t* items, const std::int64_t* counts, std::size_t m) {
+    check_counted();
+    sketch_.update_many_counted(items, counts, m);
+  }
+  static std::uint64_t batch_mass(const std::int64_t* counts, std::size_t m) { return Sketch::batch_mass(counts, m); }
+  void reserve_mass(std::uint64_t a) {
+    check_counted();
+    sketch_.reserve_mass(a);
+  }
+  void add_reserved(const View& x, std::int64_t count) noexcept { sketch_.add_reserved(x, count); }
   void update_fp(std::uint64_t fp) noexcept {
     sketch_.update_fp(fp);
     if (!f2_cells_.empty()) f2_cells_[reduce_range(f2_hash_(fp), sketch_.width())] += 1;
@@ -78,7 +99,7 @@ class PrivateSketch {
   const Sketch& sketch() const noexcept { return sketch_; }
   const NoiseSpec& noise_spec() const noexcept { return spec_; }
   const std::vector<std::int64_t>& f2_cells() const noexcept { return f2_cells_; }
-  std::uint64_t n() const noexcept { return sketch_.n(); }
+  std::int64_t n() const noexcept { return sketch_.n(); }
   std::size_t memory_bytes() const noexcept {
     return sizeof(*this) + sketch_.memory_bytes() - sizeof(Sketch) + f2_cells_.capacity() * 8;
   }
@@ -88,7 +109,8 @@ class PrivateSketch {
   std::string serialize() const {
     ByteWriter w;
     w.header(static_cast<Family>(static_cast<std::uint8_t>(Sketch::family) + kPrivateFamilyOffset), KeyTraits<Key>::tag);
-    w.u8(static_cast<std::uint8_t>(spec_.kind));
+    w.u8(static_cast<std::uint8_t>(static_cast<std::uint8_t>(spec_.kind) |
+                                   (spec_.replace_neighbours ? kReplaceNeighboursBit : 0)));
     w.u64(spec_.param.num);
     w.u64(spec_.param.den);
     w.i64(spec_.shift);
@@ -102,8 +124,11 @@ class PrivateSketch {
     ByteReader r(bytes);
     r.header(static_cast<Family>(static_cast<std::uint8_t>(Sketch::family) + kPrivateFamilyOffset), KeyTraits<Key>::tag);
     NoiseSpec spec;
-    const std::uint8_t kind = r.u8();
-    if (kind != 1 && kind != 2) throw DeserializeError("unknown noise kind");
+    const std::uint8_t kind_byte = r.u8();
+    const std::uint8_t kind = kind_byte & 0x0f;
+    if ((kind != 1 && kind != 2) || (kind_byte & 0xf0 & ~kReplaceNeighboursBit) != 0)
+      throw DeserializeError("unknown noise kind");
+    spec.replace_neighbours = (kind_byte & kReplaceNeighboursBit) != 0;
     spec.kind = static_cast<NoiseKind>(kind);
     spec.param.num = r.u64();
     spec.param.den = r.u64();
@@ -128,10 +153,17 @@ class PrivateSketch {
  private:
   PrivateSketch(Sketch s, NoiseSpec spec) : sketch_(std::move(s)), spec_(spec) {}
 
+  void check_counted() const {
+    if (!f2_cells_.empty())
+      throw ParameterError("this sketch carries the F2 row of the heavy-hitter wrapper, which needs insertions "
+                           "only; update without counts");
+  }
+
   template <class Draw>
   void fill(Draw& draw, noise::SecureRng& rng) {
     for (std::int64_t& c : sketch_.mutable_cells()) c = draw(rng) + spec_.shift;
     for (std::int64_t& c : f2_cells_) c = draw(rng);
+    sketch_.reset_mass();
   }
   void add_noise(noise::SecureRng& rng) {
     if (spec_.kind == NoiseKind::laplace) {
