@@ -127,6 +127,28 @@ def run_one(algorithm: str, stream, truth: Truth, *, k: int, factor: int, epsilo
     }
 
 
+def meta_field(row: dict, key: str):
+    """One ``key=value`` field of a run's ``meta`` column (e.g. the sketch's ``depth``), or None."""
+    meta = row.get("meta") or ""
+    if not isinstance(meta, str):
+        return None
+    for part in meta.split(";"):
+        k, _, v = part.partition("=")
+        if k == key:
+            return v
+    return None
+
+
+# Per-point parameters written into summary.csv (ranges over the repeats): the sketches' depth and
+# width come from the release metadata, so they are what the library chose, not what the text says.
+SPANS = {
+    "capacity": lambda r: r.get("capacity"),
+    "depth": lambda r: meta_field(r, "depth"),
+    "width": lambda r: meta_field(r, "width"),
+    "true_heavy_hitters": lambda r: r.get("n_heavy"),
+}
+
+
 # ------------------------------------------------------------------------------- sweeps
 def _points(cfg: HollandConfig, sweeps: tuple) -> list[dict]:
     pts = []
