@@ -7,6 +7,7 @@ void bind_summaries(py::module_& m);
 void bind_noise(py::module_& m);
 void bind_release(py::module_& m);
 void bind_dyadic(py::module_& m);
+void bind_fast(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "dpsketch native core (header-only C++ structures compiled for Python)";
@@ -15,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
   bind_noise(m);
   bind_release(m);
   bind_dyadic(m);
+  bind_fast(m);
 }

@@ -268,7 +268,7 @@ def test_crlf_bom_and_blank_lines(capsys, tmp_path):
     ("spacesaving", "DPSS"), ("misragries", "PMG"), ("countmin", "SketchHeavyHitters[countmin]"),
 ])
 def test_algorithms(capsys, files, algorithm, mechanism):
-    code, out, err = run(capsys, "top", files / "items.txt", "-a", algorithm, "--seed", 1,
+    code, out, err = run(capsys, "top", files / "items.txt", "-a", algorithm, "--seed", 1, "-k", 10,
                          "--max-stream-length", N, "--json")
     assert code == 0, err
     d = json.loads(out)

@@ -4,7 +4,6 @@ serialization, pickling and reprs that never show keys."""
 from __future__ import annotations
 
 import functools
-import threading
 
 import contextlib
 from typing import Any, Callable, ClassVar, Iterator, TypeVar, Union, cast
@@ -17,9 +16,11 @@ from ._keys import (
     as_int_key,
     batch_key_type,
     check_key_type,
+    as_str_key,
     feed_str_batch,
     int_batch,
     key_type_of,
+    normalize_batch,
 )
 
 Key = Union[int, str]
@@ -35,7 +36,8 @@ _HEADER = 8
 def locked(method: _F) -> _F:
     """Run ``method`` holding the object's lock. Batch calls release the GIL inside C++, so without
     it another thread could read or mutate the same native structure mid-batch (a crash, not just a
-    wrong answer). Objects are safe to share between threads; calls on one object serialize."""
+    wrong answer). Objects are safe to share between threads; calls on one object serialize. The
+    lock is a native re-entrant ObjectLock so that the C-level ``update`` fast path takes it too."""
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
@@ -50,10 +52,10 @@ class Keyed:
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         obj = super().__new__(cls)
-        obj._lock = threading.RLock()
+        obj._lock = _core.ObjectLock()
         return obj
 
-    _lock: threading.RLock
+    _lock: Any  # _core.ObjectLock
     _impl: Any
     _natives: ClassVar[dict[str, Any]]
     _family: ClassVar[int]
@@ -70,6 +72,7 @@ class Keyed:
         self._key_type_fixed = key_type is not None
         self._key_type = key_type or "int"
         self._impl = self._make(self._key_type)
+        self._bind_fast_update()
 
     # -- subclass hooks -------------------------------------------------------------------------
     def _make(self, key_type: str) -> Any:  # pragma: no cover - abstract
@@ -104,26 +107,33 @@ class Keyed:
             if c != 1:
                 self._update_counted(item, c)
                 return
-        # Fast path for the common case: a plain int or str of the summary's fixed key type.
-        if self._key_type_fixed:
-            t = type(item)
-            if t is int and self._key_type == "int" and _INT64_MIN <= item <= _INT64_MAX:
-                self._impl.update(item)
-                return
-            if t is str and self._key_type == "str" and item.isascii():
-                self._impl.update(item)
-                return
+        # Plain ints and strs of a fixed key type normally never get here: after the key type is
+        # fixed, obj.update is the native Updater (see _bind_fast_update).
         kt = key_type_of(item)
-        key = as_int_key(item) if kt == "int" else item
+        key = as_int_key(item) if kt == "int" else as_str_key(item)
         with self._unchanged_on_error():
             self._settle(kt)
             self._impl.update(key)
+        self._bind_fast_update()
+
+    def _bind_fast_update(self) -> None:
+        """Point the native fast path (``Keyed.update`` is a ``_core.FastUpdate`` descriptor, see
+        below) at this object's current native structure. The state holds the structure and the
+        lock, never the object: no reference cycle."""
+        fast = self.__dict__.get("_fast")
+        if fast is None:
+            self.__dict__["_fast"] = _core.make_fast_state(self._impl, self._lock)
+        elif fast.impl is not self._impl:
+            fast.rebind(self._impl)
 
     @locked
     def update_many(self, items: Any, counts: Any = None) -> None:
         """Add every item of a batch, in order. Fast paths: numpy int64 arrays, numpy str arrays,
         pyarrow string arrays (no per-item Python work, GIL released); any sequence of int/str works.
-        Linear sketches also take ``counts``: one signed int64 count per item (turnstile)."""
+        Linear sketches also take ``counts``: one signed int64 count per item (turnstile).
+        pandas/polars Series and pyarrow arrays are taken zero-copy where possible; a whole
+        DataFrame/Table is a TypeError asking for one column."""
+        items = normalize_batch(items)
         if not isinstance(items, np.ndarray) and not hasattr(items, "__len__"):
             items = list(items)
         if counts is not None:
@@ -176,7 +186,7 @@ class Keyed:
 
     def _update_counted(self, item, count: int) -> None:
         kt = key_type_of(item)
-        key = as_int_key(item) if kt == "int" else item
+        key = as_int_key(item) if kt == "int" else as_str_key(item)
         with self._unchanged_on_error():
             self._settle(kt)
             self._impl.update_counted(key, count)
@@ -197,7 +207,7 @@ class Keyed:
             raise TypeError(f"this {type(self).__name__} has {self._key_type} keys; got a {kt} key")
         if not self._key_type_fixed and kt != self._key_type:
             return None  # nothing of that type was ever added
-        return as_int_key(item) if kt == "int" else item
+        return as_int_key(item) if kt == "int" else as_str_key(item)
 
     @locked
     def estimate(self, item: Key) -> int | float:
@@ -273,6 +283,7 @@ class Keyed:
         obj.__dict__["_release_guard"] = ReleaseGuard(state.count)
         obj._published = state.published
         obj._reproducible_not_secret = state.seeded
+        obj._bind_fast_update()
         return obj
 
     def _restore_params(self) -> None:
@@ -297,6 +308,10 @@ class Keyed:
         # Never shows keys: reprs end up in logs.
         return f"{type(self).__name__}({self._repr_fields()}, key_type={self.key_type!r}, n={self.n})"
 
+
+# `obj.update(x)`: one plain int/str with the key type fixed runs in C under the object's lock; any
+# other call (counts, other types, errors, a changed native structure) runs the Python method above.
+Keyed.update = _core.FastUpdate(Keyed.update)  # type: ignore[method-assign]
 
 def _restore(cls, data, key_type_fixed):
     """Unpickle/copy (kept for pickles made before the untyped tag existed)."""

@@ -40,6 +40,115 @@ def as_int_key(item) -> int:
     return v
 
 
+def as_str_key(item: str) -> str:
+    """``item`` if it can be stored as UTF-8; a lone surrogate is a ValueError that does not echo it."""
+    if not item.isascii():
+        try:
+            item.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                "a str key contains a lone surrogate code point and is not valid Unicode (typical of "
+                "bytes decoded with errors='surrogateescape'); decode the input properly or clean the keys"
+            ) from None
+    return item
+
+
+# -- user containers ------------------------------------------------------------------------------
+
+_TABLE_FIX = {
+    "pandas": "pass one column, e.g. update_many(df['column'])",
+    "polars": "pass one column, e.g. update_many(df['column']) or df.get_column('column')",
+    "pyarrow": "pass one column, e.g. update_many(table.column('column'))",
+}
+
+
+def normalize_batch(items):
+    """A user container as something the feeders take: a numpy array, a pyarrow Array/ChunkedArray of
+    integers or (large_)strings, or the object itself (sequences). Zero-copy where the data allow:
+    numpy-backed pandas columns and Arrow-backed ones (pandas ArrowDtype, "string[pyarrow]",
+    polars) are viewed, not copied. Tables are a TypeError naming the fix."""
+    mod = type(items).__module__.partition(".")[0]
+    if mod in ("pandas", "polars", "pyarrow"):
+        name = type(items).__name__
+        if name in ("DataFrame", "LazyFrame", "Table", "RecordBatch"):
+            raise TypeError(
+                f"update_many got a {mod} {name}, which holds several columns; {_TABLE_FIX[mod]}"
+            )
+        if mod == "pandas":
+            return _from_pandas(items)
+        if mod == "polars":
+            if name != "Series":
+                raise TypeError(f"cannot use a polars {name} as keys; pass a polars Series")
+            return _from_arrow(items.to_arrow())
+        return _from_arrow(items)
+    return items
+
+
+def _from_pandas(items):
+    import pandas as pd
+
+    if isinstance(items, (pd.Index, pd.Series)):
+        if isinstance(items, pd.MultiIndex):
+            raise TypeError("cannot use a pandas MultiIndex as keys; pass one level")
+        dtype = items.dtype
+        values = items.array if isinstance(items, pd.Series) else items.array
+    else:  # an ExtensionArray or Categorical passed directly
+        dtype, values = items.dtype, items
+    if isinstance(dtype, np.dtype):
+        arr = np.asarray(values)
+        if dtype.kind == "O" and len(arr) and pd.isna(arr).any():
+            raise ValueError("keys contain nulls (None/NaN); drop or fill them before updating")
+        if dtype.kind == "f":
+            raise TypeError(f"cannot use values of dtype {dtype} as keys (floats are not keys); cast explicitly")
+        return arr
+    if pd.isna(values).any():
+        raise ValueError("keys contain nulls (NA); drop or fill them before updating")
+    if isinstance(dtype, pd.CategoricalDtype):
+        import pyarrow as pa
+
+        cat = values if isinstance(values, pd.Categorical) else pd.Categorical(values)
+        codes = np.asarray(cat.codes)
+        return _from_arrow(pa.DictionaryArray.from_arrays(codes, _from_pandas(pd.Index(cat.categories))))
+    kind = getattr(dtype, "kind", "O")
+    if kind in "iu" and not hasattr(values, "__arrow_array__") or type(dtype).__name__.endswith("IntegerDtype"):
+        return np.asarray(values.to_numpy(dtype=dtype.numpy_dtype))  # masked ints without NA: a view
+    if type(dtype).__name__ == "StringDtype" and getattr(dtype, "storage", "") == "python":
+        return np.asarray(values.to_numpy(dtype=object))  # str objects: the C++ sequence feeder
+    if hasattr(values, "__arrow_array__"):
+        return _from_arrow(values.__arrow_array__())  # Arrow-backed: the buffers themselves
+    if kind == "b":
+        raise TypeError("keys must be int or str, got a bool column; convert it to int explicitly")
+    return np.asarray(values.to_numpy())
+
+
+def _from_arrow(arr):
+    """Arrow array/chunked array of int or (large_)string; dictionaries decoded, views cast."""
+    import pyarrow as pa
+
+    if isinstance(arr, pa.ChunkedArray):
+        if arr.num_chunks == 1:
+            return _from_arrow(arr.chunk(0))
+        if pa.types.is_dictionary(arr.type) or _is_string_view(arr.type):
+            chunks = [_from_arrow(c) for c in arr.chunks]
+            return pa.chunked_array(chunks, type=chunks[0].type if chunks else pa.large_string())
+        return arr
+    if not isinstance(arr, pa.Array):
+        raise TypeError(f"cannot use a pyarrow {type(arr).__name__} as keys; pass an Array or ChunkedArray")
+    if pa.types.is_dictionary(arr.type):
+        if arr.null_count:
+            raise ValueError("keys contain nulls; drop or fill them before updating")
+        arr = arr.dictionary_decode()
+    if _is_string_view(arr.type):
+        arr = arr.cast(pa.large_string())
+    return arr
+
+
+def _is_string_view(t) -> bool:
+    import pyarrow as pa
+
+    return hasattr(pa.types, "is_string_view") and pa.types.is_string_view(t)
+
+
 def batch_key_type(items) -> str:
     """Key type of a batch (numpy array, pyarrow array, or sequence), from its dtype or first element."""
     if isinstance(items, np.ndarray):
@@ -62,6 +171,8 @@ def batch_key_type(items) -> str:
             return "int"
         if pa.types.is_string(t) or pa.types.is_large_string(t):
             return "str"
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            raise TypeError(f"cannot use a pyarrow array of type {t} as keys; decode the bytes to str first")
         raise TypeError(f"cannot use a pyarrow array of type {t} as keys; pass integers or strings")
     if isinstance(items, (str, bytes)):
         raise TypeError("update_many takes a sequence of keys, not a single string; use update(key)")
@@ -107,11 +218,11 @@ def _int_sequence(items) -> np.ndarray:
     are TypeErrors and out-of-range ints OverflowErrors (np.asarray would silently turn True into 1,
     or a mix of negative and >= 2**63 ints into float64)."""
     items = items if isinstance(items, (list, tuple)) else list(items)
-    if set(map(type, items)) <= {int}:
-        try:
-            return np.array(items, dtype=np.int64)
-        except OverflowError:
-            pass  # report the offending element below
+    from . import _core
+
+    direct = _core.int_list_to_array(items)  # one C pass over exact ints in the int64 range
+    if direct is not None:
+        return direct
     out = np.empty(len(items), dtype=np.int64)
     for i, x in enumerate(items):
         if isinstance(x, (list, tuple, np.ndarray)):
@@ -136,10 +247,12 @@ def feed_str_batch(impl, items) -> None:
             return
         if items.null_count:
             raise ValueError("keys contain nulls; drop or fill them before updating")
-        if pa.types.is_string(items.type):
-            items = items.cast(pa.large_string())
+        items = _from_arrow(items)
         _validity, offsets_buf, data_buf = items.buffers()
-        offsets = np.frombuffer(offsets_buf, dtype=np.int64)[items.offset : items.offset + len(items) + 1]
+        # string arrays have int32 offsets: widen those (n values), never copy the character data
+        width = np.int32 if pa.types.is_string(items.type) else np.int64
+        offsets = np.frombuffer(offsets_buf, dtype=width)[items.offset : items.offset + len(items) + 1]
+        offsets = offsets.astype(np.int64) if width is np.int32 else offsets
         data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
         impl.update_many_utf8(data, np.ascontiguousarray(offsets))
         return

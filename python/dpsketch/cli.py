@@ -25,25 +25,25 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import gzip
-import io
-import itertools
 import json
 import math
 import os
-import stat
 import sys
-import time
 
 import numpy as np
+
+from . import _input
 
 __all__ = ["main"]
 
 PROG = "dpsketch"
 ALGORITHMS = ("spacesaving", "misragries", "countmin", "countsketch")
-FORMATS = ("text", "csv", "parquet")
-DEFAULT_K = 10
-DEMO_DEFAULT_K = 100  # at k = 10 no retail item reaches n/k, so recall would be vacuous
+FORMATS = _input.FORMATS
+# Frequency threshold n/k: k = 1000 (0.1% of the stream) releases something on typical data
+# (GCIDE words: ~100 items, retail: ~50); --top caps what is printed.
+DEFAULT_K = 1000
+DEFAULT_TOP = 25
+DEMO_DEFAULT_K = 100  # the demo evaluates recall/precision against f(x) >= n/k: 5 clear items at 100
 DEFAULT_CHUNK = 1_000_000
 
 
@@ -137,7 +137,7 @@ def _build_parser() -> _Parser:
     g = t.add_argument_group("input")
     g.add_argument("--format", choices=FORMATS,
                    help="input format (default: from the extension: .csv/.tsv -> csv, "
-                        ".parquet/.pq -> parquet, anything else -> text; a .gz suffix is looked through)")
+                        ".parquet/.pq -> parquet, anything else -> text; gzip is detected from the content)")
     g.add_argument("--column", metavar="NAME",
                    help="CSV/Parquet column holding the items (optional when there is only one); "
                         "with --no-header, a 0-based column index")
@@ -151,12 +151,18 @@ def _build_parser() -> _Parser:
                       help="keep every item as text")
     g.add_argument("--chunk-size", type=_int_at_least("chunk-size", 1), default=DEFAULT_CHUNK,
                    metavar="N", help=f"items per update batch (default {DEFAULT_CHUNK:,})")
+    g.add_argument("--max-line-length", type=_int_at_least("max-line-length", 1),
+                   default=_input.DEFAULT_MAX_LINE_BYTES, metavar="BYTES",
+                   help="longest line (text) or row (CSV) accepted; longer input is an error, so "
+                        f"input without newlines cannot exhaust memory (default {_input.DEFAULT_MAX_LINE_BYTES:,})")
     m = t.add_argument_group("mechanism")
     m.add_argument("--algorithm", "-a", choices=ALGORITHMS, default="spacesaving",
                    help="summary: spacesaving (DPSS, default), misragries (PMG), countmin or "
                         "countsketch (noisy sketch + candidate set)")
     m.add_argument("--k", "-k", type=_int_at_least("k", 1), default=None,
-                   help=f"target: items with frequency >= n/k (default {DEFAULT_K})")
+                   help="frequency threshold: release items whose frequency is about n/k or more "
+                        f"(n = stream length; NOT 'the top k'; default {DEFAULT_K}, i.e. 0.1%% of the "
+                        "stream). At most ~k items can pass; see --top for how many are printed")
     m.add_argument("--epsilon", "-e", type=_positive_float("epsilon"), default=1.0,
                    help="privacy parameter epsilon > 0 (default 1.0)")
     m.add_argument("--delta", "-d", type=_delta, default=1e-6,
@@ -176,8 +182,14 @@ def _build_parser() -> _Parser:
     fmt = o.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the release as JSON")
     fmt.add_argument("--csv", action="store_true", help="print rank,item,noisy_count as CSV")
+    o.add_argument("--top", "-n", type=_int_at_least("top", 0), default=DEFAULT_TOP, metavar="N",
+                   help=f"print at most the N largest released items (post-processing; default "
+                        f"{DEFAULT_TOP}; 0 prints all)")
     o.add_argument("--quiet", "-q", action="store_true", help="no header, notes or progress bar on stderr")
-    o.add_argument("--no-progress", action="store_true", help="no progress bar")
+    prog = o.add_mutually_exclusive_group()
+    prog.add_argument("--progress", action="store_true",
+                      help="show a progress bar with rate and ETA (default: only when stderr is a terminal)")
+    prog.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(handler=_cmd_top, keys="auto")
 
     qp = sub.add_parser(
@@ -330,410 +342,55 @@ def _warn(msg):
 
 
 class _Progress:
-    """Progress on stderr, only when stderr is a terminal: tqdm if importable, else a one-line
-    counter redrawn at most 5 times a second, shown only for inputs that take > 0.5 s."""
+    """A tqdm progress bar on stderr (rate and ETA; percentage when the total is known), or nothing."""
 
     def __init__(self, enabled, total, unit):
-        self.total, self.unit, self.last = total, unit, 0
-        self.bar = None
-        self.enabled = bool(enabled)
-        self.t0 = time.monotonic()
-        self.drawn = 0.0
-        self.shown = False
-        if not self.enabled:
+        self.bar, self.last = None, 0
+        if not enabled:
             return
-        try:
-            from tqdm import tqdm
-        except ImportError:
-            return
-        try:
-            self.bar = tqdm(total=total, unit=unit, unit_scale=True, file=sys.stderr, leave=False,
-                            delay=0.5, desc=PROG)
-        except TypeError:  # tqdm without delay=
-            self.bar = tqdm(total=total, unit=unit, unit_scale=True, file=sys.stderr, leave=False, desc=PROG)
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit=unit.strip() or "B", unit_scale=True, unit_divisor=1000,
+                        file=sys.stderr, leave=False, delay=0.5, desc=PROG, dynamic_ncols=True)
 
     def update(self, pos):
-        if not self.enabled or pos is None:
+        if self.bar is None or pos is None:
             return
-        if self.bar is not None:
-            self.bar.update(pos - self.last)
-            self.last = pos
-            return
-        now = time.monotonic()
-        if now - self.t0 < 0.5 or now - self.drawn < 0.2:
-            return
-        self.drawn, self.shown = now, True
-        done = _si(pos) + self.unit
-        if self.total:
-            frac = min(1.0, pos / self.total)
-            width = 30
-            fill = int(frac * width)
-            line = f"{PROG}: [{'#' * fill}{'.' * (width - fill)}] {frac:6.1%}  {done} / {_si(self.total)}{self.unit}"
-        else:
-            line = f"{PROG}: {done} read"
-        sys.stderr.write("\r" + line + "\x1b[K")
-        sys.stderr.flush()
+        self.bar.update(pos - self.last)
+        self.last = pos
 
     def close(self):
         if self.bar is not None:
             self.bar.close()
-        elif self.shown:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
-
-
-def _si(x):
-    for unit in ("", "k", "M", "G", "T"):
-        if abs(x) < 1000:
-            return f"{x:.0f}{unit}" if unit == "" else f"{x:.1f}{unit}"
-        x /= 1000.0
-    return f"{x:.1f}P"
 
 
 # ---------------------------------------------------------------------------------------------
-# input
+# input (the reading itself lives in dpsketch._input)
 # ---------------------------------------------------------------------------------------------
-
-
-def _detect_format(path: str | None) -> str:
-    if path is None or path == "-":
-        return "text"
-    name = os.path.basename(path).lower()
-    if name.endswith(".gz"):
-        name = name[:-3]
-    if name.endswith((".csv", ".tsv")):
-        return "csv"
-    if name.endswith((".parquet", ".pq", ".parq")):
-        return "parquet"
-    return "text"
 
 
 def _display(path):
-    return "stdin" if path == "-" else repr(path)
-
-
-def _canonical_ints(items):
-    """int64 array when every item is a canonical decimal integer in the int64 range (so the
-    integer prints back as the same text), else None."""
-    try:
-        vals = list(map(int, items))
-    except (ValueError, TypeError):
-        return None
-    if not all(map(str.__eq__, map(str, vals), items)):
-        return None
-    try:
-        return np.array(vals, dtype=np.int64)
-    except OverflowError:
-        return None
-
-
-class _KeyConverter:
-    """Turns a chunk of text items into keys. Mode 'str' keeps the text; 'int' parses every item
-    with int() (leading zeros, '+', surrounding space allowed); 'auto' decides on the first
-    chunk: int keys if every item there is a canonical integer (e.g. '42', '-7', not '007'),
-    else str. Later chunks must then follow the same choice."""
-
-    def __init__(self, mode):
-        self.mode = mode
-        self.chosen = None if mode == "auto" else mode
-        self.how = "auto-detected from the first chunk" if mode == "auto" else "forced"
-
-    def describe(self):
-        if self.chosen is None:
-            return "none"
-        return f"{self.chosen} ({self.how})"
-
-    def convert(self, items, locate):
-        if self.chosen is None:
-            arr = _canonical_ints(items)
-            self.chosen = "int" if arr is not None else "str"
-            return arr if arr is not None else items
-        if self.chosen == "str":
-            return items
-        if self.mode == "auto":
-            arr = _canonical_ints(items)
-            if arr is not None:
-                return arr
-            bad = next(i for i, s in enumerate(items) if _canonical_ints([s]) is None)
-            raise RunError(
-                f"{locate(bad)} is not an integer, but the keys were auto-detected as integers from "
-                f"the first chunk; rerun with --str-keys (or --int-keys to parse leniently)"
-            )
-        out = np.empty(len(items), dtype=np.int64)
-        for i, s in enumerate(items):
-            try:
-                out[i] = int(s)
-            except ValueError:
-                raise RunError(f"{locate(i)} is not an integer (--int-keys); rerun without --int-keys") from None
-            except OverflowError:
-                raise RunError(f"{locate(i)} does not fit in a signed 64-bit integer (--int-keys)") from None
-        return out
-
-
-class _Input:
-    """An input source that yields key batches for ``update_many``."""
-
-    def __init__(self, args):
-        self.path = args.file if args.file is not None else "-"
-        self.format = args.format or _detect_format(self.path)
-        self.column = args.column
-        self.no_header = args.no_header
-        self.chunk_size = args.chunk_size
-        enc = args.encoding
-        try:
-            import codecs
-
-            enc = codecs.lookup(enc).name
-        except LookupError:
-            raise UsageError(f"unknown encoding {args.encoding!r}") from None
-        self.encoding = "utf-8-sig" if enc == "utf-8" else enc  # drop a leading byte-order mark
-        self.delimiter = args.delimiter
-        self.keys = _KeyConverter(args.keys)
-        self.skipped = 0
-        self.skipped_what = {"text": "blank lines", "csv": "empty values"}.get(self.format, "null values")
-        self.total = None  # progress total (bytes or rows)
-        self.unit = "B"
-        self._pos = lambda: None
-        if self.format == "text" and self.column is not None:
-            raise UsageError("--column is only for CSV and Parquet input; pass --format csv or --format parquet")
-        if self.format != "csv" and (self.delimiter is not None or self.no_header):
-            raise UsageError("--delimiter and --no-header are only for CSV input")
-        if self.delimiter is not None and len(self.delimiter) != 1:
-            if self.delimiter in ("\\t", "tab"):
-                self.delimiter = "\t"
-            else:
-                raise UsageError(f"--delimiter must be one character, got {self.delimiter!r}")
-        if self.no_header and self.column is not None:
-            try:
-                self.col_index = int(self.column)
-            except ValueError:
-                raise UsageError("with --no-header, --column is a 0-based column index") from None
-            if self.col_index < 0:
-                raise UsageError("with --no-header, --column is a 0-based column index")
-        if self.path != "-" and not os.path.exists(self.path):
-            raise RunError(f"cannot read {self.path!r}: no such file")
-        if self.path != "-" and os.path.isdir(self.path):
-            raise RunError(f"cannot read {self.path!r}: it is a directory")
-
-    def position(self):
-        return self._pos()
-
-    # -- raw bytes ----------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _binary(self):
-        """The decompressed byte stream (gzip detected by its magic bytes)."""
-        if self.path == "-":
-            buf = sys.stdin.buffer
-            if not hasattr(buf, "peek"):
-                buf = io.BufferedReader(buf)
-            raw, owned = buf, False
-        else:
-            raw, owned = open(self.path, "rb"), True
-            st = os.fstat(raw.fileno())
-            if stat.S_ISREG(st.st_mode):
-                self.total, self.unit = st.st_size, "B"
-                self._pos = raw.tell
-        try:
-            magic = raw.peek(2)[:2]
-            stream = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
-            yield stream
-        finally:
-            if owned:
-                raw.close()
-
-    @contextlib.contextmanager
-    def _text(self, newline=None):
-        with self._binary() as stream:
-            text = io.TextIOWrapper(stream, encoding=self.encoding, newline=newline)
-            try:
-                yield text
-            finally:
-                text.detach()  # never close stdin through the wrapper
-
-    # -- chunk generators ---------------------------------------------------------------------
-    def chunks(self):
-        """Batches of keys (list of str, int64 array or pyarrow array); empty items are skipped."""
-        if self.format == "parquet":
-            yield from self._parquet_chunks()
-            return
-        gen = self._text_chunks() if self.format == "text" else self._csv_chunks()
-        for items, locate in gen:
-            if items:
-                yield self.keys.convert(items, locate)
-
-    def _text_chunks(self):
-        line_no = 0
-        try:
-            with self._text() as fh:
-                while True:
-                    raw = list(itertools.islice(fh, self.chunk_size))
-                    if not raw:
-                        return
-                    start = line_no + 1
-                    line_no += len(raw)
-                    stripped = list(map(str.strip, raw))
-                    items = [s for s in stripped if s]
-                    self.skipped += len(raw) - len(items)
-
-                    def locate(idx, stripped=stripped, start=start):
-                        seen = -1
-                        for j, s in enumerate(stripped):
-                            seen += bool(s)
-                            if seen == idx:
-                                return f"line {start + j}"
-                        return f"line {start}"  # pragma: no cover
-
-                    yield items, locate
-        except UnicodeDecodeError:
-            raise RunError(
-                f"{_display(self.path)} is not valid {self.encoding.replace('-sig', '')} text "
-                f"(after line {line_no}); pass --encoding, or check that it is a text file"
-            ) from None
-
-    def _csv_chunks(self):
-        delim = self.delimiter
-        if delim is None:
-            delim = "\t" if _detect_base(self.path).endswith(".tsv") else ","
-        try:
-            with self._text(newline="") as fh:
-                reader = csv.reader(fh, delimiter=delim)
-                if self.no_header:
-                    idx = self.col_index if self.column is not None else 0
-                else:
-                    header = next(reader, None)
-                    if header is None:
-                        raise RunError(f"{_display(self.path)} is empty (no CSV header row)")
-                    header = [h.strip() for h in header]
-                    idx = self._pick_column(header)
-                colname = self.column if self.column is not None else f"#{idx}"
-                items, lines = [], []
-                for row in reader:
-                    if not row:
-                        continue  # blank line
-                    if idx >= len(row):
-                        raise RunError(
-                            f"line {reader.line_num} of {_display(self.path)} has {len(row)} "
-                            f"field(s); column {colname!r} is field {idx + 1}"
-                        )
-                    v = row[idx].strip()
-                    if not v:
-                        self.skipped += 1
-                        continue
-                    items.append(v)
-                    lines.append(reader.line_num)
-                    if len(items) >= self.chunk_size:
-                        yield items, (lambda i, lines=lines: f"line {lines[i]}")
-                        items, lines = [], []
-                if items:
-                    yield items, (lambda i, lines=lines: f"line {lines[i]}")
-        except UnicodeDecodeError:
-            raise RunError(
-                f"{_display(self.path)} is not valid {self.encoding.replace('-sig', '')} text; pass --encoding"
-            ) from None
-        except csv.Error as exc:
-            raise RunError(f"malformed CSV in {_display(self.path)}: {exc}") from None
-
-    def _pick_column(self, header):
-        if self.column is None:
-            if len(header) == 1:
-                return 0
-            raise UsageError(
-                f"{_display(self.path)} has {len(header)} columns ({', '.join(map(repr, header[:20]))}"
-                f"{', ...' if len(header) > 20 else ''}); pick one with --column NAME"
-            )
-        if self.column in header:
-            return header.index(self.column)
-        raise UsageError(
-            f"no column {self.column!r} in {_display(self.path)}; its columns are "
-            f"{', '.join(map(repr, header[:20]))}{', ...' if len(header) > 20 else ''}"
-        )
-
-    def _parquet_chunks(self):
-        try:
-            import pyarrow as pa
-            import pyarrow.compute as pc
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise RunError("install pyarrow to read Parquet (pip install pyarrow)") from None
-        if self.path == "-":
-            source = pa.BufferReader(sys.stdin.buffer.read())
-        else:
-            source = self.path
-        try:
-            pf = pq.ParquetFile(source)
-        except (pa.ArrowException, OSError, ValueError) as exc:
-            raise RunError(f"cannot read {_display(self.path)} as Parquet: {_first_line(exc)}") from None
-        schema = pf.schema_arrow
-        names = list(schema.names)
-        if self.column is None:
-            if len(names) != 1:
-                raise UsageError(
-                    f"{_display(self.path)} has {len(names)} columns ({', '.join(map(repr, names[:20]))}"
-                    f"{', ...' if len(names) > 20 else ''}); pick one with --column NAME"
-                )
-            column = names[0]
-        elif self.column in names:
-            column = self.column
-        else:
-            raise UsageError(
-                f"no column {self.column!r} in {_display(self.path)}; its columns are "
-                f"{', '.join(map(repr, names[:20]))}{', ...' if len(names) > 20 else ''}"
-            )
-        typ = schema.field(column).type
-        if pa.types.is_dictionary(typ):
-            typ = typ.value_type
-        is_int = pa.types.is_integer(typ)
-        is_str = pa.types.is_string(typ) or pa.types.is_large_string(typ) or (
-            hasattr(pa.types, "is_string_view") and pa.types.is_string_view(typ))
-        if not (is_int or is_str):
-            raise RunError(
-                f"column {column!r} has type {typ}; only integer and string columns can be items"
-            )
-        self.total, self.unit = pf.metadata.num_rows, " rows"
-        mode = self.keys.mode
-        if mode == "auto":
-            mode = "int" if is_int else "str"
-        self.keys.chosen = mode
-        self.keys.how = "from the Parquet column type" if self.keys.mode == "auto" else "forced"
-        rows = 0
-        self._pos = lambda: rows
-        try:
-            for batch in pf.iter_batches(batch_size=self.chunk_size, columns=[column]):
-                arr = batch.column(0)
-                rows += len(arr)
-                if pa.types.is_dictionary(arr.type):
-                    arr = arr.dictionary_decode()
-                if arr.null_count:
-                    self.skipped += arr.null_count
-                    arr = pc.drop_null(arr)
-                if not len(arr):
-                    continue
-                if is_str and not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-                    arr = arr.cast(pa.large_string())
-                if mode == "str" and is_int:
-                    arr = arr.cast(pa.string())
-                elif mode == "int" and is_str:
-                    try:
-                        arr = pc.cast(pc.utf8_trim_whitespace(arr), pa.int64())
-                    except pa.ArrowInvalid:
-                        raise RunError(
-                            f"column {column!r} holds values that are not 64-bit integers (--int-keys)"
-                        ) from None
-                yield arr
-        except (pa.ArrowException, OSError) as exc:
-            if isinstance(exc, RunError):  # pragma: no cover
-                raise
-            raise RunError(f"cannot read {_display(self.path)} as Parquet: {_first_line(exc)}") from None
-
-
-def _detect_base(path):
-    name = os.path.basename(path or "").lower()
-    return name[:-3] if name.endswith(".gz") else name
+    return _input.display(path)
 
 
 def _first_line(exc):
-    s = str(exc).strip().splitlines()
-    return s[0] if s else type(exc).__name__
+    return _input.first_line(exc)
+
+
+def _open_source(args, keys=None):
+    """The input of ``top`` as a dpsketch._input.Source (checks options and the path, reads nothing)."""
+    try:
+        return _input.Source(
+            args.file, format=args.format, column=args.column, no_header=args.no_header,
+            delimiter=args.delimiter, encoding=args.encoding, keys=keys or args.keys,
+            chunk_size=args.chunk_size,
+            max_line_bytes=getattr(args, "max_line_length", _input.DEFAULT_MAX_LINE_BYTES),
+        )
+    except _input.InputUsageError as exc:
+        raise UsageError(str(exc)) from None
+    except _input.InputError as exc:
+        raise RunError(str(exc)) from None
+
 # ---------------------------------------------------------------------------------------------
 # dpsketch top
 # ---------------------------------------------------------------------------------------------
@@ -834,6 +491,18 @@ def _evaluate(stream, items, k):
     }
 
 
+def _check_parameters_upfront(args):
+    """Everything that can be checked without the data, checked before any input is read."""
+    from .release import check_length_params, check_privacy_params
+
+    try:
+        _, dlt = check_privacy_params(args.epsilon, args.delta)
+        if args.length_epsilon is not None:
+            check_length_params(args.length_epsilon, None, dlt)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(_first_line(exc)) from None
+
+
 def _cmd_top(args):
     if args.demo:
         if args.file is not None:
@@ -844,6 +513,7 @@ def _cmd_top(args):
     if args.k is None:
         args.k = DEMO_DEFAULT_K if args.demo else DEFAULT_K
     capacity = max(args.k, math.ceil(args.oversample * args.k - 1e-9))
+    _check_parameters_upfront(args)
 
     src = None
     stream = None
@@ -857,7 +527,7 @@ def _cmd_top(args):
     else:
         if args.file is None and _isatty(sys.stdin):
             raise UsageError("no input: give FILE, '-' to read stdin, or --demo")
-        src = _Input(args)
+        src = _open_source(args)
     sketch = args.algorithm in ("countmin", "countsketch")
     # --length-epsilon: nothing exact about the length may be printed or recorded (docs/cli.md)
     private_length = args.length_epsilon is not None
@@ -873,9 +543,11 @@ def _cmd_top(args):
             f"--algorithm {args.algorithm} needs --max-stream-length N, a public upper bound on "
             f"the number of items fixed before reading (or 'auto' to count a file in a first pass)"
         )
+    if sketch and max_len == "auto" and src.path == "-":
+        raise UsageError("--max-stream-length auto cannot count stdin; give a number")
+    if sketch and max_len != "auto":
+        _make_checked_estimator(args, capacity, max_len)  # parameter errors before any reading
     if sketch and max_len == "auto":
-        if src.path == "-":
-            raise UsageError("--max-stream-length auto cannot count stdin; give a number")
         max_len = _count_items(src, args)
         _note(args, f"max stream length {max_len:,} (counted in a first pass; the length is treated as public)")
         if max_len == 0:
@@ -884,10 +556,7 @@ def _cmd_top(args):
     if args.seed is not None:
         _warn("--seed makes the noise reproducible: this release is NOT secret (use for experiments only)")
 
-    try:
-        est = _make_estimator(args, capacity, max_len)
-    except (ValueError, TypeError, OverflowError) as exc:
-        raise UsageError(_first_line(exc)) from None
+    est = _make_checked_estimator(args, capacity, max_len)
 
     n = 0
     if args.demo:
@@ -917,17 +586,24 @@ def _cmd_top(args):
     except (ValueError, TypeError, RuntimeError) as exc:
         raise RunError(f"release failed: {_first_line(exc)}") from None
 
-    items = [(k, v) for k, v in rel.items]
-    _print_header(args, rel, capacity, keys_desc, source_desc, len(items))
+    released = [(k, v) for k, v in rel.items]
+    items = released[: args.top] if args.top else released  # post-processing of the release
+    _print_header(args, rel, capacity, keys_desc, source_desc, len(released))
     spent = args.budget.spent()
     _note(args, f"spent: epsilon={_num(spent.epsilon)}, delta={_num(spent.delta)} (dpsketch.Budget ledger)")
-    evaluation = _evaluate(stream, items, args.k) if args.demo else None
+    if not released:
+        _note(args, f"hint: nothing reached the threshold; a larger --k (now {args.k}) lowers it to "
+                    f"frequency >= n/k, a larger --epsilon lowers the noise margin")
+    elif len(items) < len(released):
+        _note(args, f"showing the top {len(items)} of {len(released)} released items (--top 0 shows all)")
+    evaluation = _evaluate(stream, released, args.k) if args.demo else None
 
     if args.json:
         obj = rel.to_dict()
+        obj["items"] = [[k, v] for k, v in items]
         obj["cli"] = {
             "algorithm": args.algorithm, "k": args.k, "capacity": capacity, "source": source_desc,
-            "keys": keys_desc,
+            "keys": keys_desc, "top": args.top, "released": len(released),
         }
         if private_length:
             obj["cli"]["exact_counts_withheld"] = True  # items read / skipped would reveal n
@@ -955,9 +631,18 @@ def _cmd_top(args):
     return 0
 
 
+def _make_checked_estimator(args, capacity, max_len):
+    try:
+        return _make_estimator(args, capacity, max_len)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise UsageError(_first_line(exc)) from None
+
+
 def _show_progress(args):
     # the bar counts items: not with a private length
-    return not (args.quiet or args.no_progress or args.length_epsilon is not None) and _isatty(sys.stderr)
+    if args.quiet or args.no_progress or args.length_epsilon is not None:
+        return False
+    return args.progress or _isatty(sys.stderr)
 
 
 def _isatty(f):
@@ -969,49 +654,36 @@ def _isatty(f):
 
 def _feed(src, est, args):
     n = 0
-    progress = None
+    progress = _Progress(_show_progress(args), src.total, src.unit)
     try:
         for batch in src.chunks():
-            if progress is None:
-                progress = _Progress(_show_progress(args), src.total, src.unit)
+            if progress.bar is not None and progress.bar.total is None and src.total:
+                progress.bar.total = src.total  # Parquet: the row count is known once opened
             try:
                 est.update_many(batch)
             except (TypeError, ValueError, OverflowError) as exc:
                 raise RunError(f"cannot add the items of {_display(src.path)}: {_first_line(exc)}") from None
             n += len(batch)
             progress.update(src.position() if src.total else n)
-    except OSError as exc:
-        raise RunError(f"cannot read {_display(src.path)}: {exc.strerror or _first_line(exc)}") from None
-    except EOFError:
-        raise RunError(f"{_display(src.path)} is truncated (compressed stream ended early)") from None
+    except _input.InputUsageError as exc:
+        raise UsageError(str(exc)) from None
+    except _input.InputError as exc:
+        raise RunError(str(exc)) from None
     finally:
-        if progress is not None:
-            progress.close()
+        progress.close()
     return n
 
 
 def _count_items(src, args):
     """First pass for --max-stream-length auto: Parquet row count, else count the items."""
-    if src.format == "parquet":
-        try:
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise RunError("install pyarrow to read Parquet (pip install pyarrow)") from None
-        try:
-            return pq.ParquetFile(src.path).metadata.num_rows
-        except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
-            raise RunError(f"cannot read {_display(src.path)} as Parquet: {_first_line(exc)}") from None
-    counter = _Input(args)
-    counter.keys = _KeyConverter("str")  # counting only
-    n = 0
     try:
-        for batch in counter.chunks():
-            n += len(batch)
-    except OSError as exc:
-        raise RunError(f"cannot read {_display(src.path)}: {exc.strerror or _first_line(exc)}") from None
-    except EOFError:
-        raise RunError(f"{_display(src.path)} is truncated (compressed stream ended early)") from None
-    return n
+        if src.format == "parquet":
+            return src.parquet_rows()
+        return sum(len(batch) for batch in _open_source(args, keys="str").chunks())
+    except _input.InputUsageError as exc:
+        raise UsageError(str(exc)) from None
+    except _input.InputError as exc:
+        raise RunError(str(exc)) from None
 
 
 def _print_header(args, rel, capacity, keys_desc, source_desc, released):
@@ -1025,7 +697,8 @@ def _print_header(args, rel, capacity, keys_desc, source_desc, released):
     meta = getattr(rel, "metadata", None) or {}
     if meta.get("assumes_public_length"):
         parts.append("(n treated as public)")
-    print(f"{PROG}: {rel.mechanism} via {args.algorithm} ({capacity} {unit}, k={args.k}) on {source_desc}; "
+    print(f"{PROG}: {rel.mechanism} via {args.algorithm} ({capacity} {unit}; target frequency >= n/k, "
+          f"k={args.k}) on {source_desc}; "
           f"keys: {keys_desc}", file=sys.stderr)
     print(f"{PROG}: {' '.join(parts)} -> {released} item(s) released", file=sys.stderr)
 
@@ -1035,10 +708,38 @@ def _print_header(args, rel, capacity, keys_desc, source_desc, released):
 # ---------------------------------------------------------------------------------------------
 
 
+class _TextInput:
+    """The input of ``dpsketch quantiles``, which parses the numbers itself: a dpsketch._input.Source
+    whose text/CSV chunks are (list of str, locate) pairs."""
+
+    def __init__(self, args):
+        self._src = _open_source(args, keys="str")
+
+    def __getattr__(self, name):
+        return getattr(self._src, name)
+
+    def __setattr__(self, name, value):
+        if name == "_src":
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._src, name, value)
+
+    def _chunks(self):
+        try:
+            for arr, locate in self._src.text_chunks():
+                yield arr.to_pylist(), locate
+        except _input.InputUsageError as exc:
+            raise UsageError(str(exc)) from None
+        except _input.InputError as exc:
+            raise RunError(str(exc)) from None
+
+    _text_chunks = _csv_chunks = _chunks
+
+
 def _cmd_quantiles(args):
     from . import quantiles_cmd
 
-    return quantiles_cmd.run(args, input_class=_Input, usage_error=UsageError, run_error=RunError, note=_note,
+    return quantiles_cmd.run(args, input_class=_TextInput, usage_error=UsageError, run_error=RunError, note=_note,
                              warn=_warn, display=_display, first_line=_first_line)
 
 

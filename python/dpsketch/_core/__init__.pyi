@@ -9,7 +9,7 @@ import typing
 from . import noise
 from . import release
 from . import dyadic
-__all__: list[str] = ['CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_DEPTH', 'MisraGriesInt', 'MisraGriesStr', 'SpaceSavingInt', 'SpaceSavingStr', 'dyadic', 'noise', 'release']
+__all__: list[str] = ['CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'FastUpdate', 'FastUpdateState', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_DEPTH', 'MisraGriesInt', 'MisraGriesStr', 'ObjectLock', 'SpaceSavingInt', 'SpaceSavingStr', 'dyadic', 'int_list_to_array', 'make_fast_state', 'noise', 'release', 'split_lines']
 class SpaceSavingInt:
     @staticmethod
     def from_bytes(data: bytes) -> SpaceSavingInt:
@@ -312,6 +312,66 @@ class CountSketchStr:
     @property
     def width(self) -> int:
         ...
+class ObjectLock:
+    """
+    Re-entrant per-object lock shared by the Python wrappers and the native fast update.
+    """
+    @staticmethod
+    def __enter__(*args, **kwargs):
+        ...
+    @staticmethod
+    def __exit__(*args, **kwargs):
+        ...
+    @staticmethod
+    def __new__(type, *args, **kwargs):
+        """
+        Create and return a new object.  See help(type) for accurate signature.
+        """
+    @staticmethod
+    def acquire(*args, **kwargs):
+        """
+        Acquire (re-entrant; waits with the GIL released).
+        """
+    @staticmethod
+    def release(*args, **kwargs):
+        """
+        Release.
+        """
+class FastUpdateState:
+    """
+    Native state of one object's fast update path.
+    """
+    @staticmethod
+    def rebind(*args, **kwargs):
+        """
+        Follow a new native structure.
+        """
+class FastUpdate:
+    @staticmethod
+    def __new__(type, *args, **kwargs):
+        """
+        Create and return a new object.  See help(type) for accurate signature.
+        """
+    def __call__(self, *args, **kwargs):
+        """
+        Call self as a function.
+        """
+    def __get__(self, instance, owner = None):
+        """
+        Return an attribute of instance, which is of type owner.
+        """
+    def __getattribute__(self, name):
+        """
+        Return getattr(self, name).
+        """
+def int_list_to_array(items: typing.Any) -> typing.Any:
+    ...
+def make_fast_state(impl: typing.Any, lock: typing.Any) -> typing.Any:
+    ...
+def split_lines(block: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], final: bool, max_line_bytes: typing.SupportsInt | typing.SupportsIndex) -> dict:
+    """
+    Split a UTF-8 block into stripped, non-blank lines (Arrow large_string layout); see _input.py.
+    """
 MAX_CAPACITY: int = 16777216
 MAX_CELLS: int = 268435456
 MAX_DEPTH: int = 255

@@ -1,0 +1,416 @@
+// Per-item update at C speed. The public Python classes lock every call with an ObjectLock (a
+// re-entrant lock that waits with the GIL released); their class attribute `update` is a
+// FastUpdate method descriptor: for obj.update(x) with the key type fixed it takes the same lock,
+// converts a plain int or str in C and calls the native update (state in obj.__dict__['_fast']) --
+// no Python frame, no pybind11 dispatch, no bound-method object.
+// Anything unusual (another type, a subclass, an int outside int64, a str that is not valid
+// UTF-8, a native exception, or an object whose native structure was replaced) goes to the Python
+// slow path, which raises the documented errors. Also: a direct conversion of a list of ints.
+#include <Python.h>
+#include <pythread.h>
+#include <structmember.h>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <string_view>
+
+#include "dpsketch/counters/misra_gries.hpp"
+#include "dpsketch/counters/space_saving.hpp"
+#include "dpsketch/sketches/linear_sketch.hpp"
+
+namespace py = pybind11;
+using namespace dpsketch;
+
+namespace {
+
+// ---- ObjectLock ----------------------------------------------------------------------------
+
+struct LockObject {
+  PyObject_HEAD
+  std::mutex* mu;
+  std::atomic<unsigned long> owner;
+  long count;
+};
+
+// Acquire re-entrantly; wait with the GIL released (a batch holding the lock runs without the GIL).
+bool lock_acquire(LockObject* l) {
+  const unsigned long me = PyThread_get_thread_ident();
+  if (l->owner.load(std::memory_order_relaxed) == me) {
+    ++l->count;
+    return true;
+  }
+  if (!l->mu->try_lock()) {
+    Py_BEGIN_ALLOW_THREADS
+    l->mu->lock();
+    Py_END_ALLOW_THREADS
+  }
+  l->owner.store(me, std::memory_order_relaxed);
+  l->count = 1;
+  return true;
+}
+
+bool lock_release(LockObject* l) {
+  if (l->owner.load(std::memory_order_relaxed) != PyThread_get_thread_ident() || l->count <= 0) {
+    PyErr_SetString(PyExc_RuntimeError, "cannot release an ObjectLock this thread does not hold");
+    return false;
+  }
+  if (--l->count == 0) {
+    l->owner.store(0, std::memory_order_relaxed);
+    l->mu->unlock();
+  }
+  return true;
+}
+
+PyObject* lock_new(PyTypeObject* type, PyObject*, PyObject*) {
+  auto* self = reinterpret_cast<LockObject*>(type->tp_alloc(type, 0));
+  if (!self) return nullptr;
+  self->mu = new (std::nothrow) std::mutex();
+  if (!self->mu) {
+    Py_DECREF(self);
+    return PyErr_NoMemory();
+  }
+  new (&self->owner) std::atomic<unsigned long>(0);
+  self->count = 0;
+  return reinterpret_cast<PyObject*>(self);
+}
+
+void lock_dealloc(PyObject* o) {
+  auto* self = reinterpret_cast<LockObject*>(o);
+  delete self->mu;
+  PyTypeObject* tp = Py_TYPE(o);
+  tp->tp_free(o);
+  Py_DECREF(tp);
+}
+
+PyObject* lock_enter(PyObject* o, PyObject*) {
+  lock_acquire(reinterpret_cast<LockObject*>(o));
+  Py_INCREF(o);
+  return o;
+}
+
+PyObject* lock_exit(PyObject* o, PyObject*) {
+  if (!lock_release(reinterpret_cast<LockObject*>(o))) return nullptr;
+  Py_RETURN_FALSE;
+}
+
+PyMethodDef lock_methods[] = {
+    {"acquire", lock_enter, METH_NOARGS, "Acquire (re-entrant; waits with the GIL released)."},
+    {"release", lock_exit, METH_NOARGS, "Release."},
+    {"__enter__", lock_enter, METH_NOARGS, nullptr},
+    {"__exit__", lock_exit, METH_VARARGS, nullptr},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyType_Slot lock_slots[] = {
+    {Py_tp_new, reinterpret_cast<void*>(lock_new)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(lock_dealloc)},
+    {Py_tp_methods, lock_methods},
+    {Py_tp_doc, const_cast<char*>("Re-entrant per-object lock shared by the Python wrappers and the native fast update.")},
+    {0, nullptr},
+};
+
+PyType_Spec lock_spec = {"dpsketch._core.ObjectLock", sizeof(LockObject), 0, Py_TPFLAGS_DEFAULT, lock_slots};
+
+// ---- Updater -------------------------------------------------------------------------------
+
+using UpdateFn = int (*)(void*, PyObject*);  // 0 done, 1 not handled here (use the slow path)
+
+template <class T>
+int update_int(void* native, PyObject* key) {
+  if (!PyLong_CheckExact(key)) return 1;
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(key, &overflow);
+  if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return 1;
+  }
+  try {
+    static_cast<T*>(native)->update(static_cast<std::int64_t>(v));
+  } catch (...) {
+    return 1;  // the slow path repeats the call and raises the translated error
+  }
+  return 0;
+}
+
+template <class T>
+int update_str(void* native, PyObject* key) {
+  if (!PyUnicode_CheckExact(key)) return 1;
+  Py_ssize_t n = 0;
+  const char* s = PyUnicode_AsUTF8AndSize(key, &n);
+  if (!s) {  // lone surrogate: the slow path raises an error that does not echo the key
+    PyErr_Clear();
+    return 1;
+  }
+  try {
+    static_cast<T*>(native)->update(std::string_view(s, static_cast<std::size_t>(n)));
+  } catch (...) {
+    return 1;
+  }
+  return 0;
+}
+
+// The native state of one public object's fast path: its native structure, its lock, and the
+// update function for that structure's class. Stored in the object's __dict__ as '_fast'; it holds
+// no reference to the object itself (no reference cycle: `del obj` frees the native memory).
+struct CacheObject {
+  PyObject_HEAD
+  PyObject* impl;  // the native pybind11 object (strong)
+  PyObject* lock;  // the owner's ObjectLock (strong)
+  void* native;
+  UpdateFn fn;
+};
+
+PyObject* g_impl_name = nullptr;
+PyObject* g_fixed_name = nullptr;
+PyObject* g_fast_name = nullptr;
+PyTypeObject* g_lock_type = nullptr;
+PyTypeObject* g_cache_type = nullptr;
+
+bool match_any(const py::handle& impl, void*& native, UpdateFn& fn);
+
+void cache_dealloc(PyObject* o) {
+  auto* self = reinterpret_cast<CacheObject*>(o);
+  Py_CLEAR(self->impl);
+  Py_CLEAR(self->lock);
+  PyTypeObject* tp = Py_TYPE(o);
+  tp->tp_free(o);
+  Py_DECREF(tp);
+}
+
+// rebind(impl): follow a new native structure (after the key type changed).
+PyObject* cache_rebind(PyObject* o, PyObject* impl) {
+  auto* self = reinterpret_cast<CacheObject*>(o);
+  void* native = nullptr;
+  UpdateFn fn = nullptr;
+  try {
+    if (!match_any(impl, native, fn)) fn = nullptr;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+    return nullptr;
+  }
+  Py_INCREF(impl);
+  Py_SETREF(self->impl, impl);
+  self->native = native;
+  self->fn = fn;
+  Py_RETURN_NONE;
+}
+
+PyMethodDef cache_methods[] = {
+    {"rebind", cache_rebind, METH_O, "Follow a new native structure."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyMemberDef cache_members[] = {
+    {"impl", T_OBJECT, static_cast<Py_ssize_t>(offsetof(CacheObject, impl)), READONLY, "the native structure updated"},
+    {nullptr, 0, 0, 0, nullptr},
+};
+
+PyType_Slot cache_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(cache_dealloc)},
+    {Py_tp_members, cache_members},
+    {Py_tp_methods, cache_methods},
+    {Py_tp_doc, const_cast<char*>("Native state of one object's fast update path.")},
+    {0, nullptr},
+};
+
+PyType_Spec cache_spec = {"dpsketch._core.FastUpdateState", sizeof(CacheObject), 0, Py_TPFLAGS_DEFAULT, cache_slots};
+
+// ---- FastUpdate: the class attribute `update` --------------------------------------------
+// A method descriptor (like a Python function in a class): `obj.update(x)` calls it as
+// update(obj, x) without creating a bound method, `obj.update` alone gives a bound method.
+
+struct FastUpdateObject {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject* slow;  // the Python update function, called as slow(obj, *args, **kwargs)
+};
+
+PyObject* fast_call(PyObject* o, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<FastUpdateObject*>(o);
+  if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == nullptr) {
+    PyObject** slot = _PyObject_GetDictPtr(args[0]);
+    PyObject* dict = slot ? *slot : nullptr;
+    PyObject* cache = dict ? PyDict_GetItemWithError(dict, g_fast_name) : nullptr;
+    if (cache && Py_TYPE(cache) == g_cache_type) {
+      auto* c = reinterpret_cast<CacheObject*>(cache);
+      if (c->fn != nullptr && PyDict_GetItemWithError(dict, g_impl_name) == c->impl &&
+          PyDict_GetItemWithError(dict, g_fixed_name) == Py_True) {
+        Py_INCREF(cache);  // the call below may run code that replaces dict entries
+        auto* lock = reinterpret_cast<LockObject*>(c->lock);
+        lock_acquire(lock);
+        const int r = c->fn(c->native, args[1]);
+        const bool released = lock_release(lock);
+        Py_DECREF(cache);
+        if (!released) return nullptr;
+        if (r == 0) Py_RETURN_NONE;
+      }
+    }
+    if (PyErr_Occurred()) return nullptr;
+  }
+  return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+}
+
+PyObject* fast_get(PyObject* o, PyObject* obj, PyObject*) {
+  if (obj == nullptr || obj == Py_None) {
+    Py_INCREF(o);
+    return o;
+  }
+  return PyMethod_New(o, obj);
+}
+
+PyObject* fast_tp_call(PyObject* o, PyObject* args, PyObject* kwargs) { return PyVectorcall_Call(o, args, kwargs); }
+
+int fast_traverse(PyObject* o, visitproc visit, void* arg) {
+  Py_VISIT(reinterpret_cast<FastUpdateObject*>(o)->slow);
+  Py_VISIT(Py_TYPE(o));
+  return 0;
+}
+
+int fast_clear(PyObject* o) {
+  Py_CLEAR(reinterpret_cast<FastUpdateObject*>(o)->slow);
+  return 0;
+}
+
+void fast_dealloc(PyObject* o) {
+  PyObject_GC_UnTrack(o);
+  fast_clear(o);
+  PyTypeObject* tp = Py_TYPE(o);
+  tp->tp_free(o);
+  Py_DECREF(tp);
+}
+
+PyObject* fast_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  PyObject* slow = nullptr;
+  if (kwargs && PyDict_Size(kwargs) != 0) {
+    PyErr_SetString(PyExc_TypeError, "FastUpdate(slow) takes one positional argument");
+    return nullptr;
+  }
+  if (!PyArg_ParseTuple(args, "O:FastUpdate", &slow)) return nullptr;
+  auto* self = reinterpret_cast<FastUpdateObject*>(type->tp_alloc(type, 0));
+  if (!self) return nullptr;
+  self->vectorcall = fast_call;
+  Py_INCREF(slow);
+  self->slow = slow;
+  return reinterpret_cast<PyObject*>(self);
+}
+
+PyObject* fast_getattr(PyObject* o, PyObject* name) {
+  // __doc__, __name__, __wrapped__ ... come from the slow function (help(obj.update) shows its doc)
+  if (PyUnicode_Check(name) && (PyUnicode_CompareWithASCIIString(name, "__doc__") == 0 ||
+                                 PyUnicode_CompareWithASCIIString(name, "__name__") == 0 ||
+                                 PyUnicode_CompareWithASCIIString(name, "__qualname__") == 0))
+    return PyObject_GetAttr(reinterpret_cast<FastUpdateObject*>(o)->slow, name);
+  PyObject* r = PyObject_GenericGetAttr(o, name);
+  if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
+  PyErr_Clear();
+  return PyObject_GetAttr(reinterpret_cast<FastUpdateObject*>(o)->slow, name);
+}
+
+PyMemberDef fast_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, static_cast<Py_ssize_t>(offsetof(FastUpdateObject, vectorcall)), READONLY, nullptr},
+    {"__wrapped__", T_OBJECT, static_cast<Py_ssize_t>(offsetof(FastUpdateObject, slow)), READONLY, "the Python update"},
+    {nullptr, 0, 0, 0, nullptr},
+};
+
+PyType_Slot fast_slots[] = {
+    {Py_tp_new, reinterpret_cast<void*>(fast_new)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(fast_dealloc)},
+    {Py_tp_traverse, reinterpret_cast<void*>(fast_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(fast_clear)},
+    {Py_tp_call, reinterpret_cast<void*>(fast_tp_call)},
+    {Py_tp_descr_get, reinterpret_cast<void*>(fast_get)},
+    {Py_tp_getattro, reinterpret_cast<void*>(fast_getattr)},
+    {Py_tp_members, fast_members},
+    {0, nullptr},
+};
+
+PyType_Spec fast_spec = {"dpsketch._core.FastUpdate", sizeof(FastUpdateObject), 0,
+                         Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                             Py_TPFLAGS_METHOD_DESCRIPTOR,
+                         fast_slots};
+
+template <class T>
+bool match(const py::handle& impl, void*& native, UpdateFn& fn, UpdateFn f) {
+  if (!py::isinstance<T>(impl)) return false;
+  native = static_cast<void*>(py::cast<T*>(impl));
+  fn = f;
+  return true;
+}
+
+bool match_any(const py::handle& impl, void*& native, UpdateFn& fn) {
+  using I = std::int64_t;
+  using S = std::string;
+  return match<SpaceSaving<I>>(impl, native, fn, update_int<SpaceSaving<I>>) ||
+         match<SpaceSaving<S>>(impl, native, fn, update_str<SpaceSaving<S>>) ||
+         match<MisraGries<I>>(impl, native, fn, update_int<MisraGries<I>>) ||
+         match<MisraGries<S>>(impl, native, fn, update_str<MisraGries<S>>) ||
+         match<CountMin<I>>(impl, native, fn, update_int<CountMin<I>>) ||
+         match<CountMin<S>>(impl, native, fn, update_str<CountMin<S>>) ||
+         match<CountSketch<I>>(impl, native, fn, update_int<CountSketch<I>>) ||
+         match<CountSketch<S>>(impl, native, fn, update_str<CountSketch<S>>);
+}
+
+// The fast-path state for `impl` (fn is null when impl's class has no fast path).
+py::object make_fast_state(py::object impl, py::object lock) {
+  if (!PyObject_TypeCheck(lock.ptr(), g_lock_type)) throw py::type_error("lock must be an ObjectLock");
+  void* native = nullptr;
+  UpdateFn fn = nullptr;
+  if (!match_any(impl, native, fn)) fn = nullptr;
+  auto* self = reinterpret_cast<CacheObject*>(g_cache_type->tp_alloc(g_cache_type, 0));
+  if (!self) throw py::error_already_set();
+  self->impl = impl.release().ptr();
+  self->lock = lock.release().ptr();
+  self->native = native;
+  self->fn = fn;
+  return py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(self));
+}
+
+// A list/tuple of exact ints -> int64 array in one C pass; None when some element is not an
+// exact int or is out of range (the caller's element-wise path then names it).
+py::object int_list_to_array(const py::handle& seq) {
+  if (!PyList_Check(seq.ptr()) && !PyTuple_Check(seq.ptr())) return py::none();
+  PyObject* fast = seq.ptr();
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  py::array_t<std::int64_t> out(n);
+  auto* o = out.mutable_data();
+  PyObject** items = PySequence_Fast_ITEMS(fast);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* x = items[i];
+    if (!PyLong_CheckExact(x)) return py::none();
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(x, &overflow);
+    if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      return py::none();
+    }
+    o[i] = static_cast<std::int64_t>(v);
+  }
+  return std::move(out);
+}
+
+}  // namespace
+
+void bind_lines(py::module_& m);  // bind_lines.cpp
+
+void bind_fast(py::module_& m) {
+  bind_lines(m);
+  g_impl_name = PyUnicode_InternFromString("_impl");
+  g_fixed_name = PyUnicode_InternFromString("_key_type_fixed");
+  g_fast_name = PyUnicode_InternFromString("_fast");
+  g_lock_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&lock_spec));
+  if (!g_lock_type) throw py::error_already_set();
+  g_cache_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&cache_spec));
+  if (!g_cache_type) throw py::error_already_set();
+  auto* fast_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&fast_spec));
+  if (!fast_type) throw py::error_already_set();
+  m.attr("ObjectLock") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(g_lock_type));
+  m.attr("FastUpdateState") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(g_cache_type));
+  m.attr("FastUpdate") = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(fast_type));
+  m.def("make_fast_state", &make_fast_state, py::arg("impl"), py::arg("lock"));
+  m.def("int_list_to_array", &int_list_to_array, py::arg("items"));
+}

@@ -1,0 +1,174 @@
+// Line splitting for text input (dpsketch._input): one pass over a decompressed block that finds
+// line ends (\n, \r\n, \r), strips whitespace as Python's str.strip() does, skips blank lines,
+// checks UTF-8 and the line length, and writes the items as an Arrow large_string layout
+// (data bytes + int64 offsets) -- no Python object per line, GIL released.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace {
+
+using u8 = std::uint8_t;
+
+// Length of the valid UTF-8 sequence starting at p (< end), or 0 if invalid (overlong forms,
+// surrogates, code points above U+10FFFF and truncated sequences are invalid).
+inline std::size_t utf8_seq(const u8* p, const u8* end, std::uint32_t& cp) {
+  const u8 c = p[0];
+  if (c < 0x80) {
+    cp = c;
+    return 1;
+  }
+  std::size_t n;
+  std::uint32_t min;
+  if ((c & 0xE0) == 0xC0) { n = 2; cp = c & 0x1F; min = 0x80; }
+  else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; min = 0x800; }
+  else if ((c & 0xF8) == 0xF0) { n = 4; cp = c & 0x07; min = 0x10000; }
+  else return 0;
+  if (static_cast<std::size_t>(end - p) < n) return 0;
+  for (std::size_t i = 1; i < n; ++i) {
+    if ((p[i] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (p[i] & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+bool valid_utf8(const u8* p, const u8* end) {
+  while (p < end) {
+    // ASCII fast path: 32 bytes at a time, then 8
+    while (end - p >= 32) {
+      std::uint64_t w[4];
+      std::memcpy(w, p, 32);
+      if ((w[0] | w[1] | w[2] | w[3]) & 0x8080808080808080ULL) break;
+      p += 32;
+    }
+    while (end - p >= 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p, 8);
+      if (w & 0x8080808080808080ULL) break;
+      p += 8;
+    }
+    if (p >= end) break;
+    std::uint32_t cp;
+    const std::size_t n = utf8_seq(p, end, cp);
+    if (n == 0) return false;
+    p += n;
+  }
+  return true;
+}
+
+// Python's str.isspace() for one code point (what str.strip() removes).
+inline bool is_space(std::uint32_t cp) {
+  if (cp < 0x80) return (cp >= 9 && cp <= 13) || (cp >= 28 && cp <= 32);
+  return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
+         cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+// Strip whitespace from both ends of valid UTF-8 [b, e).
+inline void strip(const u8*& b, const u8*& e) {
+  // common case: printable ASCII at both ends
+  if (b < e && *b > 32 && *b < 0x80 && e[-1] > 32 && e[-1] < 0x80) return;
+  while (b < e) {
+    std::uint32_t cp;
+    const std::size_t n = utf8_seq(b, e, cp);
+    if (n == 0 || !is_space(cp)) break;
+    b += n;
+  }
+  while (b < e) {
+    const u8* q = e - 1;
+    while (q > b && (*q & 0xC0) == 0x80) --q;  // start of the last code point
+    std::uint32_t cp;
+    const std::size_t n = utf8_seq(q, e, cp);
+    if (n == 0 || !is_space(cp)) break;
+    e = q;
+  }
+}
+
+// A numpy array that owns the vector's memory (no copy).
+template <class T>
+py::array_t<T> to_numpy(std::vector<T>&& v) {
+  auto* heap = new std::vector<T>(std::move(v));
+  py::capsule owner(heap, [](void* q) { delete static_cast<std::vector<T>*>(q); });
+  return py::array_t<T>(static_cast<py::ssize_t>(heap->size()), heap->data(), owner);
+}
+
+// split_lines(block, final, max_line_bytes) -> dict with
+//   data, offsets: the non-blank stripped lines as an Arrow large_string layout
+//   consumed: bytes of `block` used (complete lines; all of it when final)
+//   lines: lines consumed; blank: indices (0-based, within this call) of the skipped blank lines
+//   error: 0 ok, 1 invalid UTF-8, 2 line longer than max_line_bytes; error_line: its index
+py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool final, std::int64_t max_line) {
+  if (block.ndim() != 1) throw py::value_error("expected a 1-D byte array");
+  if (max_line < 1) throw py::value_error("max_line_bytes must be >= 1");
+  const u8* p = block.data();
+  const auto size = static_cast<std::size_t>(block.shape(0));
+  std::vector<u8> data;
+  std::vector<std::int64_t> offsets{0};
+  std::vector<std::int64_t> blank;
+  std::size_t pos = 0, lines = 0;
+  int error = 0;
+  std::int64_t error_line = -1;
+  {
+    py::gil_scoped_release nogil;
+    data.reserve(size);
+    offsets.reserve(size / 4 + 2);
+    const auto limit = static_cast<std::size_t>(max_line);
+    // UTF-8 is checked once over the whole block (line ends are ASCII, so a sequence cannot span
+    // two lines); only when that fails is it checked line by line, to name the line.
+    const bool block_ok = valid_utf8(p, p + size);
+    while (pos < size) {
+      // the end of this line: the first '\n', or an earlier '\r'
+      const void* nl = std::memchr(p + pos, '\n', size - pos);
+      std::size_t e = nl ? static_cast<std::size_t>(static_cast<const u8*>(nl) - p) : size;
+      if (const void* cr = std::memchr(p + pos, '\r', e - pos)) e = static_cast<std::size_t>(static_cast<const u8*>(cr) - p);
+      if (e == size && !final) {
+        if (e - pos > limit) { error = 2; error_line = static_cast<std::int64_t>(lines); }
+        break;  // incomplete last line: left for the next call
+      }
+      std::size_t next = e;
+      if (e < size) {
+        if (p[e] == '\r') {
+          if (e + 1 < size) next = (p[e + 1] == '\n') ? e + 2 : e + 1;
+          else if (final) next = e + 1;
+          else break;  // a '\r' at the block end may be half of "\r\n": wait for more
+        } else {
+          next = e + 1;
+        }
+      }
+      if (e - pos > limit) { error = 2; error_line = static_cast<std::int64_t>(lines); break; }
+      const u8* b = p + pos;
+      const u8* f = p + e;
+      if (!block_ok && !valid_utf8(b, f)) { error = 1; error_line = static_cast<std::int64_t>(lines); break; }
+      strip(b, f);
+      if (b == f) {
+        blank.push_back(static_cast<std::int64_t>(lines));
+      } else {
+        data.insert(data.end(), b, f);
+        offsets.push_back(static_cast<std::int64_t>(data.size()));
+      }
+      ++lines;
+      pos = next;
+    }
+  }
+  py::dict out;
+  out["data"] = to_numpy(std::move(data));
+  out["offsets"] = to_numpy(std::move(offsets));
+  out["consumed"] = pos;
+  out["lines"] = lines;
+  out["blank"] = py::array_t<std::int64_t>(static_cast<py::ssize_t>(blank.size()), blank.data());
+  out["error"] = error;
+  out["error_line"] = error_line;
+  return out;
+}
+
+}  // namespace
+
+void bind_lines(py::module_& m) {
+  m.def("split_lines", &split_lines, py::arg("block"), py::arg("final"), py::arg("max_line_bytes"),
+        "Split a UTF-8 block into stripped, non-blank lines (Arrow large_string layout); see _input.py.");
+}

@@ -1,0 +1,176 @@
+"""update_many takes the user's own containers (numpy, pandas, polars, pyarrow, lists) and gives
+exactly the state the plain numpy path gives; tables are a TypeError naming the fix; bad keys are
+errors that never echo the key."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dpsketch as d
+
+pd = pytest.importorskip("pandas")
+pa = pytest.importorskip("pyarrow")
+
+RNG = np.random.default_rng(11)
+INTS = RNG.zipf(1.3, size=5_000) % 1_000  # skewed, with repeats and evictions at capacity 32
+STRS = np.array([f"k{v}" for v in INTS])
+MAKERS = [lambda: d.SpaceSaving(32), lambda: d.MisraGries(32), lambda: d.CountMin(64, 3, seed=4)]
+
+
+def state(obj):
+    """Everything observable: bytes (exact structure, including SpaceSaving's recency order)."""
+    return obj.to_bytes()
+
+
+def reference(make, keys):
+    obj = make()
+    obj.update_many(np.asarray(keys, dtype=np.int64) if keys.dtype.kind in "iu" else keys)
+    return state(obj)
+
+
+def fed(make, container):
+    obj = make()
+    obj.update_many(container)
+    return obj
+
+
+INT_CONTAINERS = {
+    "list": lambda v: v.tolist(),
+    "tuple": lambda v: tuple(v.tolist()),
+    "numpy int32": lambda v: v.astype(np.int32),
+    "numpy uint64": lambda v: v.astype(np.uint64),
+    "pandas int64": lambda v: pd.Series(v),
+    "pandas Int64 (masked)": lambda v: pd.Series(v, dtype="Int64"),
+    "pandas int64[pyarrow]": lambda v: pd.Series(v, dtype="int64[pyarrow]"),
+    "pandas index": lambda v: pd.Index(v),
+    "pandas categorical": lambda v: pd.Series(v).astype("category"),
+    "pyarrow int64": lambda v: pa.array(v),
+    "pyarrow int16": lambda v: pa.array(v.astype(np.int16)),
+    "pyarrow chunked": lambda v: pa.chunked_array([v[:1000], v[1000:]]),
+    "pyarrow dictionary": lambda v: pa.array(v).dictionary_encode(),
+}
+
+STR_CONTAINERS = {
+    "list": lambda v: v.tolist(),
+    "numpy U": lambda v: v,
+    "numpy U499": lambda v: v.astype("U499"),
+    "numpy object": lambda v: v.astype(object),
+    "pandas object": lambda v: pd.Series(v.astype(object)),
+    "pandas string[python]": lambda v: pd.Series(v, dtype="string[python]"),
+    "pandas string[pyarrow]": lambda v: pd.Series(v, dtype="string[pyarrow]"),
+    "pandas large_string[pyarrow]": lambda v: pd.Series(pa.array(v, pa.large_string()), dtype=pd.ArrowDtype(pa.large_string())),
+    "pandas categorical": lambda v: pd.Series(v).astype("category"),
+    "pyarrow string": lambda v: pa.array(v),
+    "pyarrow string sliced": lambda v: pa.array(np.concatenate([["pad"], v]))[1:],
+    "pyarrow large_string": lambda v: pa.array(v, pa.large_string()),
+    "pyarrow string_view": lambda v: pa.array(v, pa.string_view()),
+    "pyarrow chunked string": lambda v: pa.chunked_array([pa.array(v[:7]), pa.array(v[7:])]),
+    "pyarrow dictionary": lambda v: pa.array(v).dictionary_encode(),
+    "pyarrow chunked dictionary": lambda v: pa.chunked_array([pa.array(v[:99]).dictionary_encode(),
+                                                              pa.array(v[99:]).dictionary_encode()]),
+}
+
+
+@pytest.mark.parametrize("make", MAKERS)
+@pytest.mark.parametrize("name", sorted(INT_CONTAINERS))
+def test_int_containers_equal_numpy_path(make, name):
+    obj = fed(make, INT_CONTAINERS[name](INTS))
+    assert obj.key_type == "int"
+    assert state(obj) == reference(make, INTS)
+
+
+@pytest.mark.parametrize("make", MAKERS)
+@pytest.mark.parametrize("name", sorted(STR_CONTAINERS))
+def test_str_containers_equal_numpy_path(make, name):
+    obj = fed(make, STR_CONTAINERS[name](STRS))
+    assert obj.key_type == "str"
+    assert state(obj) == reference(make, STRS)
+
+
+def test_polars_series():
+    pl = pytest.importorskip("polars")
+    for values, ref in ((INTS, INTS), (STRS, STRS)):
+        for series in (pl.Series(values.tolist()), pl.Series(values.tolist()).cast(pl.Categorical)
+                       if values.dtype.kind == "U" else pl.Series(values.tolist(), dtype=pl.Int32)):
+            obj = fed(lambda: d.SpaceSaving(32), series)
+            assert state(obj) == reference(lambda: d.SpaceSaving(32), ref)
+
+
+def test_wide_numpy_str_with_inner_nul_and_non_ascii():
+    keys = np.array(["a\x00b", "é" * 40, "x", "日本", "a\x00b"], dtype="U64")
+    obj = d.SpaceSaving(8)
+    obj.update_many(keys)
+    assert dict(obj.items()) == {"a\x00b": 2, "é" * 40: 1, "x": 1, "日本": 1}
+
+
+@pytest.mark.parametrize("table", [
+    lambda: pd.DataFrame({"page": ["a", "b"], "user": [1, 2]}),
+    lambda: pa.table({"page": ["a", "b"]}),
+    lambda: pa.record_batch({"page": ["a", "b"]}),
+])
+def test_dataframe_without_column_is_a_type_error(table):
+    obj = d.SpaceSaving(8)
+    with pytest.raises(TypeError, match="pass one column"):
+        obj.update_many(table())
+    assert obj.n == 0 and obj.key_type is None  # nothing counted (it used to count column names)
+
+
+def test_polars_dataframe_is_a_type_error():
+    pl = pytest.importorskip("polars")
+    with pytest.raises(TypeError, match="pass one column"):
+        d.MisraGries(8).update_many(pl.DataFrame({"page": ["a", "b"]}))
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: pd.Series(["a", None, "b"], dtype="string[pyarrow]"),
+    lambda: pd.Series(["a", None, "b"], dtype=object),
+    lambda: pd.Series([1, None, 2], dtype="Int64"),
+    lambda: pa.array(["a", None]),
+    lambda: pa.array(["a", None]).dictionary_encode(),
+])
+def test_nulls_are_rejected(bad):
+    obj = d.SpaceSaving(8)
+    with pytest.raises(ValueError, match="null"):
+        obj.update_many(bad())
+    assert obj.n == 0
+
+
+def test_floats_and_bools_are_rejected():
+    with pytest.raises(TypeError):
+        d.SpaceSaving(8).update_many(pd.Series([1.0, 2.0]))
+    with pytest.raises(TypeError):
+        d.SpaceSaving(8).update_many(pd.Series([True, False]))
+    with pytest.raises(TypeError, match="decode"):
+        d.SpaceSaving(8).update_many(pa.array([b"x"]))
+
+
+def test_int_list_direct_conversion_keeps_element_checks():
+    obj = d.SpaceSaving(8)
+    with pytest.raises(OverflowError):
+        obj.update_many([1, 2**63])
+    with pytest.raises(TypeError, match="bool"):
+        obj.update_many([1, True])
+    with pytest.raises(TypeError, match="float"):
+        obj.update_many([1, 2, 3.0])
+    assert obj.n == 0
+    obj.update_many([-(2**63), 2**63 - 1, np.int64(5)])
+    assert obj.n == 3 and sorted(k for k, _ in obj.items()) == [-(2**63), 5, 2**63 - 1]
+
+
+def test_lone_surrogate_is_a_clear_error_without_the_key():
+    key = "secret\udc80label"
+    for obj in (d.SpaceSaving(8), d.SpaceSaving(8, key_type="str")):
+        with pytest.raises(ValueError, match="surrogate") as info:
+            obj.update(key)
+        assert "secret" not in str(info.value) and "\udc80" not in str(info.value)
+        assert info.value.__cause__ is None and info.value.__suppress_context__
+        assert obj.n == 0
+    warm = d.SpaceSaving(8)
+    warm.update("ok")  # fast path installed: the surrogate must still come back to the clear error
+    with pytest.raises(ValueError, match="surrogate") as info:
+        warm.update(key)
+    assert "secret" not in str(info.value)
+    with pytest.raises(ValueError, match="surrogate"):
+        warm.estimate(key)
+    assert warm.n == 1
