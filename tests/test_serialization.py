@@ -211,14 +211,17 @@ def test_merge_rejects_incompatible(cls):
 
 
 def test_merge_cell_overflow_is_an_error():
-    """Cells are int64: a merge that would overflow raises instead of wrapping around."""
+    """A merge past the stream limit (n <= 2^62, docs/hardening.md) raises instead of wrapping
+    around, and changes nothing."""
     a = CountMin(1, 1, seed=0)
     a.update(1)
-    raw = bytearray(a.to_bytes()[:-8] + struct.pack("<q", 2**63 - 1))
-    struct.pack_into("<Q", raw, 24, 2**63 - 1)  # n consistent with the cell, so the bytes are valid
+    raw = bytearray(a.to_bytes()[:-8] + struct.pack("<q", 2**62))
+    struct.pack_into("<Q", raw, 24, 2**62)  # n consistent with the cell, so the bytes are valid
     b = CountMin.from_bytes(bytes(raw))
+    before = b.to_bytes()
     with pytest.raises(OverflowError):
         b.merge(a)
+    assert b.to_bytes() == before
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -50,13 +51,23 @@ class PrivateSketch {
   }
 
   std::uint64_t fingerprint(const View& x) const noexcept { return sketch_.fingerprint(x); }
-  void update(const View& x) noexcept { update_fp(fingerprint(x)); }
-  void update_fp(std::uint64_t fp) noexcept {
-    sketch_.update_fp(fp);
+  // Throws StreamLimitError (nothing changed) when n would exceed kMaxStreamLength (limits.hpp);
+  // then every cell, the F2 row's included, keeps |cell| <= n + kMaxCellExcess.
+  void update(const View& x) { update_fp(fingerprint(x)); }
+  void update_fp(std::uint64_t fp) {
+    sketch_.update_fp(fp);  // checks the limit before changing anything
     if (!f2_cells_.empty()) f2_cells_[reduce_range(f2_hash_(fp), sketch_.width())] += 1;
   }
+  void check_room(std::uint64_t more) const { sketch_.check_room(more); }
+  // All-or-nothing at the stream limit.
+  template <class It>
+  void update_many(It first, It last) {
+    check_room(static_cast<std::uint64_t>(std::distance(first, last)));
+    for (; first != last; ++first) update(*first);
+  }
   void prepare_update_and_estimate() { sketch_.prepare_update_and_estimate(); }
-  estimate_type update_and_estimate_fp(std::uint64_t fp) noexcept {
+  estimate_type update_and_estimate_fp(std::uint64_t fp) {
+    sketch_.check_room(1);  // before the F2 row changes
     if (!f2_cells_.empty()) f2_cells_[reduce_range(f2_hash_(fp), sketch_.width())] += 1;
     return sketch_.update_and_estimate_fp(fp);
   }
@@ -109,6 +120,7 @@ class PrivateSketch {
     spec.param.den = r.u64();
     if (spec.param.num == 0 || spec.param.den == 0) throw DeserializeError("noise parameter must be positive");
     spec.shift = r.i64();
+    if (!cell_within_limit(spec.shift, 0)) throw DeserializeError("shift exceeds the cell limit");
     const std::uint32_t f2w = r.u32();
     r.need_records(f2w, 8, "F2 cells");
     std::vector<std::int64_t> f2(f2w);
@@ -117,6 +129,8 @@ class PrivateSketch {
     r.finish();
     PrivateSketch p(Sketch::deserialize(inner, /*check_counts=*/false), spec);
     if (f2w != 0 && f2w != p.sketch_.width()) throw DeserializeError("F2 row width must equal the sketch width");
+    for (const std::int64_t c : f2)
+      if (!cell_within_limit(c, p.sketch_.n())) throw DeserializeError("an F2 cell exceeds the cell limit |cell| <= n + 2^62 - 1");
     if (f2w) {
       std::uint64_t state = p.sketch_.seed() ^ 0xf2f2f2f2f2f2f2f2ULL;
       p.f2_hash_ = MultiplyAddShift::from_stream(state);
@@ -128,10 +142,18 @@ class PrivateSketch {
  private:
   PrivateSketch(Sketch s, NoiseSpec spec) : sketch_(std::move(s)), spec_(spec) {}
 
+  // Noise (plus shift) is the cells' excess over n = 0; it must stay within kMaxCellExcess
+  // (limits.hpp) so later updates cannot overflow. Real draws are many orders of magnitude smaller.
   template <class Draw>
   void fill(Draw& draw, noise::SecureRng& rng) {
-    for (std::int64_t& c : sketch_.mutable_cells()) c = draw(rng) + spec_.shift;
-    for (std::int64_t& c : f2_cells_) c = draw(rng);
+    const auto checked = [](std::int64_t z, std::int64_t shift) {
+      std::int64_t c;
+      if (__builtin_add_overflow(z, shift, &c) || !cell_within_limit(c, 0))
+        throw ParameterError("noise plus shift exceeds the cell limit of 2^62 - 1; use a smaller noise scale or shift");
+      return c;
+    };
+    for (std::int64_t& c : sketch_.mutable_cells()) c = checked(draw(rng), spec_.shift);
+    for (std::int64_t& c : f2_cells_) c = checked(draw(rng), 0);
   }
   void add_noise(noise::SecureRng& rng) {
     if (spec_.kind == NoiseKind::laplace) {

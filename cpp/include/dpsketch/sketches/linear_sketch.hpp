@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <iterator>
 #include <array>
 #include <stdexcept>
 #include <type_traits>
@@ -20,6 +21,7 @@
 #include "dpsketch/common/errors.hpp"
 #include "dpsketch/common/hash.hpp"
 #include "dpsketch/common/key_traits.hpp"
+#include "dpsketch/common/limits.hpp"
 #include "dpsketch/common/serialization.hpp"
 #include "dpsketch/common/simd.hpp"
 #include "dpsketch/sketches/median.hpp"
@@ -73,9 +75,20 @@ class LinearSketch {
   }
   static std::int64_t sign_of(std::uint64_t h) noexcept { return (h & 1) ? 1 : -1; }
 
+  // Throws StreamLimitError (nothing changed) when n would exceed kMaxStreamLength (limits.hpp).
   void update(const View& x) { update_fp(fingerprint(x)); }
 
-  void update_fp(std::uint64_t fp) noexcept {
+  void update_fp(std::uint64_t fp) {
+    check_stream_room(n_, 1);
+    absorb_fp(fp);
+  }
+
+  // Throws StreamLimitError unless `more` updates still fit (for batches fed item by item).
+  void check_room(std::uint64_t more) const { check_stream_room(n_, more); }
+
+  // update_fp without the stream-limit check (callers check first). Each update moves a cell by
+  // 1 and n by 1, so |cell| <= n + kMaxCellExcess keeps holding (limits.hpp): no overflow.
+  void absorb_fp(std::uint64_t fp) noexcept {
     std::int64_t* row = cells_.data();
     for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
       const std::uint64_t h = rows_[i](fp);
@@ -85,9 +98,11 @@ class LinearSketch {
     ++n_;
   }
 
+  // All-or-nothing at the stream limit: the room for the whole batch is checked first.
   template <class It>
   void update_many(It first, It last) {
-    for (; first != last; ++first) update(*first);
+    check_stream_room(n_, static_cast<std::uint64_t>(std::distance(first, last)));
+    for (; first != last; ++first) absorb_fp(fingerprint(*first));
   }
 
   // Builds the AVX2 row tables that update_and_estimate_fp then uses when the CPU has AVX2, for
@@ -102,7 +117,8 @@ class LinearSketch {
 
   // Adds fp and returns its estimate afterwards in the same pass over the rows (the candidate
   // tracking of §5 needs both on every update).
-  estimate_type update_and_estimate_fp(std::uint64_t fp) noexcept {
+  estimate_type update_and_estimate_fp(std::uint64_t fp) {
+    check_stream_room(n_, 1);
     if constexpr (Kind == SketchKind::count_min) {
       if (use_quads_) return update_and_min_avx2(fp);
       std::int64_t* row = cells_.data();
@@ -234,11 +250,17 @@ class LinearSketch {
       throw ParameterError("cannot merge sketches with different width, depth or seed (got " +
                            shape_string() + " and " + o.shape_string() +
                            "); build both with the same width, depth and seed");
+    // Checked in full before anything changes: a failed merge leaves this sketch as it was.
+    check_stream_room(n_, o.n_);
+    const std::uint64_t n = n_ + o.n_;
     for (std::size_t c = 0; c < cells_.size(); ++c) {
-      if (__builtin_add_overflow(cells_[c], o.cells_[c], &cells_[c]))
-        throw std::overflow_error("cell overflow while merging");
+      std::int64_t sum;
+      if (__builtin_add_overflow(cells_[c], o.cells_[c], &sum) || !cell_within_limit(sum, n))
+        throw std::overflow_error("a merged cell would exceed the cell limit (|cell| <= n + 2^62 - 1); nothing was "
+                                  "changed. These sketches cannot come from real streams: check their source");
     }
-    n_ += o.n_;
+    for (std::size_t c = 0; c < cells_.size(); ++c) cells_[c] += o.cells_[c];
+    n_ = n;
   }
 
   std::uint32_t width() const noexcept { return width_; }
@@ -281,11 +303,15 @@ class LinearSketch {
       throw DeserializeError("sketch shape out of range");
     const std::uint64_t seed = r.u64();
     const std::uint64_t n = r.u64();
+    if (n > kMaxStreamLength) throw DeserializeError("stream length above the limit of 2^62");
     r.need_records(std::uint64_t{width} * depth, 8, "cells");
     LinearSketch s(width, depth, seed);
     r.raw(s.cells_.data(), s.cells_.size() * 8, "cells");
     r.finish();
     s.n_ = n;
+    // The invariant that keeps every later update, merge, median and release overflow-free.
+    for (const std::int64_t c : s.cells_)
+      if (!cell_within_limit(c, n)) throw DeserializeError("a cell exceeds the cell limit |cell| <= n + 2^62 - 1");
     if (check_counts) s.check_counts();
     return s;
   }
