@@ -10,6 +10,9 @@
 //     An update changes a cell by at most 1 and n by exactly 1, so the invariant survives every
 //     update, and |cell| <= kMaxStreamLength + kMaxCellExcess = INT64_MAX: no overflow, ever.
 //     Exact sketches have |cell| <= n (excess 0); the noise of a private sketch is the excess.
+//     Turnstile (signed) updates keep this only if "n" here counts every update absorbed, +1 or
+//     -1 alike (the l1 mass of the stream): a net count that deletions lower would not bound the
+//     cells. A signed-update path must check and advance such a counter.
 // Deserialization checks both bounds (a blob breaking them is corrupt: no real stream of 2^62
 // items exists), and update/update_many at the limit throw StreamLimitError (OverflowError in
 // Python) before changing anything. 2^62 updates at one per nanosecond take 146 years.
