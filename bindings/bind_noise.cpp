@@ -1,4 +1,4 @@
-// Python bindings for the exact noise samplers (ALGORITHMS.md §1): dpsketch._core.noise.
+// Python bindings for the exact noise samplers (docs/algorithms.md §1): dpsketch._core.noise.
 //
 // Errors: std::invalid_argument -> ValueError, std::overflow_error -> OverflowError (pybind11's
 // default translation). Sampling loops run without the GIL; each generator is then guarded by a

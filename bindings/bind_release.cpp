@@ -45,13 +45,18 @@ template <class T>
 void bind_private_sketch(py::module_& m, const char* name) {
   py::class_<T> c(m, name);
   c.def(py::init([](std::uint64_t width, std::uint64_t depth, std::uint64_t hash_seed, const std::string& kind,
-                    std::uint64_t num, std::uint64_t den, std::int64_t shift, bool f2_row, noise::SecureRng& rng) {
+                    std::uint64_t num, std::uint64_t den, std::int64_t shift, bool f2_row, noise::SecureRng& rng,
+                    const std::string& neighbours) {
           NoiseSpec spec{kind == "laplace" ? NoiseKind::laplace : NoiseKind::gaussian, noise::Rational{num, den}, shift};
           if (kind != "laplace" && kind != "gaussian") throw std::invalid_argument("noise kind must be laplace or gaussian");
+          if (neighbours != "add_remove" && neighbours != "replace")
+            throw std::invalid_argument("neighbours must be 'add_remove' or 'replace'");
+          spec.replace_neighbours = neighbours == "replace";
           return T(width, depth, hash_seed, spec, f2_row, rng);
         }),
         py::arg("width"), py::arg("depth"), py::arg("hash_seed"), py::arg("kind"), py::arg("num"), py::arg("den"),
-        py::arg("shift"), py::arg("f2_row"), py::arg("rng"));
+        py::arg("shift"), py::arg("f2_row"), py::arg("rng"), py::arg("neighbours") = "add_remove");
+  c.def_property_readonly("neighbours", [](const T& s) { return s.noise_spec().replace_neighbours ? "replace" : "add_remove"; });
   def_keyed<T>(c);
   c.def_property_readonly("width", [](const T& s) { return s.sketch().width(); });
   c.def_property_readonly("depth", [](const T& s) { return s.sketch().depth(); });
@@ -103,7 +108,7 @@ void bind_envelope(py::module_& m, const char* name) {
 }  // namespace
 
 void bind_release(py::module_& root) {
-  py::module_ m = root.def_submodule("release", "private release mechanisms (ALGORITHMS.md §2-§5)");
+  py::module_ m = root.def_submodule("release", "private release mechanisms (docs/algorithms.md §2-§5)");
   bind_counter_releases<std::int64_t>(m);
   bind_counter_releases<std::string>(m);
   bind_private_sketch<PrivateSketch<std::int64_t, SketchKind::count_min>>(m, "PrivateCountMinInt");
@@ -116,6 +121,8 @@ void bind_release(py::module_& root) {
   bind_envelope<SketchHeavyHitters<std::string, SketchKind::count_sketch>>(m, "EnvelopeCountSketchStr");
   // Threshold formulas (for tests and metadata).
   m.def("pmg_t", [](double e, double d) { return pmg_t(e, d); });
+  m.def("pmg_unstable_delta", [](double e, std::uint64_t t) { return static_cast<double>(pmg_unstable_delta(e, t)); });
+  m.def("dlap_sum_tail_ge_2t", [](double e, std::uint64_t t) { return static_cast<double>(dlap_sum_tail_ge_2t(e, t)); });
   m.def("dpss_gamma", [](double e, double d) { return dpss_gamma(e, d); });
   m.def("length_t", [](double e, double d) { return length_t(e, d); });
   m.def("dpss_threshold", [](double n_lo, double n_up, std::uint64_t k, std::uint64_t kt, std::uint64_t g) {

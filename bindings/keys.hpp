@@ -27,6 +27,19 @@ struct has_update_many<T, std::void_t<decltype(std::declval<T&>().update_many(st
 
 using IntArray = py::array_t<std::int64_t, py::array::c_style>;
 
+// Linear sketches take turnstile updates: update(view, int64 count) (the counter summaries do not).
+template <class T, class = void>
+struct takes_counts : std::false_type {};
+template <class T>
+struct takes_counts<T, std::void_t<decltype(std::declval<T&>().update(
+                           std::declval<const typename T::key_type&>(), std::declval<std::int64_t>()))>>
+    : std::true_type {};
+
+inline void check_counts_array(const IntArray& counts, std::size_t n) {
+  if (counts.ndim() != 1 || static_cast<std::size_t>(counts.shape(0)) != n)
+    throw py::value_error("counts must be a 1-D int64 array with one signed count per item");
+}
+
 // Feeds a whole int64 array through T's own batch loop (update_many(first, last) where T has one),
 // GIL released.
 template <class T>
@@ -195,6 +208,34 @@ void check_restored_keys(const T& s) {
   }
 }
 
+// Turnstile methods of the linear sketches: update_counted(key, count), update_many_counted(keys,
+// counts) (all-or-nothing: the total |count| is checked first; GIL released for int keys).
+template <class T, class Cls>
+void def_counted(Cls& c) {
+  using Key = typename T::key_type;
+  if constexpr (std::is_same_v<Key, std::int64_t>) {
+    c.def("update_counted", [](T& s, std::int64_t x, std::int64_t count) { s.update(x, count); });
+    c.def("update_many_counted", [](T& s, const IntArray& a, const IntArray& counts) {
+      if (a.ndim() != 1) throw py::value_error("expected a 1-D int64 array");
+      const auto n = static_cast<std::size_t>(a.shape(0));
+      check_counts_array(counts, n);
+      const std::int64_t* p = a.data();
+      const std::int64_t* q = counts.data();
+      py::gil_scoped_release nogil;
+      s.update_many_counted(p, q, n);
+    });
+  } else {
+    c.def("update_counted", [](T& s, std::string_view x, std::int64_t count) { s.update(x, count); });
+    c.def("update_many_counted", [](T& s, const py::object& items, const IntArray& counts) {
+      check_counts_array(counts, static_cast<std::size_t>(py::len(items)));
+      const std::int64_t* q = counts.data();
+      s.reserve_mass(T::batch_mass(q, static_cast<std::size_t>(counts.shape(0))));  // throws before any change
+      std::size_t k = 0;
+      for_each_str(items, [&](std::string_view x) { s.add_reserved(x, q[k++]); });
+    });
+  }
+}
+
 // Methods every keyed class has: update, update_many (by key type), estimate, n, memory, bytes.
 template <class T, class Cls>
 void def_keyed(Cls& c) {
@@ -218,6 +259,7 @@ void def_keyed(Cls& c) {
           py::arg("data"), py::arg("offsets"));
     c.def("estimate", [](const T& s, std::string_view x) { return s.estimate(x); }, py::arg("item"));
   }
+  if constexpr (takes_counts<T>::value) def_counted<T>(c);
   c.def_property_readonly("n", &T::n);
   c.def("memory_bytes", &T::memory_bytes);
   c.def("to_bytes", [](const T& s) { return py::bytes(s.serialize()); });

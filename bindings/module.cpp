@@ -6,6 +6,7 @@ namespace py = pybind11;
 void bind_summaries(py::module_& m);
 void bind_noise(py::module_& m);
 void bind_release(py::module_& m);
+void bind_dyadic(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "dpsketch native core (header-only C++ structures compiled for Python)";
@@ -13,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
   bind_summaries(m);
   bind_noise(m);
   bind_release(m);
+  bind_dyadic(m);
 }

@@ -150,7 +150,7 @@ void sketches() {
   auto r = reloaded(a);
   r.merge(b);
   a.merge(b);
-  FUZZ_CHECK(a.serialize() == r.serialize() && a.n() == xs.size());
+  FUZZ_CHECK(a.serialize() == r.serialize() && static_cast<std::size_t>(a.n()) == xs.size());
   if constexpr (Kind == SketchKind::count_min) FUZZ_CHECK(a.estimate(xs[0]) >= 1);
   // Cells past the limit do not load; a merge past the limit is refused and changes nothing.
   ByteWriter w;

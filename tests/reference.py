@@ -1,4 +1,4 @@
-"""Brute-force O(capacity)-per-update references written straight from ALGORITHMS.md §2 and §3.
+"""Brute-force O(capacity)-per-update references written straight from docs/algorithms.md §2 and §3.
 They share no code with the native implementation; tests compare full internal state."""
 
 from __future__ import annotations

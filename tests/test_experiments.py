@@ -61,7 +61,7 @@ def _check_pngs(outdir, names):
 
 
 def test_names_and_errors(tmp_path):
-    assert experiments.NAMES == ("holland-synthetic", "holland-real", "zhao-frequency")
+    assert experiments.NAMES == ("holland-synthetic", "holland-real", "zhao-frequency", "zhao-quantiles")
     with pytest.raises(ValueError, match="unknown experiment"):
         experiments.run("nope", tiny=True, out=tmp_path)
     with pytest.raises(ValueError, match="repeats"):
@@ -83,6 +83,19 @@ def test_holland_synthetic_tiny(tmp_path):
     # Every released PMG/DPSS count of a heavy item is close to the truth at these sizes.
     assert all(_num(r["are"]) < 0.1 for r in ss)
     _check_pngs(out, ["fig10_synthetic.png", "fig11_synthetic.png"])
+    # summary.csv states, per point, the sizes the library chose (from the release metadata) and
+    # the number of true heavy hitters.
+    summary = _rows(out / "summary.csv")
+    for s in summary:
+        sel = [r for r in runs if r["sweep"] == s["sweep"] and r["x"] == s["x"] and r["algorithm"] == s["algorithm"]]
+        metas = [dict(p.split("=", 1) for p in r["meta"].split(";") if "=" in p) for r in sel]
+        assert s["capacity"] == "-".join(dict.fromkeys(sorted({r["capacity"] for r in sel}, key=int)))
+        heavy = sorted({int(r["n_heavy"]) for r in sel})
+        assert s["true_heavy_hitters"] == (str(heavy[0]) if len(heavy) == 1 else f"{heavy[0]}-{heavy[-1]}")
+        if s["algorithm"] in ("CountMinSketch", "CountSketch"):
+            assert {m["depth"] for m in metas} == {s["depth"]} and {m["width"] for m in metas} == {s["width"]}
+        else:
+            assert s["depth"] == "" and s["width"] == ""
 
 
 def test_holland_synthetic_reproducible(tmp_path):
@@ -113,7 +126,7 @@ def test_zhao_tiny(tmp_path):
     # Non-private Count-Min never underestimates, so it recalls the true top-10 at least as well
     # as chance; its ARE is finite and positive at these widths.
     assert all(_num(r["are"]) > 0 for r in runs if r["algorithm"] == "CountMin")
-    _check_pngs(out, ["fig1_zhao_zipf.png"])
+    _check_pngs(out, ["fig1_zhao.png"])
 
 
 def test_replot_regenerates_claims(tmp_path):
@@ -129,3 +142,148 @@ def test_progress_bar_on_stderr(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "zhao-frequency" in err
     assert "8/8" in err or "100%" in err  # plain bar or tqdm
+
+
+# --------------------------------------------------------------------- claims, reports, real data
+def _summary_row(sweep, x, alg, **metrics):
+    row = {"experiment": "e", "dataset": "d", "sweep": sweep, "x": float(x), "algorithm": alg}
+    for m, v in metrics.items():
+        row[f"{m}_mean"] = v
+    return row
+
+
+@pytest.mark.parametrize("series,direction,expected", [
+    ((0.0, 0.0, 0.0), "rises", "no"),     # stuck at 0 does not rise
+    ((0.0, 0.0, 0.0), "falls", "no"),     # ... nor "degrade"
+    ((0.5, 0.5, 0.5), "rises", "no"),     # flat is not a rise
+    ((0.2, 0.9, 0.4), "rises", "yes"),    # endpoints decide; the series is shown
+    ((0.4, 0.3, 0.2), "rises", "no"),
+    ((0.4, 0.3, 0.2), "falls", "yes"),
+    ((1.0, 1.0, 1.0), "rises", "n/a"),    # already perfect: nothing to test, never "yes"
+    ((1.0, 1.0, 1.0), "falls", "no"),
+])
+def test_trend_claims_are_strict(series, direction, expected):
+    from dpsketch.experiments import claims
+
+    rows = [_summary_row("k", x, "A", recall=v) for x, v in zip((32, 64, 128), series)]
+    (c,) = claims._trend_claim("e", rows, "k", "A", "recall", direction, "id", "paper", "claim")
+    assert c["holds"] == expected, c
+    assert all(f"{v:g}" in c["measured"] for v in series)
+
+
+def test_trend_claim_undefined_end_is_not_a_pass():
+    from dpsketch.experiments import claims
+
+    rows = [_summary_row("k", 32, "A", are=math.nan), _summary_row("k", 64, "A", are=0.1)]
+    (c,) = claims._trend_claim("e", rows, "k", "A", "are", "falls", "id", "paper", "claim")
+    assert c["holds"] == "n/a" and "undefined" in c["measured"]
+
+
+def test_report_fills_generated_blocks(tmp_path):
+    from dpsketch.experiments import report
+
+    out = experiments.run("holland-real", tiny=True, out=tmp_path / "res", data=tmp_path, progress=False, repeats=1)
+    page = tmp_path / "page.md"
+    page.write_text("intro\n<!-- generated: claims res/holland-real -->\nstale\n<!-- end generated -->\n"
+                    "<!-- generated: setup res/holland-real -->\n<!-- end generated -->\ntail\n")
+    assert report.fill(page) == 2
+    text = page.read_text()
+    assert "stale" not in text and text.startswith("intro\n") and text.endswith("tail\n")
+    assert (out / "claims.md").read_text() in text
+    summary = _rows(out / "summary.csv")
+    depth = {s["depth"] for s in summary if s["algorithm"] == "CountSketch"}
+    assert len(depth) == 1 and f"| {depth.pop()} |" in text  # the recorded depth, not a typed one
+    with pytest.raises(FileNotFoundError):
+        page.write_text("<!-- generated: claims nowhere -->\n<!-- end generated -->\n")
+        report.fill(page)
+
+
+def _fake_gcide(path, tokens):
+    import gzip
+
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for i in range(0, len(tokens), 7):
+            fh.write(" ".join(tokens[i:i + 7]) + "\n")
+
+
+def test_real_stream_hashed_in_order(tmp_path):
+    import hashlib
+
+    import numpy as np
+
+    from dpsketch.experiments import realdata
+
+    tokens = [f"w{i % 13}" for i in range(50)]
+    _fake_gcide(tmp_path / "gcide_words.txt.gz", tokens)
+    got = realdata.gcide_hashed32(40, tmp_path)
+    want = [int.from_bytes(hashlib.blake2b(t.encode(), digest_size=4).digest(), "little") for t in tokens[:40]]
+    assert got.dtype == np.int64 and got.tolist() == want
+    assert realdata.gcide_hashed32(40, tmp_path / "absent") is None
+    with pytest.raises(ValueError, match="fewer"):
+        realdata.gcide_hashed32(51, tmp_path)
+
+
+def test_zhao_frequency_real_stream(tmp_path):
+    from dpsketch.experiments import zhao
+
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    tokens = [f"t{int(v)}" for v in rng.zipf(1.3, size=4000) % 500]
+    _fake_gcide(tmp_path / "gcide_words.txt.gz", tokens)
+    cfg = zhao.ZhaoConfig(n=2000, rhos=(1.0,), target_kb=(9.2,), repeats=2, real=True)
+    rows = []
+    used = zhao.frequency(cfg, seed=3, writer=rows.append, progress=False, data=tmp_path)
+    assert used == ["zipf1.0", zhao.REAL_DATASET]
+    real = [r for r in rows if r["dataset"] == zhao.REAL_DATASET]
+    assert len(real) == 2 * 4 and {r["repeat"] for r in real} == {0, 1}
+    # Non-private Count-Min never underestimates: its ARE is >= 0 and F1 of the top-10 is high.
+    for r in real:
+        assert r["are"] >= 0 and 0 <= r["f1"] <= 1
+    # Absent data: the real panels are skipped, the Zipf ones still run.
+    rows2 = []
+    assert zhao.frequency(cfg, seed=3, writer=rows2.append, progress=False, data=tmp_path / "none") == ["zipf1.0"]
+    assert {r["dataset"] for r in rows2} == {"zipf1.0"}
+
+
+def test_zhao_quantiles_tiny(tmp_path):
+    import dpsketch
+
+    if not hasattr(dpsketch, "PrivateDyadicCountSketch"):
+        with pytest.raises(ValueError, match="DyadicCountSketch"):
+            experiments.run("zhao-quantiles", tiny=True, out=tmp_path, progress=False)
+        return
+    out = experiments.run("zhao-quantiles", tiny=True, out=tmp_path, progress=False)
+    runs = _rows(out / "runs.csv")
+    assert {r["algorithm"] for r in runs} == {"DCS", "PrivateDCS"}
+    assert {r["allocation"] for r in runs if r["algorithm"] == "PrivateDCS"} == {"joint", "zhao"}
+    assert {int(_num(r["x"])) for r in runs} == {1, 5}
+    n = int(_num(runs[0]["n"]))
+    for r in runs:
+        assert 0 <= _num(r["rank_error"]) <= n and 0 <= _num(r["quantile_error"]) <= n
+    claims = {c["id"]: c for c in _rows(out / "claims.csv")}
+    assert any(k.startswith("rank-error-order-below-gammaN") for k in claims)
+    assert all(c["holds"] in ("yes", "no", "n/a") for c in claims.values())
+    _check_pngs(out, ["fig2_zhao_quantiles.png"])
+
+
+def test_quantile_metrics_against_brute_force():
+    import numpy as np
+
+    from dpsketch.experiments import quantiles as Q
+
+    rng = np.random.default_rng(5)
+    s = np.sort(rng.integers(0, 20, size=301))
+    for m in (1, 2, 7):
+        qs = Q.levels(m)
+        assert np.allclose(qs, [i / (m + 1) for i in range(1, m + 1)])
+        items = Q.true_quantile_items(s, qs)
+        for q, x in zip(qs, items):
+            assert x == sorted(s.tolist())[int(q * len(s))]
+    # A returned value whose [#<x, #<=x] interval contains the target has distance 0; otherwise the
+    # distance to the interval, checked against counting.
+    for x in range(-1, 22):
+        for t in (0.0, 37.5, 150.0, 301.0):
+            lt, le = sum(v < x for v in s), sum(v <= x for v in s)
+            want = 0.0 if lt <= t <= le else min(abs(t - lt), abs(t - le))
+            assert Q.quantile_rank_distance(s, [x], np.array([t]))[0] == want

@@ -1,4 +1,4 @@
-"""The documented error guarantees (ALGORITHMS.md §2-§4), checked key by key against exact counts
+"""The documented error guarantees (docs/algorithms.md §2-§4), checked key by key against exact counts
 on uniform, Zipf and real streams; and batch inputs of every supported kind give exactly the state
 of per-item updates."""
 

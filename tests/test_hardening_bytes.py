@@ -1,8 +1,8 @@
 """Hardening of the native core against crafted bytes and overlong streams (issue 11, defects 1-2).
 
-Limits (docs/hardening.md, cpp/include/dpsketch/common/limits.hpp): n <= 2^62 for every summary
-and sketch, |cell| <= n + 2^62 - 1 for every sketch cell, and from_bytes allocates only what the
-length of its input backs. Probes that could corrupt memory on a broken build run in a
+Limits (docs/hardening.md, cpp/include/dpsketch/common/limits.hpp): n <= 2^62 for the counter
+summaries; for the sketches every |cell| and |n| <= mass <= 2^62 (total |count| absorbed plus the
+starting max |cell|); from_bytes allocates only what the length of its input backs. Probes that could corrupt memory on a broken build run in a
 subprocess, so a native crash fails the test instead of taking pytest down.
 """
 
@@ -21,7 +21,6 @@ from dpsketch import CountMin, CountSketch, MisraGries, SpaceSaving
 from dpsketch import _core
 
 LIMIT = 2**62
-EXCESS = 2**62 - 1
 INT, STR = 1, 2  # key type tags
 FAMILY = {"MisraGries": 1, "SpaceSaving": 2, "CountMin": 3, "CountSketch": 4,
           "PrivateCountMin": 7, "PrivateCountSketch": 8}
@@ -130,7 +129,7 @@ CRAFTED_COUNTS = {
         lambda t: private_blob("PrivateCountSketch", sketch_blob("CountSketch", 2, 1, 0, [0, 0], tag=t),
                                f2=(2**63 - 1, 2**63 - 1), tag=t), "PrivateCountSketch"),
     "pcm-n-2^64-1": (
-        lambda t: private_blob("PrivateCountMin", sketch_blob("CountMin", 1, 1, 2**64 - 1, [0], tag=t), tag=t),
+        lambda t: private_blob("PrivateCountMin", sketch_blob("CountMin", 1, 1, 2**63, [0], tag=t), tag=t),
         "PrivateCountMin"),
 }
 
@@ -141,7 +140,7 @@ def test_crafted_near_max_counts_are_rejected_or_refused(case, tag):
     result = _probe(case, tag)
     assert result in SAFE, f"{case}: {result}"
     if case.startswith(("ss", "mg", "cm", "cs")) or "n-2^64" in case:
-        # These break n <= 2^62 or |cell| <= n + 2^62 - 1: rejected outright.
+        # These break n <= 2^62 (counters) or |cell|, |n| <= 2^62 (sketches): rejected outright.
         assert result == "from_bytes:ValueError", f"{case}: {result}"
 
 
@@ -220,19 +219,23 @@ def test_releases_at_the_limit_keep_exact_noisy_counts(tag):
         assert abs(items[k] - LIMIT) < 200
 
 
-def test_cell_limit_boundary_is_exact():
-    """|cell| = n + 2^62 - 1 loads (it is what noise may add), one more does not."""
-    ok = private_blob("PrivateCountSketch", sketch_blob("CountSketch", 1, 1, 3, [3 + EXCESS]), f2=(-(3 + EXCESS),))
+@pytest.mark.parametrize("where", ["cell", "f2"])
+def test_cell_limit_boundary_is_exact(where):
+    """A noisy cell (or F2 cell) of magnitude 2^62 loads and sets the mass, so the next update is
+    refused; 2^62 + 1 does not load."""
     from dpsketch import PrivateCountSketch
 
-    s = PrivateCountSketch.from_bytes(ok)
-    assert s.n == 3
-    for bad in (
-        private_blob("PrivateCountSketch", sketch_blob("CountSketch", 1, 1, 3, [4 + EXCESS]), f2=(0,)),
-        private_blob("PrivateCountSketch", sketch_blob("CountSketch", 1, 1, 3, [0]), f2=(-(4 + EXCESS),)),
-    ):
-        with pytest.raises(ValueError, match="cell limit"):
-            PrivateCountSketch.from_bytes(bad)
+    def blob(v):
+        cell, f2 = (v, 0) if where == "cell" else (0, v)
+        return private_blob("PrivateCountSketch", sketch_blob("CountSketch", 1, 1, 3, [cell]), f2=(f2,))
+
+    s = PrivateCountSketch.from_bytes(blob(-LIMIT))
+    before = s.to_bytes()
+    with pytest.raises(OverflowError):
+        s.update(7)  # the F2 row moves with every update: its magnitude counts towards the mass
+    assert s.to_bytes() == before
+    with pytest.raises(ValueError, match="2\\^62"):
+        PrivateCountSketch.from_bytes(blob(-LIMIT - 1))
 
 
 # -- defect 2: declared sizes must be backed by the input's length -------------------------------
@@ -319,4 +322,4 @@ def test_spacesaving_free_slots_beyond_the_allowance_are_padded_and_round_trip()
 
 def test_limits_are_exported():
     assert _core.MAX_STREAM_LENGTH == LIMIT
-    assert _core.MAX_CELL_EXCESS == EXCESS
+    assert _core.MAX_CELL_MASS == LIMIT

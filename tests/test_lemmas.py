@@ -1,10 +1,10 @@
 """Structural lemmas the privacy proofs rely on, checked on 10^5 random neighbouring pairs each
 (X, and X with one element removed). Small alphabets and capacities hit the corner cases.
 
-* SpaceSaving, Holland Cor. 1 (ALGORITHMS.md §3): |T ∩ T'| >= k̃ - 2 (when full; in general each
+* SpaceSaving, Holland Cor. 1 (docs/algorithms.md §3): |T ∩ T'| >= k̃ - 2 (when full; in general each
   side has at most 2 labels the other lacks); every label outside the intersection has count
   <= (its structure's minimum) + 1; at most one shared label differs in count, by exactly 1.
-* Misra-Gries, Lebeda-Tetek 2023 (ALGORITHMS.md §2), with zero-count keys as stored labels and
+* Misra-Gries, Lebeda-Tetek 2023 (docs/algorithms.md §2), with zero-count keys as stored labels and
   absent keys counted as 0: either the count vectors differ in one key by exactly 1, or every
   shared label differs by exactly 1 in the same direction; in both cases each side has at most 2
   labels the other lacks, each with count <= 1 (so up to 4 labels differ in all: docs/privacy.md

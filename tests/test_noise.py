@@ -1,4 +1,4 @@
-"""Statistical and API tests for the exact noise samplers (ALGORITHMS.md §1).
+"""Statistical and API tests for the exact noise samplers (docs/algorithms.md §1).
 
 All generators are seeded, so every test is deterministic; statistical checks use
 significance level 1e-4 (or 5 standard errors) and are paired with power checks showing the
@@ -32,7 +32,7 @@ def frac_args(x):
 
 
 def dlap_pmf(scale, grid):
-    """P(Z=z) = (1-e^{-1/s})/(1+e^{-1/s}) e^{-|z|/s} (ALGORITHMS.md §1)."""
+    """P(Z=z) = (1-e^{-1/s})/(1+e^{-1/s}) e^{-|z|/s} (docs/algorithms.md §1)."""
     q = math.exp(-1.0 / scale)
     return (1 - q) / (1 + q) * np.exp(-np.abs(grid) / scale)
 

@@ -1,4 +1,4 @@
-"""Private releases (ALGORITHMS.md §0-§5): utility at the paper's setting, suppression of unstable
+"""Private releases (docs/algorithms.md §0-§5): utility at the paper's setting, suppression of unstable
 labels at rate <= δ, threshold formulas against independently computed values, noise on the
 sketches, single-release bookkeeping, and no key leaking through reprs or errors."""
 

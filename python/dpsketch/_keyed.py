@@ -7,11 +7,12 @@ import functools
 import threading
 
 import contextlib
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar, Iterator, TypeVar, Union, cast
 
 import numpy as np
 
 from . import _core
+from ._release_state import ReleaseState, attach, detach
 from ._keys import (
     as_int_key,
     batch_key_type,
@@ -21,13 +22,17 @@ from ._keys import (
     key_type_of,
 )
 
+Key = Union[int, str]
+_F = TypeVar("_F", bound=Callable[..., Any])
+_K = TypeVar("_K", bound="Keyed")
+
 _KEY_TAGS = {1: "int", 2: "str"}
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _UNTYPED = 0
 _HEADER = 8
 
 
-def locked(method):
+def locked(method: _F) -> _F:
     """Run ``method`` holding the object's lock. Batch calls release the GIL inside C++, so without
     it another thread could read or mutate the same native structure mid-batch (a crash, not just a
     wrong answer). Objects are safe to share between threads; calls on one object serialize."""
@@ -37,28 +42,37 @@ def locked(method):
         with self._lock:
             return method(self, *args, **kwargs)
 
-    return wrapper
+    return cast(_F, wrapper)
 
 
 class Keyed:
     """Shared machinery. Subclasses set ``_natives`` and implement ``_make(key_type)``."""
 
-    def __new__(cls, *args, **kwargs):
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         obj = super().__new__(cls)
         obj._lock = threading.RLock()
         return obj
 
+    _lock: threading.RLock
+    _impl: Any
     _natives: ClassVar[dict[str, Any]]
     _family: ClassVar[int]
+    # Release state (docs/privacy.md §Publishing and the release-once rule): it is serialized with
+    # the object (header flags + trailer, docs/format.md) so no copy path resets it.
+    _can_publish: ClassVar[bool] = False  # only private sketches have read-only published copies
+    _published = False
+    _reproducible_not_secret = False
+    # Linear sketches take signed counts (turnstile); counter summaries count each update once.
+    _turnstile: ClassVar[bool] = False
 
-    def __init__(self, key_type=None):
+    def __init__(self, key_type: str | None = None) -> None:
         key_type = check_key_type(key_type)
         self._key_type_fixed = key_type is not None
         self._key_type = key_type or "int"
         self._impl = self._make(self._key_type)
 
     # -- subclass hooks -------------------------------------------------------------------------
-    def _make(self, key_type: str):  # pragma: no cover - abstract
+    def _make(self, key_type: str) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
     # -- key type -------------------------------------------------------------------------------
@@ -82,8 +96,14 @@ class Keyed:
 
     # -- updates --------------------------------------------------------------------------------
     @locked
-    def update(self, item) -> None:
-        """Add one occurrence of ``item`` (an int in the int64 range, or a str)."""
+    def update(self, item: Any, count: int = 1) -> None:
+        """Add one occurrence of ``item`` (an int in the int64 range, or a str). Linear sketches also
+        take a signed integer ``count`` (turnstile: negative deletes)."""
+        if type(count) is not int or count != 1:
+            c = self._check_count(count)
+            if c != 1:
+                self._update_counted(item, c)
+                return
         # Fast path for the common case: a plain int or str of the summary's fixed key type.
         if self._key_type_fixed:
             t = type(item)
@@ -100,11 +120,26 @@ class Keyed:
             self._impl.update(key)
 
     @locked
-    def update_many(self, items) -> None:
+    def update_many(self, items: Any, counts: Any = None) -> None:
         """Add every item of a batch, in order. Fast paths: numpy int64 arrays, numpy str arrays,
-        pyarrow string arrays (no per-item Python work, GIL released); any sequence of int/str works."""
+        pyarrow string arrays (no per-item Python work, GIL released); any sequence of int/str works.
+        Linear sketches also take ``counts``: one signed int64 count per item (turnstile)."""
         if not isinstance(items, np.ndarray) and not hasattr(items, "__len__"):
             items = list(items)
+        if counts is not None:
+            c = self._check_counts(counts, len(items))
+            if len(items) == 0:
+                return
+            kt = batch_key_type(items)
+            with self._unchanged_on_error():
+                self._settle(kt)
+                if kt == "int":
+                    self._impl.update_many_counted(int_batch(items), c)
+                else:
+                    if type(items).__module__.startswith("pyarrow"):
+                        items = items.to_pylist()
+                    self._impl.update_many_counted(items, c)
+            return
         if len(items) == 0:
             return
         kt = batch_key_type(items)
@@ -115,8 +150,39 @@ class Keyed:
             else:
                 feed_str_batch(self._impl, items)
 
+    def _check_count(self, count) -> int:
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
+            raise TypeError(f"count must be an integer, got {type(count).__name__}")
+        c = int(count)
+        if not self._turnstile and c != 1:
+            raise ValueError(f"{type(self).__name__} counts every update once (insertion-only summary); "
+                             "counts other than 1 are for the linear sketches (CountMin, CountSketch, ...)")
+        if not -(2**62) <= c <= 2**62:
+            raise ValueError("count must be in [-2**62, 2**62]")
+        return c
+
+    def _check_counts(self, counts, m) -> np.ndarray:
+        if not self._turnstile:
+            raise ValueError(f"{type(self).__name__} counts every update once (insertion-only summary); "
+                             "counts are for the linear sketches (CountMin, CountSketch, ...)")
+        c = np.asarray(counts)
+        if c.ndim != 1 or len(c) != m:
+            raise ValueError("counts must be a 1-D integer array with one signed count per item")
+        if c.size and c.dtype.kind not in "iu":
+            raise TypeError(f"counts must be integers, got dtype {c.dtype}")
+        if c.dtype.kind == "u" and c.size and c.max() > 2**62:
+            raise ValueError("counts must be in [-2**62, 2**62]")
+        return np.ascontiguousarray(c, dtype=np.int64)
+
+    def _update_counted(self, item, count: int) -> None:
+        kt = key_type_of(item)
+        key = as_int_key(item) if kt == "int" else item
+        with self._unchanged_on_error():
+            self._settle(kt)
+            self._impl.update_counted(key, count)
+
     @contextlib.contextmanager
-    def _unchanged_on_error(self):
+    def _unchanged_on_error(self) -> Iterator[None]:
         """A rejected update must not fix the key type either (the native feeders are all-or-nothing)."""
         saved = (self._impl, self._key_type, self._key_type_fixed)
         try:
@@ -134,7 +200,7 @@ class Keyed:
         return as_int_key(item) if kt == "int" else item
 
     @locked
-    def estimate(self, item):
+    def estimate(self, item: Key) -> int | float:
         """Estimated frequency of ``item``."""
         key = self._checked_key(item)
         return 0 if key is None else self._impl.estimate(key)
@@ -143,7 +209,7 @@ class Keyed:
     @property
     @locked
     def n(self) -> int:
-        """Number of items added so far."""
+        """Number of items added so far (linear sketches: the net count, insertions minus deletions)."""
         return self._impl.n
 
     @locked
@@ -151,18 +217,32 @@ class Keyed:
         """Bytes of memory held by the native structure (including string key storage)."""
         return self._impl.memory_bytes()
 
+    # -- release state --------------------------------------------------------------------------
+    @property
+    def _guard(self):
+        from .release import ReleaseGuard
+
+        g = self.__dict__.get("_release_guard")
+        if g is None:
+            g = self.__dict__["_release_guard"] = ReleaseGuard()
+        return g
+
+    def _release_state(self) -> ReleaseState:
+        return ReleaseState(self._guard.count, self._published, self._reproducible_not_secret)
+
     # -- serialization --------------------------------------------------------------------------
     @locked
     def to_bytes(self) -> bytes:
         """Serialize (versioned little-endian format; see docs/format.md). An empty summary whose
-        key type is not fixed yet is written with key tag 0 ("untyped")."""
+        key type is not fixed yet is written with key tag 0 ("untyped"). The release state (how
+        often it was released, published read-only, seeded) is part of the bytes."""
         data = self._impl.to_bytes()
         if not self._key_type_fixed:
             data = data[:6] + bytes([_UNTYPED]) + data[7:]
-        return data
+        return attach(data, self._release_state())
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls: type[_K], data: bytes | bytearray | memoryview) -> _K:
         """Rebuild from ``to_bytes()`` output. Corrupt or mismatched bytes raise ValueError."""
         if isinstance(data, (bytearray, memoryview)):
             data = bytes(data)
@@ -174,6 +254,7 @@ class Keyed:
             raise ValueError(
                 f"corrupt or incompatible dpsketch bytes: these bytes do not hold a {cls.__name__}"
             )
+        data, state = detach(data, can_publish=cls._can_publish)
         untyped = data[6] == _UNTYPED
         if untyped:  # an empty summary written before its key type was fixed: int layout
             data = data[:6] + b"\x01" + data[7:]
@@ -187,6 +268,11 @@ class Keyed:
         obj._key_type = key_type
         obj._key_type_fixed = not untyped
         obj._restore_params()
+        from .release import ReleaseGuard
+
+        obj.__dict__["_release_guard"] = ReleaseGuard(state.count)
+        obj._published = state.published
+        obj._reproducible_not_secret = state.seeded
         return obj
 
     def _restore_params(self) -> None:
@@ -196,7 +282,10 @@ class Keyed:
         return (_restore, (type(self), self.to_bytes(), self._key_type_fixed))
 
     def __copy__(self):
-        return _restore(type(self), self.to_bytes(), self._key_type_fixed)
+        obj = _restore(type(self), self.to_bytes(), self._key_type_fixed)
+        # In-process copies share the release budget: releasing a copy counts for the original.
+        obj.__dict__["_release_guard"] = self._guard
+        return obj
 
     def __deepcopy__(self, memo):
         return self.__copy__()

@@ -35,7 +35,7 @@ def key_type_of(item) -> str:
 def as_int_key(item) -> int:
     v = int(item)
     if not _INT64_MIN <= v <= _INT64_MAX:
-        # The value is not echoed: error messages must not carry keys (ALGORITHMS.md §0).
+        # The value is not echoed: error messages must not carry keys (docs/algorithms.md §0).
         raise OverflowError("an integer key does not fit in a signed 64-bit integer (-2**63 .. 2**63-1); map such keys to str or hash them first")
     return v
 

@@ -6,8 +6,13 @@
     print them (rank, item, noisy count) as a table, JSON or CSV.
 ``dpsketch top --demo``
     The same on the bundled *retail* stream, plus recall and precision against the exact answer.
+``dpsketch quantiles [FILE|-]``
+    Private quantiles of a numeric column from a PrivateDyadicCountSketch (logic in
+    :mod:`dpsketch.quantiles_cmd`).
 ``dpsketch experiment NAME``
     Run one of the experiments of :mod:`dpsketch.experiments`.
+``dpsketch docs [TOPIC]``
+    List the documentation installed with the package, or print one page (``--path``: its location).
 
 Exit status: 0 on success, 2 for usage errors (bad options or parameters), 1 for runtime errors
 (unreadable or empty input, a release the library refuses). Errors are one line on stderr,
@@ -109,7 +114,7 @@ def _build_parser() -> _Parser:
     p = _Parser(
         prog=PROG,
         description="Differentially private heavy hitters on data streams.",
-        epilog="Run 'dpsketch COMMAND --help' for the options of a command. See docs/cli.md.",
+        epilog="Run 'dpsketch COMMAND --help' for the options of a command. " + _docs_hint(),
     )
     from . import __version__
 
@@ -175,6 +180,47 @@ def _build_parser() -> _Parser:
     o.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(handler=_cmd_top, keys="auto")
 
+    qp = sub.add_parser(
+        "quantiles",
+        help="release differentially private quantiles of a numeric column",
+        description=(
+            "Feed the numeric values of FILE (or stdin) into a private dyadic CountSketch (noise drawn "
+            "before reading) and print the requested quantiles. With --bounds LO,HI values are real "
+            "numbers clamped into [LO, HI] and reported at resolution (HI-LO)/2^L; with only "
+            "--universe-bits L they are integers in [0, 2^L). Mechanism and privacy go to stderr."
+        ),
+    )
+    qp.add_argument("file", nargs="?", metavar="FILE", help="input file, or '-' for stdin (default)")
+    g = qp.add_argument_group("input")
+    g.add_argument("--format", choices=FORMATS, help="input format (default: from the file name; text for stdin)")
+    g.add_argument("--column", metavar="NAME", help="CSV/Parquet column holding the values")
+    g.add_argument("--delimiter", metavar="CHAR", help="CSV field delimiter (default ',' or tab for .tsv)")
+    g.add_argument("--no-header", action="store_true", help="the CSV file has no header row")
+    g.add_argument("--encoding", default="utf-8", help="text/CSV encoding (default utf-8)")
+    g.add_argument("--chunk-size", type=_int_at_least("chunk-size", 1), default=DEFAULT_CHUNK,
+                   help=f"values per batch (default {DEFAULT_CHUNK:,})")
+    m = qp.add_argument_group("mechanism")
+    m.add_argument("--q", default="0.5,0.9,0.99", metavar="Q1,Q2,...",
+                   help="quantile levels in [0, 1] (default 0.5,0.9,0.99)")
+    budget = m.add_mutually_exclusive_group()
+    budget.add_argument("--rho", type=_positive_float("rho"), help="zCDP budget (discrete Gaussian noise)")
+    budget.add_argument("--epsilon", "-e", type=_positive_float("epsilon"), help="pure-DP budget (discrete Laplace)")
+    m.add_argument("--bounds", metavar="LO,HI", help="public value range; values outside are clamped")
+    m.add_argument("--universe-bits", type=_int_at_least("universe-bits", 1, 64), metavar="L",
+                   help="L: 2^L buckets (default 32 with --bounds); without --bounds, values are integers in [0, 2^L)")
+    m.add_argument("--gamma", type=_float_in("gamma", lambda v: 0 < v < 1, "strictly between 0 and 1"), default=0.01,
+                   help="target rank error gamma of Zhao's shape (default 0.01)")
+    m.add_argument("--noise-allocation", choices=("joint", "zhao"), default="joint",
+                   help="joint sigma^2 over all levels (default) or Zhao's even split of rho")
+    m.add_argument("--seed", type=_int_at_least("seed", 0, 2**64 - 1), metavar="S",
+                   help="reproducible noise and hashes: NOT secret, for experiments only")
+    o = qp.add_argument_group("output")
+    fmt = o.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print quantiles and privacy metadata as JSON")
+    fmt.add_argument("--csv", action="store_true", help="print q,value as CSV")
+    o.add_argument("--quiet", "-q", dest="quiet", action="store_true", help="no header on stderr")
+    qp.set_defaults(handler=_cmd_quantiles, keys="str")
+
     e = sub.add_parser(
         "experiment",
         help="run a paper experiment (dpsketch.experiments)",
@@ -187,7 +233,86 @@ def _build_parser() -> _Parser:
     e.add_argument("--seed", type=_int_at_least("seed", 0, 2**64 - 1), metavar="S", help="seed")
     e.add_argument("--data", metavar="PATH", help="folder or file with the real data sets")
     e.set_defaults(handler=_cmd_experiment)
+
+    d = sub.add_parser(
+        "docs",
+        help="list or print the documentation installed with the package",
+        description="Without TOPIC: list the pages (algorithms, privacy, cli, ...) and where they are. "
+                    "With TOPIC: print that page (Markdown).",
+    )
+    d.add_argument("topic", nargs="?", metavar="TOPIC", help="page name, e.g. algorithms, privacy, cli")
+    d.add_argument("--path", action="store_true", help="print the file's path (or the folder's) instead")
+    d.set_defaults(handler=_cmd_docs)
+
+    a = sub.add_parser(
+        "audit",
+        help="empirically audit the privacy of every mechanism (lower bounds on epsilon)",
+        description="Run built-in worst-case neighbouring inputs through each mechanism and report an "
+                    "empirical lower bound on epsilon (Clopper-Pearson) and the unstable-label release "
+                    "rate vs delta. Exit status 1 if any bound exceeds the claimed guarantee. See docs/audit.md.",
+    )
+    a.add_argument("mechanisms", nargs="*", metavar="MECHANISM", help="mechanisms to audit (default: all)")
+    a.add_argument("--epsilon", "-e", type=_positive_float("epsilon"), default=1.0, help="epsilon audited (default 1)")
+    a.add_argument("--delta", "-d", type=_delta, default=1e-6, help="delta of the epsilon pairs (default 1e-6)")
+    a.add_argument("--label-delta", type=_delta, default=0.2,
+                   help="delta of the unstable-label pairs, large so the event is measurable (default 0.2)")
+    a.add_argument("--trials", type=_int_at_least("trials", 10), metavar="N",
+                   help="runs per side of each pair (default 200000; --quick: 10000)")
+    a.add_argument("--quick", action="store_true", help="small, fast audit for CI")
+    a.add_argument("--confidence", type=_float_in("confidence", lambda v: 0.5 <= v < 1, "in [0.5, 1)"),
+                   default=0.999, help="family-wise confidence of the bounds (default 0.999)")
+    a.add_argument("--seed", type=_int_at_least("seed", 0, 2**64 - 1), help="seed the audit (reproducible)")
+    a.add_argument("--json", action="store_true", help="print the results as JSON")
+    a.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    a.set_defaults(handler=_cmd_audit)
     return p
+
+
+def _docs_hint():
+    from ._docs import docs_dir
+
+    where = docs_dir()
+    place = f"installed in {where}" if where is not None else "in docs/ of the source distribution"
+    return (f"Documentation ({place}): 'dpsketch docs' lists the pages, 'dpsketch docs algorithms' prints "
+            "the algorithm specification, 'dpsketch docs cli' this command's manual.")
+
+
+def _cmd_docs(args):
+    from . import _docs
+
+    where = _docs.docs_dir()
+    if where is None:
+        raise RunError("the documentation is not installed with this copy of dpsketch (see docs/ in the source)")
+    if args.topic is None:
+        if args.path:
+            print(where)
+            return 0
+        print(f"dpsketch documentation in {where}:")
+        for name, title in _docs.topics().items():
+            print(f"  {name:<12} {title}")
+        print("print a page with 'dpsketch docs TOPIC'")
+        return 0
+    try:
+        page = _docs.doc_path(args.topic)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.path:
+        print(page)
+    else:
+        sys.stdout.write(page.read_text(encoding="utf-8"))
+    return 0
+
+
+def _cmd_audit(args):
+    from . import audit
+
+    try:
+        return audit.run_command(
+            args.mechanisms, epsilon=args.epsilon, delta=args.delta, label_delta=args.label_delta,
+            trials=args.trials, quick=args.quick, confidence=args.confidence, seed=args.seed,
+            as_json=args.json, quiet=args.quiet, out=sys.stdout, err=sys.stderr)
+    except ValueError as exc:
+        raise UsageError(_first_line(exc)) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -628,7 +753,13 @@ def _make_estimator(args, capacity, max_len):
 
 
 def _release(args, est):
+    from .budget import Budget
+
     extra = {} if args.length_epsilon is None else {"length_epsilon": args.length_epsilon}
+    # The run's budget is what was asked for (ε + ε_n, δ + δ_n); the release is charged to it and
+    # the accountant's total is what the 'spent:' line prints.
+    cap_eps = math.nextafter(args.epsilon + (args.length_epsilon or 0.0), math.inf)
+    args.budget = extra["budget"] = Budget(cap_eps, args.delta * (2 if args.length_epsilon else 1))
     if args.algorithm == "spacesaving":
         return est.release(args.epsilon, args.delta, args.k, seed=args.seed, **extra)
     if args.algorithm == "misragries":
@@ -728,7 +859,14 @@ def _cmd_top(args):
             raise UsageError("no input: give FILE, '-' to read stdin, or --demo")
         src = _Input(args)
     sketch = args.algorithm in ("countmin", "countsketch")
-    if sketch and max_len is None and src.format == "parquet" and src.path != "-":
+    # --length-epsilon: nothing exact about the length may be printed or recorded (docs/cli.md)
+    private_length = args.length_epsilon is not None
+    if sketch and private_length and max_len == "auto" and not args.demo:
+        raise UsageError(
+            "--max-stream-length auto would use the exact length, which --length-epsilon keeps private; "
+            "give a public bound --max-stream-length N fixed before reading"
+        )
+    if sketch and max_len is None and src.format == "parquet" and src.path != "-" and not private_length:
         max_len = "auto"
     if sketch and max_len is None:
         raise UsageError(
@@ -769,9 +907,9 @@ def _cmd_top(args):
         keys_desc = src.keys.describe()
         source_desc = _display(src.path)
         if n == 0:
-            what = f" ({src.skipped:,} {src.skipped_what} skipped)" if src.skipped else ""
+            what = f" ({src.skipped:,} {src.skipped_what} skipped)" if src.skipped and not private_length else ""
             raise RunError(f"{source_desc} has no items{what}")
-        if src.skipped:
+        if src.skipped and not private_length:
             _note(args, f"skipped {src.skipped:,} {src.skipped_what}")
 
     try:
@@ -781,15 +919,20 @@ def _cmd_top(args):
 
     items = [(k, v) for k, v in rel.items]
     _print_header(args, rel, capacity, keys_desc, source_desc, len(items))
+    spent = args.budget.spent()
+    _note(args, f"spent: epsilon={_num(spent.epsilon)}, delta={_num(spent.delta)} (dpsketch.Budget ledger)")
     evaluation = _evaluate(stream, items, args.k) if args.demo else None
 
     if args.json:
         obj = rel.to_dict()
         obj["cli"] = {
             "algorithm": args.algorithm, "k": args.k, "capacity": capacity, "source": source_desc,
-            "keys": keys_desc, "items_read": n,
-            "skipped": 0 if src is None else src.skipped,
+            "keys": keys_desc,
         }
+        if private_length:
+            obj["cli"]["exact_counts_withheld"] = True  # items read / skipped would reveal n
+        else:
+            obj["cli"].update(items_read=n, skipped=0 if src is None else src.skipped)
         if evaluation is not None:
             obj["evaluation"] = evaluation
         json.dump(obj, sys.stdout, default=_json_default, indent=2)
@@ -813,7 +956,8 @@ def _cmd_top(args):
 
 
 def _show_progress(args):
-    return not (args.quiet or args.no_progress) and _isatty(sys.stderr)
+    # the bar counts items: not with a private length
+    return not (args.quiet or args.no_progress or args.length_epsilon is not None) and _isatty(sys.stderr)
 
 
 def _isatty(f):
@@ -884,6 +1028,18 @@ def _print_header(args, rel, capacity, keys_desc, source_desc, released):
     print(f"{PROG}: {rel.mechanism} via {args.algorithm} ({capacity} {unit}, k={args.k}) on {source_desc}; "
           f"keys: {keys_desc}", file=sys.stderr)
     print(f"{PROG}: {' '.join(parts)} -> {released} item(s) released", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------------------------
+# dpsketch quantiles (logic in dpsketch/quantiles_cmd.py)
+# ---------------------------------------------------------------------------------------------
+
+
+def _cmd_quantiles(args):
+    from . import quantiles_cmd
+
+    return quantiles_cmd.run(args, input_class=_Input, usage_error=UsageError, run_error=RunError, note=_note,
+                             warn=_warn, display=_display, first_line=_first_line)
 
 
 # ---------------------------------------------------------------------------------------------

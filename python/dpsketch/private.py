@@ -1,17 +1,19 @@
-"""Differentially private linear sketches (ALGORITHMS.md §4) and the error-envelope heavy-hitter
+"""Differentially private linear sketches (docs/algorithms.md §4) and the error-envelope heavy-hitter
 wrapper over them (§5). Noise is drawn once, when the object is built, from the secure generator
 (or from ``seed`` -- reproducible and NOT secret, for experiments)."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from . import _core
+from .budget import Budget, charging, used_value
 from ._keyed import Keyed, locked
+from ._release_state import derive_seed
 from ._validation import check_int
 from .release import (
     Release,
-    ReleaseGuard,
     build_release,
     check_length_params,
     check_privacy_params,
@@ -21,28 +23,37 @@ from .release import (
 __all__ = ["PrivateCountMin", "PrivateCountSketch", "SketchHeavyHitters", "zcdp_to_dp"]
 
 _R = _core.release
-# Hash seeds are public (they are released with the sketch); with seed=S they are derived from S
-# so a seeded experiment is reproducible end to end.
-_HASH_SALT = 0x5EED_1234_ABCD_0001
 
 
 def zcdp_to_dp(rho: float, delta: float) -> float:
-    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (ALGORITHMS.md §1)."""
+    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (docs/algorithms.md §1)."""
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
 def _hash_seed(seed):
+    """The public hash seed. With a user seed it is derived one-way and independently of the noise
+    seed (docs/privacy.md §Seeds), so publishing it (it is in every sketch's bytes) does not let
+    anyone regenerate the noise."""
     if seed is None:
         import secrets
 
         return secrets.randbits(64)
-    return (seed ^ _HASH_SALT) & (2**64 - 1)
+    return derive_seed(seed, "hash")
+
+
+def _noise_rng(seed, label="noise"):
+    """The generator for construction-time noise: OS-keyed ChaCha20, or (seeded: reproducible, NOT
+    secret) ChaCha20 keyed from a one-way derivation of the seed, independent of the hash seed."""
+    rng, _ = make_rng(None if seed is None else derive_seed(seed, label))
+    return rng
 
 
 class _PrivateLinear(Keyed):
     _count_min: bool
+    _turnstile = True  # signed counts; the privacy unit stays one unit update (docs/privacy.md)
 
-    def __init__(self, width: int, depth: int, *, epsilon=None, rho=None, beta: float = 0.01, seed=None, key_type=None):
+    def __init__(self, width: int, depth: int, *, epsilon=None, rho=None, beta: float = 0.01, seed=None, key_type=None,
+                 budget: Budget | None = None, neighbours: str = "add_remove"):
         self._width = check_int("width", width, 1, 2**31)
         self._depth = check_int("depth", depth, 1, _core.MAX_DEPTH)
         if self._width * self._depth > _core.MAX_CELLS:
@@ -58,70 +69,142 @@ class _PrivateLinear(Keyed):
         if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not (0 < float(beta) < 1):
             raise ValueError(f"beta must be in (0, 1), got {beta!r}")
         self._beta = float(beta)
+        if neighbours not in ("add_remove", "replace"):
+            raise ValueError(f"neighbours must be 'add_remove' or 'replace', got {neighbours!r}")
+        self._neighbours = neighbours
         self._seed = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
         self._hash_seed = _hash_seed(self._seed)
-        self._frozen = False
-        self._guard = ReleaseGuard()
-        super().__init__(key_type)
+        self._reproducible_not_secret = self._seed is not None
+        self._conversion_delta: float | None = None
+        # Noise is drawn when the object is built (§4), so the budget is charged here, checked first.
+        with charging(budget, type(self).__name__, epsilon=0 if self._epsilon is None else used_value(self._epsilon),
+                      rho=0 if self._rho is None else used_value(self._rho)):
+            super().__init__(key_type)
+
+    def _sensitivities(self):
+        """(ℓ1, ℓ2²) of the cells (docs/privacy.md §4 and "Dyadic sketches (§6)"): add/remove one
+        element changes one cell per row by ±1: (d, d). Replace: ℓ1 doubles (2d); ℓ2² doubles for
+        Count-Min (2d) but is 4d for CountSketch, whose two items can share a cell with opposite signs."""
+        d = self._depth
+        if self._neighbours == "add_remove":
+            return d, d
+        return 2 * d, (2 * d if self._count_min else 4 * d)
 
     def _noise(self):
-        """(kind, num, den, shift): §4 pure DP cell noise DLap(d/ε) (ℓ1-sensitivity d), or zCDP
-        DGauss(σ²) with σ² = d/(2ρ) (ℓ2-sensitivity √d) and, for Count-Min, the shift E."""
-        d = self._depth
+        """(kind, num, den, shift): §4 pure DP cell noise DLap(Δ1/ε), or zCDP DGauss(σ²) with
+        σ² = Δ2²/(2ρ) and, for Count-Min, the shift E computed from that σ²."""
+        l1, l2 = self._sensitivities()
         if self._epsilon is not None:
-            num, den = _R.laplace_scale(d, self._epsilon)
+            num, den = _R.laplace_scale(l1, self._epsilon)
             return "laplace", num, den, 0
-        num, den = _R.gaussian_sigma2(d, self._rho)
-        shift = _R.gaussian_cm_shift(num / den, d, self._width, self._beta) if self._count_min else 0
+        num, den = _R.gaussian_sigma2(l2, self._rho)
+        shift = _R.gaussian_cm_shift(num / den, self._depth, self._width, self._beta) if self._count_min else 0
         return "gaussian", num, den, shift
 
     def _make(self, key_type):
         kind, num, den, shift = self._noise()
-        rng, _ = make_rng(self._seed)
-        return self._natives[key_type](self._width, self._depth, self._hash_seed, kind, num, den, shift, False, rng)
+        return self._natives[key_type](self._width, self._depth, self._hash_seed, kind, num, den, shift, False,
+                                       _noise_rng(self._seed), self._neighbours)
 
     def _restore_params(self):
         impl = self._impl
         self._width, self._depth, self._hash_seed = impl.width, impl.depth, impl.seed
+        self._neighbours = impl.neighbours
+        l1, l2 = self._sensitivities()
         num, den = impl.noise_param
-        if impl.noise_kind == "laplace":  # scale = d/ε
-            self._epsilon, self._rho = self._depth * den / num, None
-        else:  # σ² = d/(2ρ)
-            self._rho, self._epsilon = self._depth * den / (2 * num), None
-        self._beta, self._seed, self._frozen, self._guard = None, None, False, ReleaseGuard()
+        if impl.noise_kind == "laplace":  # scale = Δ1/ε
+            self._epsilon, self._rho = l1 * den / num, None
+        else:  # σ² = Δ2²/(2ρ)
+            self._rho, self._epsilon = l2 * den / (2 * num), None
+        # the seed never travels; whether there was one does (header flag, docs/format.md)
+        self._beta, self._seed, self._conversion_delta = None, None, None
 
     width = property(lambda self: self._width, doc="Columns per row.")
     depth = property(lambda self: self._depth, doc="Rows.")
     epsilon = property(lambda self: self._epsilon, doc="Pure-DP ε of the noisy cells (None for zCDP).")
     rho = property(lambda self: self._rho, doc="zCDP ρ of the noisy cells (None for pure DP).")
+    neighbours = property(lambda self: self._neighbours, doc="'add_remove' or 'replace' (docs/privacy.md).")
+
+    published = property(lambda self: self._published,
+                         doc="True for a release() result (and its copies/bytes): read-only, publishable.")
+    reproducible_not_secret = property(lambda self: self._reproducible_not_secret,
+                                       doc="True if the noise came from a user seed: anyone with it can remove the noise.")
 
     @locked
     def privacy(self, delta: float | None = None) -> dict:
         """The guarantee of the noisy cells; with ``delta``, the (ε, δ) conversion of ρ-zCDP."""
+        l1, l2 = self._sensitivities()
         out = {"epsilon": self._epsilon, "rho": self._rho, "noise": self._impl.noise_kind,
-               "noise_param": self._impl.noise_param, "shift": self._impl.shift}
+               "noise_param": self._impl.noise_param, "shift": self._impl.shift, "neighbours": self._neighbours,
+               "l1_sensitivity": l1, "l2_sensitivity_squared": l2,
+               "reproducible_not_secret": self._reproducible_not_secret}
         if self._rho is not None and delta is not None:
             out["epsilon_from_zcdp"] = zcdp_to_dp(self._rho, delta)
             out["delta"] = delta
         return out
 
+    @property
     @locked
-    def update(self, item) -> None:
-        self._check_not_frozen()
-        super().update(item)
+    def metadata(self) -> dict:
+        """Release metadata (docs/algorithms.md §4): mechanism, guarantee, noise, sensitivity,
+        shape, release index and labels. Everything is re-derived from the serialized state, so it
+        is the same after copy, pickle or bytes (except ``delta``, given to ``release(delta=)``)."""
+        num, den = self._impl.noise_param
+        d = self._impl.depth
+        laplace = self._impl.noise_kind == "laplace"
+        meta = {
+            "mechanism": f"{type(self).__name__}[{'laplace' if laplace else 'gaussian'}]",
+            "reference": "docs/algorithms.md §4",
+            "noise": "discrete_laplace" if laplace else "discrete_gaussian",
+            # §4: Laplace scale Δ1/ε, Gaussian σ² = Δ2²/(2ρ); (Δ1, Δ2²) = (d, d) for add/remove,
+            # doubled (CountSketch ℓ2²: 4d) for replace neighbours (docs/privacy.md §Dyadic)
+            "neighbours": self._neighbours,
+            "noise_param": num / den,
+            "noise_param_rational": [num, den],
+            "shift": self._impl.shift,
+            "width": self._impl.width,
+            "depth": d,
+            "release_index": self._guard.count,
+            "published": self._published,
+            "reproducible_not_secret": self._reproducible_not_secret,
+            # the bytes (and .n) hold the exact stream length: it is treated as public (§0)
+            "assumes_public_length": True,
+        }
+        # the guarantee of the noise actually drawn (ε, ρ rounded down to multiples of 2^-32, §1)
+        l1, l2 = self._sensitivities()
+        if laplace:
+            meta.update(privacy="pure", epsilon=l1 * den / num, delta=0.0, rho=None, l1_sensitivity=l1)
+        else:
+            rho = l2 * den / (2 * num)
+            meta.update(privacy="zcdp", rho=rho, l2_sensitivity_squared=l2, epsilon=None, delta=None)
+            if self._beta is not None and self._count_min:
+                meta["beta"] = self._beta  # the shift keeps estimates >= true counts w.p. 1 - β (§4)
+            if self._conversion_delta is not None:  # ρ-zCDP -> (ρ + 2√(ρ ln 1/δ), δ)-DP (§1)
+                meta.update(delta=self._conversion_delta, epsilon=zcdp_to_dp(rho, self._conversion_delta))
+        return meta
 
     @locked
-    def update_many(self, items) -> None:
+    def update(self, item, count=1) -> None:
         self._check_not_frozen()
-        super().update_many(items)
+        super().update(item, count)
+
+    @locked
+    def update_many(self, items, counts=None) -> None:
+        self._check_not_frozen()
+        super().update_many(items, counts)
 
     def _check_not_frozen(self):
-        if self._frozen:
+        if self._published:
             raise RuntimeError("this is a released (published) sketch and is read-only; keep updating the original")
 
     @locked
     def cells(self):
-        """The noisy cells, shape (depth, width). Safe to publish: they are the DP object."""
+        """The noisy cells, shape (depth, width).
+
+        On a ``release()`` result these are the published DP object. On the live sketch they are
+        the data holder's view: the noise was drawn once, so two views taken around an update
+        differ by exactly that update. Publish only a release() result (one publication of the
+        final state; docs/privacy.md §Publishing and the release-once rule)."""
         return self._impl.cells()
 
     @locked
@@ -133,42 +216,69 @@ class _PrivateLinear(Keyed):
         return self._impl.estimate_many(int_batch(items))
 
     @locked
-    def release(self, *, allow_repeat: bool = False):
+    def release(self, *, allow_repeat: bool = False, delta: float | None = None):
         """The noisy sketch as a publishable, read-only copy (serializable with to_bytes, queryable
-        with estimate). Publishing the sketch at more than one time composes privacy loss, so a
-        second release raises unless ``allow_repeat=True``."""
-        self._guard.next(type(self).__name__, allow_repeat)
-        out = type(self).from_bytes(self.to_bytes())
-        out._beta, out._seed, out._frozen = self._beta, self._seed, True
+        with estimate; ``metadata`` describes it). The noise, drawn once at construction, protects
+        ONE publication of the final state: publishing it at more than one time reveals the
+        updates in between exactly, so a second release raises unless ``allow_repeat=True``
+        (docs/privacy.md §Publishing and the release-once rule). The count travels with every
+        copy, pickle and bytes; a published copy stays read-only through all of them. ``delta``
+        (zCDP only) records the (ε, δ)-DP conversion in the metadata.
+        Releasing an already published copy returns it again (nothing new is revealed)."""
+        if delta is not None:
+            if self._rho is None:
+                raise ValueError("delta applies to zCDP sketches (rho=); a Laplace sketch is pure ε-DP")
+            _, delta = check_privacy_params(1.0, delta)
+        if self._published:
+            out = type(self).from_bytes(self.to_bytes())
+        else:
+            self._guard.next(type(self).__name__, allow_repeat)
+            out = type(self).from_bytes(self.to_bytes())
+            out._published = True
+        out._beta, out._seed = self._beta, self._seed
+        out._conversion_delta = delta if delta is not None else self._conversion_delta
         return out
 
     def _repr_fields(self):
         p = f"epsilon={self._epsilon:g}" if self._epsilon is not None else f"rho={self._rho:g}"
-        return f"width={self._width}, depth={self._depth}, {p}"
+        nb = "" if self._neighbours == "add_remove" else ", neighbours='replace'"
+        flags = (", published=True" if self._published else "") + (
+            ", reproducible_not_secret=True" if self._reproducible_not_secret else "")
+        return f"width={self._width}, depth={self._depth}, {p}{nb}{flags}"
 
 
 class PrivateCountMin(_PrivateLinear):
     """Count-Min with noisy cells: ``epsilon`` → every cell += DLap(depth/ε) (ε-DP); ``rho`` →
     every cell += DGauss(depth/(2ρ)) + E with E chosen so that, w.p. 1 − β, estimates never
-    underestimate (ρ-zCDP; Zhao et al.). ALGORITHMS.md §4."""
+    underestimate (ρ-zCDP; Zhao et al.). docs/algorithms.md §4. ``budget=`` (a :class:`dpsketch.Budget`)
+    is charged ε or ρ at construction, before the noise is drawn.
+
+    The noise protects one publication of the final state: publish ``release()`` (read-only, with
+    ``metadata``). Queries on the live sketch are for the data holder (docs/privacy.md
+    §Publishing and the release-once rule)."""
 
     _natives = {"int": _R.PrivateCountMinInt, "str": _R.PrivateCountMinStr}
     _family = 7
     _count_min = True
+    _can_publish = True
 
 
 class PrivateCountSketch(_PrivateLinear):
     """CountSketch with noisy cells (DLap(depth/ε) or DGauss(depth/(2ρ)), no shift); ``estimate``
-    is the median of the signed row values (a float). ALGORITHMS.md §4."""
+    is the median of the signed row values (a float). docs/algorithms.md §4. ``budget=`` is charged ε
+    or ρ at construction, before the noise is drawn.
+
+    As for PrivateCountMin: publish ``release()``, once; live queries are for the data holder."""
 
     _natives = {"int": _R.PrivateCountSketchInt, "str": _R.PrivateCountSketchStr}
     _family = 8
     _count_min = False
+    _can_publish = True
 
 
 class SketchHeavyHitters(Keyed):
     """(ε, δ)-DP heavy hitters from a noisy Count-Min or CountSketch plus ``capacity`` candidates
-    (Holland's error-envelope wrapper, ALGORITHMS.md §5).
+    (Holland's error-envelope wrapper, docs/algorithms.md §5).
 
     ``depth`` defaults to max(32, ⌈log2((max_stream_length + capacity)/(δ/2))⌉) and ``width`` to
     2·capacity (Count-Min) or 3·capacity (CountSketch); given values are checked against §5.
@@ -199,52 +309,65 @@ class SketchHeavyHitters(Keyed):
         self._depth = 0 if depth is None else check_int("depth", depth, 1, _core.MAX_DEPTH)
         self._seed = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
         self._hash_seed = _hash_seed(self._seed)
-        self._guard = ReleaseGuard()
+        self._reproducible_not_secret = self._seed is not None
         prefix = "EnvelopeCountMin" if sketch == "countmin" else "EnvelopeCountSketch"
-        self._natives = {"int": getattr(_R, prefix + "Int"), "str": getattr(_R, prefix + "Str")}
+        self._natives = {"int": getattr(_R, prefix + "Int"), "str": getattr(_R, prefix + "Str")}  # type: ignore[misc]  # per object
         super().__init__(key_type)
 
     def _make(self, key_type):
-        rng, _ = make_rng(self._seed)
         return self._natives[key_type](
             self._k, self._capacity, self._width, self._depth, self._epsilon, self._delta, self._n_max,
-            self._hash_seed, rng,
+            self._hash_seed, _noise_rng(self._seed),
         )
 
     @locked
-    def update_many(self, items) -> None:
+    def update_many(self, items: Any, counts: Any = None) -> None:
         n = len(items)
         if self.n + n > self._n_max:
             raise ValueError(
                 f"adding {n} items would exceed max_stream_length={self._n_max} (n is {self.n}); the error "
                 "envelope was derived for that length. Build with a larger max_stream_length"
             )
-        super().update_many(items)
+        super().update_many(items, counts)
 
     @locked
-    def update(self, item) -> None:
+    def update(self, item: Any, count: int = 1) -> None:
         if self.n + 1 > self._n_max:
             raise ValueError(f"the stream already has max_stream_length={self._n_max} items; build with a larger one")
-        super().update(item)
+        super().update(item, count)
 
     width = property(locked(lambda self: self._impl.width), doc="Columns of the noisy sketch.")
     depth = property(locked(lambda self: self._impl.depth), doc="Rows of the noisy sketch.")
     k = property(lambda self: self._k)
     capacity = property(lambda self: self._capacity)
+    reproducible_not_secret = property(lambda self: self._reproducible_not_secret,
+                                       doc="True if built with seed=: the sketch noise is reproducible, NOT secret.")
 
     @locked
     def release(self, *, seed: int | None = None, length_epsilon: float | None = None,
-                length_delta: float | None = None, allow_repeat: bool = False) -> Release:
+                length_delta: float | None = None, allow_repeat: bool = False,
+                budget: Budget | None = None) -> Release:
         """Publish the heavy hitters (§5). ``seed`` seeds only the length noise of the rigorous
-        mode; the sketch noise was drawn at construction (from the constructor's ``seed``)."""
+        mode; the sketch noise was drawn at construction (from the constructor's ``seed``). The
+        release is labelled ``reproducible_not_secret`` if either seed was given.
+        ``budget``: a :class:`dpsketch.Budget` charged the release's (ε, δ) before it is computed."""
         le, ld = check_length_params(length_epsilon, length_delta, self._delta)
-        extra = self._guard.next(type(self).__name__, allow_repeat)
-        rng, _ = make_rng(seed if seed is not None else (None if self._seed is None else self._seed ^ 0xA5A5))
+        if seed is not None:
+            seed = check_int("seed", seed, 0, 2**64 - 1)
+        spend_eps = used_value(self._epsilon) + (used_value(le) if le is not None else 0)
+        mechanism = f"SketchHeavyHitters[{self._sketch}]"
+        with charging(budget, mechanism, epsilon=spend_eps, delta=self._delta + ld):  # raises before any noise
+            extra = self._guard.next(type(self).__name__, allow_repeat)
+        if seed is not None:
+            rng, _ = make_rng(seed)
+        else:
+            rng = _noise_rng(self._seed, "length")
         raw = self._impl.release(le, ld, rng)
         extra.update(sketch=self._sketch, delta_split="delta_noise = delta_hash = delta/2")
         return build_release(
             raw, mechanism=f"SketchHeavyHitters[{self._sketch}]", epsilon=self._epsilon, delta=self._delta,
-            n_public=self.n, seeded=self._seed is not None, extra=extra, length_epsilon=le, length_delta=ld,
+            n_public=self.n, seeded=self._seed is not None or seed is not None, extra=extra,
+            length_epsilon=le, length_delta=ld,
         )
 
     def to_bytes(self):

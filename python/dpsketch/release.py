@@ -1,7 +1,7 @@
 """The shared release interface: every private mechanism returns a :class:`Release`.
 
 Items are ``(key, noisy value)`` pairs sorted by noisy value (descending; ties by key) -- never by
-true count. Only labels that passed the threshold appear anywhere in a Release (ALGORITHMS.md §0).
+true count. Only labels that passed the threshold appear anywhere in a Release (docs/algorithms.md §0).
 """
 
 from __future__ import annotations
@@ -140,17 +140,23 @@ def build_release(raw, *, mechanism, epsilon, delta, n_public, seeded, extra, le
 class ReleaseGuard:
     """Single-observation bookkeeping (§0): a second release raises unless explicitly allowed."""
 
-    def __init__(self):
-        self.count = 0
+    def __init__(self, count: int = 0):
+        # The count travels with copies, pickles and bytes (docs/format.md, release-state trailer);
+        # in-process copies share one guard, so releasing any copy spends the same budget.
+        import threading
+
+        self.count = count
+        self._lock = threading.Lock()  # copies with their own object locks may release concurrently
 
     def next(self, owner: str, allow_repeat: bool) -> dict:
-        if self.count and not allow_repeat:
-            raise ReleaseBudgetError(
-                f"this {owner} was already released {self.count} time(s) and its privacy budget is spent; "
-                "pass allow_repeat=True to release again and accept the composed privacy loss"
-            )
-        self.count += 1
-        return {"release_index": self.count, "composed_with_previous_releases": self.count > 1}
+        with self._lock:
+            if self.count and not allow_repeat:
+                raise ReleaseBudgetError(
+                    f"this {owner} was already released {self.count} time(s) and its privacy budget is spent; "
+                    "pass allow_repeat=True to release again and accept the composed privacy loss"
+                )
+            self.count += 1
+            return {"release_index": self.count, "composed_with_previous_releases": self.count > 1}
 
 
 def check_length_params(length_epsilon, length_delta, delta):

@@ -1,4 +1,4 @@
-"""Linear sketches: Count-Min and CountSketch (ALGORITHMS.md §4), non-private."""
+"""Linear sketches: Count-Min and CountSketch (docs/algorithms.md §4), non-private."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ __all__ = ["CountMin", "CountSketch"]
 
 
 class _LinearSketch(Keyed):
+    _turnstile = True  # update(x, count) / update_many(items, counts): signed counts (docs/privacy.md)
+
     def __init__(self, width: int, depth: int, seed=None, *, key_type=None):
         self._width = check_int("width", width, 1, 2**31)
         self._depth = check_int("depth", depth, 1, _core.MAX_DEPTH)
@@ -71,7 +73,9 @@ class _LinearSketch(Keyed):
 
 class CountMin(_LinearSketch):
     """Count-Min sketch: ``depth`` rows of ``width`` counters; ``estimate`` never underestimates and
-    overestimates by more than ``2n/width`` with probability at most ``2**-depth`` (ALGORITHMS.md §4).
+    overestimates by more than ``2n/width`` with probability at most ``2**-depth`` (docs/algorithms.md §4).
+    Turnstile updates (signed counts) are accepted; the never-underestimate guarantee then needs the
+    strict turnstile model (no item's net frequency ever negative), which is the caller's concern.
     Hash functions are pairwise independent per row, seeded from ``seed`` (random if None)."""
 
     _natives = {"int": _core.CountMinInt, "str": _core.CountMinStr}
@@ -81,7 +85,7 @@ class CountMin(_LinearSketch):
 class CountSketch(_LinearSketch):
     """CountSketch: ``depth`` rows of ``width`` signed counters; ``estimate`` is the median of the
     row estimates (a float: the mean of the two middle values when depth is even). Error is within
-    ``4*sqrt(F2/width)`` except with probability ``2**-depth``-ish (ALGORITHMS.md §4, §5)."""
+    ``4*sqrt(F2/width)`` except with probability ``2**-depth``-ish (docs/algorithms.md §4, §5)."""
 
     _natives = {"int": _core.CountSketchInt, "str": _core.CountSketchStr}
     _family = 4

@@ -1,13 +1,13 @@
-"""Counter-based summaries: Misra-Gries (ALGORITHMS.md §2) and SpaceSaving (§3)."""
+"""Counter-based summaries: Misra-Gries (docs/algorithms.md §2) and SpaceSaving (§3)."""
 
 from __future__ import annotations
 
 from . import _core
+from .budget import Budget, charging, used_value
 from ._keyed import Keyed, locked
 from ._validation import check_int
 from .release import (
     Release,
-    ReleaseGuard,
     build_release,
     check_length_params,
     check_privacy_params,
@@ -18,7 +18,7 @@ __all__ = ["MisraGries", "SpaceSaving"]
 
 
 class _CounterSummary(Keyed):
-    def __init__(self, capacity: int, *, key_type=None):
+    def __init__(self, capacity: int, *, key_type: str | None = None) -> None:
         self._capacity = check_int("capacity", capacity, 1, _core.MAX_CAPACITY)
         super().__init__(key_type)
 
@@ -28,18 +28,15 @@ class _CounterSummary(Keyed):
     def _restore_params(self):
         self._capacity = self._impl.capacity
 
-    @property
-    def _guard(self) -> ReleaseGuard:
-        g = self.__dict__.get("_release_guard")
-        if g is None:
-            g = self.__dict__["_release_guard"] = ReleaseGuard()
-        return g
-
     @locked
-    def _release(self, native_fn, mechanism, epsilon, delta, k, seed, length_epsilon, length_delta, allow_repeat):
+    def _release(self, native_fn, mechanism, epsilon, delta, k, seed, length_epsilon, length_delta, allow_repeat,
+                 budget=None):
         eps, dlt = check_privacy_params(epsilon, delta)
         le, ld = check_length_params(length_epsilon, length_delta, dlt)
-        extra = self._guard.next(type(self).__name__, allow_repeat)  # before any noise is drawn
+        # The budget is charged what the release reports: ε as used (rounded down) plus ε_n, δ + δ_n.
+        spend_eps = used_value(eps) + (used_value(le) if le is not None else 0)
+        with charging(budget, mechanism, epsilon=spend_eps, delta=dlt + ld):  # raises before any noise
+            extra = self._guard.next(type(self).__name__, allow_repeat)  # before any noise is drawn
         rng, seeded = make_rng(seed)
         raw = native_fn(self._impl, eps, dlt, k, le, ld, rng)
         return build_release(
@@ -55,12 +52,15 @@ class _CounterSummary(Keyed):
     def _repr_fields(self):
         return f"capacity={self._capacity}"
 
+    def items(self) -> list[tuple]:  # pragma: no cover - defined by each summary
+        raise NotImplementedError
+
     def __len__(self) -> int:
         return len(self.items())
 
 
 class MisraGries(_CounterSummary):
-    """Misra-Gries summary with ``capacity`` counters, Lebeda-Tetek variant (ALGORITHMS.md §2).
+    """Misra-Gries summary with ``capacity`` counters, Lebeda-Tetek variant (docs/algorithms.md §2).
 
     Guarantee: ``f(x) - n/(capacity+1) <= estimate(x) <= f(x)``. O(1) amortized update.
     Keys are ints (int64) or strs; the type is fixed by the first update or ``key_type=``.
@@ -85,19 +85,21 @@ class MisraGries(_CounterSummary):
     def release(
         self, epsilon: float, delta: float, k: int | None = None, seed: int | None = None, *,
         length_epsilon: float | None = None, length_delta: float | None = None, allow_repeat: bool = False,
+        budget: Budget | None = None,
     ) -> Release:
-        """PMG: (ε, δ)-DP release of this summary (ALGORITHMS.md §2, docs/privacy.md).
+        """PMG: (ε, δ)-DP release of this summary (docs/algorithms.md §2, docs/privacy.md).
 
         Every stored key (zero counts included) gets ``c(x) + η + Z_x`` with a shared ``η`` and
         independent ``Z_x``, all ``DLap(1/ε)``; keys with noisy value ``>= 1 + 2t`` are released.
         ``k`` additionally keeps only values ``>= n/k`` (heavy hitters; post-processing).
         ``seed`` makes the noise reproducible and NOT secret (experiments only).
-        ``length_epsilon`` treats n as private (ALGORITHMS.md §0): only the ``n/k`` filter uses n.
+        ``length_epsilon`` treats n as private (docs/algorithms.md §0): only the ``n/k`` filter uses n.
         A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
+        ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
         """
         kk = None if k is None else check_int("k", k, 1, 2**63 - 1)
         return self._release(
-            _core.release.pmg, "PMG", epsilon, delta, kk, seed, length_epsilon, length_delta, allow_repeat
+            _core.release.pmg, "PMG", epsilon, delta, kk, seed, length_epsilon, length_delta, allow_repeat, budget
         )
 
     @property
@@ -108,7 +110,7 @@ class MisraGries(_CounterSummary):
 
 
 class SpaceSaving(_CounterSummary):
-    """SpaceSaving with ``capacity`` counters and the exact recency tie rule (ALGORITHMS.md §3).
+    """SpaceSaving with ``capacity`` counters and the exact recency tie rule (docs/algorithms.md §3).
 
     On a miss with all counters used, the item with the minimum count whose latest occurrence is
     most recent is evicted and the newcomer gets ``min + 1``. Guarantee for tracked items:
@@ -134,9 +136,9 @@ class SpaceSaving(_CounterSummary):
 
     def release(
         self, epsilon: float, delta: float, k: int, seed: int | None = None, length_epsilon: float | None = None, *,
-        length_delta: float | None = None, allow_repeat: bool = False,
+        length_delta: float | None = None, allow_repeat: bool = False, budget: Budget | None = None,
     ) -> Release:
-        """DPSS: (ε, δ)-DP heavy hitters of this SpaceSaving (ALGORITHMS.md §3, Holland Alg. 3).
+        """DPSS: (ε, δ)-DP heavy hitters of this SpaceSaving (docs/algorithms.md §3, Holland Alg. 3).
 
         Each tracked count gets independent ``DLap(1/ε)`` noise; items whose noisy count exceeds
         ``τ = max(n/k − γ, n/capacity + 1 + γ)`` are released. Needs ``capacity >= k``
@@ -144,6 +146,7 @@ class SpaceSaving(_CounterSummary):
         secret. ``length_epsilon`` = ε_n: n is treated as private (§0): n̂ = n + DLap(1/ε_n) and the
         total guarantee becomes (ε + ε_n, δ + δ_n), ``length_delta`` = δ_n defaulting to δ.
         A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
+        ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
         """
         kk = check_int("k", k, 1, 2**63 - 1)
         if kk > self._capacity:
@@ -152,7 +155,7 @@ class SpaceSaving(_CounterSummary):
                 f"use SpaceSaving({2 * kk}) (capacity = 2k) for full recall"
             )
         return self._release(
-            _core.release.dpss, "DPSS", epsilon, delta, kk, seed, length_epsilon, length_delta, allow_repeat
+            _core.release.dpss, "DPSS", epsilon, delta, kk, seed, length_epsilon, length_delta, allow_repeat, budget
         )
 
     @locked

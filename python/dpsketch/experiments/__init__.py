@@ -1,4 +1,4 @@
-"""Reproductions of the experiments of the two source papers (ALGORITHMS.md §7).
+"""Reproductions of the experiments of the two source papers (docs/algorithms.md §7).
 
 ``run(name, ...)`` runs one sweep and writes, into ``<out>/<name>/``:
 
@@ -11,8 +11,11 @@
 - ``run_info.json`` parameters, sizes, seed and wall time.
 
 Sweeps (``NAMES``): ``holland-synthetic`` (Holland Fig. 10-11), ``holland-real`` (Fig. 12 on the
-bundled retail stream and, when found, the GCIDE word stream), ``zhao-frequency`` (Zhao Fig. 1,
-Zipf panels). ``quick=True`` shrinks the Holland synthetic stream to 2^20 items and uses fewer
+bundled retail stream and, when found, the GCIDE word stream), ``zhao-frequency`` (Zhao Fig. 1:
+Zipf panels and, when the GCIDE file is found, the real-stream panels on GCIDE tokens hashed to 32
+bits in place of CAIDA), ``zhao-quantiles`` (Zhao Fig. 2: average rank error of m evenly spaced
+quantiles for the dyadic CountSketch, private and not, on Zipf over 2^16 and the hashed GCIDE stream
+over 2^32). ``quick=True`` shrinks the Holland synthetic stream to 2^20 items and uses fewer
 repeats; ``tiny=True`` (for tests) runs a handful of small points in seconds.
 """
 
@@ -26,17 +29,19 @@ import time
 from pathlib import Path
 
 from . import claims as _claims
-from . import holland, plots, zhao
+from . import holland, plots, quantiles, zhao
 from ._common import log, read_csv, summary_rows, write_csv
 
-__all__ = ["run", "replot", "NAMES"]
+__all__ = ["run", "replot", "resummarize", "NAMES"]
 
-NAMES = ("holland-synthetic", "holland-real", "zhao-frequency")
+NAMES = ("holland-synthetic", "holland-real", "zhao-frequency", "zhao-quantiles")
 
 _GROUP = {
     "holland-synthetic": ["experiment", "dataset", "sweep", "x", "algorithm", "k", "factor", "epsilon", "skew", "n"],
     "holland-real": ["experiment", "dataset", "sweep", "x", "algorithm", "k", "factor", "epsilon", "n"],
     "zhao-frequency": ["experiment", "dataset", "sweep", "x", "algorithm", "rho", "width", "depth", "n"],
+    "zhao-quantiles": ["experiment", "dataset", "sweep", "x", "algorithm", "allocation", "rho", "n", "universe_bits",
+                       "gamma", "width", "depth"],
 }
 
 
@@ -85,14 +90,29 @@ def run(name: str, *, quick: bool = False, out="results", repeats: int | None = 
     t0 = time.perf_counter()
     info: dict = {"experiment": name, "scale": scale, "seed": seed, "python": platform.python_version(),
                   "machine": platform.machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-    if name == "zhao-frequency":
+    if name == "zhao-quantiles":
+        cfg = quantiles.with_repeats(quantiles.CONFIGS[scale], repeats)
+        writer = _RowWriter(outdir / "runs.csv", quantiles.COLUMNS)
+        try:
+            used = quantiles.quantiles(cfg, seed=seed, writer=writer, progress=progress, data=data)
+        finally:
+            writer.close()
+        info.update(datasets=used, n=cfg.n, repeats=cfg.repeats, rhos=list(cfg.rhos), gamma=cfg.gamma,
+                    allocations=list(cfg.allocations), ms=list(cfg.ms), neighbours=cfg.neighbours,
+                    universe_bits={"zipf": cfg.zipf_bits, "real": cfg.real_bits}, skew=cfg.skew,
+                    real_stream=(f"{quantiles.REAL_DATASET}: GCIDE word tokens in stream order, each hashed to 32 bits "
+                                 "(BLAKE2b, first 4 bytes); repeat r = tokens [r*n, (r+1)*n)")
+                    if quantiles.REAL_DATASET in used else "not run (GCIDE file not found)")
+    elif name == "zhao-frequency":
         cfg = zhao.with_repeats(zhao.CONFIGS[scale], repeats)
         writer = _RowWriter(outdir / "runs.csv", zhao.COLUMNS)
         try:
-            zhao.frequency(cfg, seed=seed, writer=writer, progress=progress)
+            used = zhao.frequency(cfg, seed=seed, writer=writer, progress=progress, data=data)
         finally:
             writer.close()
-        info.update(n=cfg.n, repeats=cfg.repeats, rhos=list(cfg.rhos), beta=cfg.beta, depth=cfg.depth,
+        info.update(datasets=used, real_stream=(f"{zhao.REAL_DATASET}: GCIDE word tokens in stream order, each hashed "
+                                                "to 32 bits (BLAKE2b, first 4 bytes); repeat r = tokens [r*n, (r+1)*n)")
+                    if zhao.REAL_DATASET in used else "not run (GCIDE file not found)", n=cfg.n, repeats=cfg.repeats, rhos=list(cfg.rhos), beta=cfg.beta, depth=cfg.depth,
                     target_kb=list(cfg.target_kb), skew=cfg.skew, universe=[cfg.lo, cfg.hi])
         metrics = zhao.METRICS
     else:
@@ -114,13 +134,34 @@ def run(name: str, *, quick: bool = False, out="results", repeats: int | None = 
                     delta=cfg.delta, sketch_capacity=f"{cfg.sketch_capacity_ratio} * factor * k",
                     algorithms=list(cfg.algorithms))
         metrics = holland.METRICS
-    write_csv(outdir / "summary.csv", summary_rows(writer.rows, _GROUP[name], list(metrics)))
+    write_csv(outdir / "summary.csv", _summary(name, writer.rows))
     info["runs"] = len(writer.rows)
     info["wall_seconds"] = round(time.perf_counter() - t0, 1)
     (outdir / "run_info.json").write_text(json.dumps(info, indent=2) + "\n")
     replot(outdir, progress=progress)
     log(f"{name}: {len(writer.rows)} runs in {info['wall_seconds']:.0f}s -> {outdir}", progress)
     return outdir
+
+
+def _summary(name: str, runs: list[dict]) -> list[dict]:
+    if name == "zhao-frequency":
+        return summary_rows(runs, _GROUP[name], list(zhao.METRICS), {"distinct_items": lambda r: r.get("n_distinct")})
+    if name == "zhao-quantiles":
+        return summary_rows(runs, _GROUP[name], list(quantiles.METRICS))
+    return summary_rows(runs, _GROUP[name], list(holland.METRICS), holland.SPANS)
+
+
+def resummarize(outdir, *, progress: bool = True) -> list[Path]:
+    """Recompute summary.csv from a finished run's runs.csv, then its claims and figures (for a
+    change in the post-processing; no measurement is repeated). Notes the regeneration in
+    run_info.json."""
+    outdir = Path(outdir)
+    info = json.loads((outdir / "run_info.json").read_text())
+    runs = read_csv(outdir / "runs.csv")
+    write_csv(outdir / "summary.csv", _summary(info["experiment"], runs))
+    info["summary_regenerated_from_runs_csv"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    (outdir / "run_info.json").write_text(json.dumps(info, indent=2) + "\n")
+    return replot(outdir, progress=progress)
 
 
 def replot(outdir, *, progress: bool = True) -> list[Path]:
@@ -131,6 +172,8 @@ def replot(outdir, *, progress: bool = True) -> list[Path]:
     rows = read_csv(outdir / "summary.csv")
     if name == "zhao-frequency":
         claim_rows = _claims.zhao(rows)
+    elif name == "zhao-quantiles":
+        claim_rows = _claims.zhao_quantiles(rows)
     else:
         claim_rows = _claims.holland(rows, name)
     write_csv(outdir / "claims.csv", claim_rows, _claims.COLUMNS)
@@ -140,7 +183,9 @@ def replot(outdir, *, progress: bool = True) -> list[Path]:
             "(pip install matplotlib, then dpsketch.experiments.replot(dir))")
         return []
     if name == "holland-synthetic":
-        return plots.holland_synthetic(rows, outdir, holland.ALGORITHMS, info["n"])
+        return plots.holland_synthetic(rows, outdir, holland.ALGORITHMS, info)
     if name == "holland-real":
-        return plots.holland_real(rows, outdir, holland.ALGORITHMS, info["datasets"], info["n"])
-    return plots.zhao(rows, outdir, info["n"])
+        return plots.holland_real(rows, outdir, holland.ALGORITHMS, info)
+    if name == "zhao-quantiles":
+        return plots.zhao_quantiles(rows, outdir, info)
+    return plots.zhao(rows, outdir, info)

@@ -73,9 +73,20 @@ def read_csv(path: Path) -> list[dict]:
     return out
 
 
-def summary_rows(runs: list[dict], group_by: list[str], metrics: list[str]) -> list[dict]:
-    """Per group of runs: the group's labels, the number of runs, and mean/p5/p95 (and how many
-    runs had a defined value) of each metric."""
+def span(values) -> str:
+    """The values of a parameter over a group of runs: "v" when all equal, "lo-hi" otherwise, ""
+    when undefined in every run (e.g. the depth of a counter summary)."""
+    vs = sorted({float(v) for v in values if v not in (None, "") and not (isinstance(v, float) and math.isnan(v))})
+    if not vs:
+        return ""
+    f = lambda v: f"{v:g}" if v != int(v) else f"{int(v)}"  # noqa: E731
+    return f(vs[0]) if len(vs) == 1 else f"{f(vs[0])}-{f(vs[-1])}"
+
+
+def summary_rows(runs: list[dict], group_by: list[str], metrics: list[str], spans: dict | None = None) -> list[dict]:
+    """Per group of runs: the group's labels, the number of runs, mean/p5/p95 (and how many runs
+    had a defined value) of each metric, and for each ``spans`` entry ``column: fn(run)`` the span
+    (see ``span``) of ``fn`` over the group's runs (parameters such as the sketch depth)."""
     groups: dict[tuple, list[dict]] = {}
     for r in runs:
         key = tuple(None if isinstance(v, float) and math.isnan(v) else v for v in (r.get(g) for g in group_by))
@@ -84,6 +95,8 @@ def summary_rows(runs: list[dict], group_by: list[str], metrics: list[str]) -> l
     for key, rs in groups.items():
         row = dict(zip(group_by, key))
         row["runs"] = len(rs)
+        for col, fn in (spans or {}).items():
+            row[col] = span(fn(r) for r in rs)
         for m in metrics:
             s = summarize([r.get(m, math.nan) for r in rs])
             row[f"{m}_mean"] = s["mean"]

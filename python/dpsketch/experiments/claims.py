@@ -1,4 +1,4 @@
-"""The papers' headline claims (ALGORITHMS.md §7), checked against the summary rows of a sweep.
+"""The papers' headline claims (docs/algorithms.md §7), checked against the summary rows of a sweep.
 
 Each claim row says what the paper claims, the value we measured, whether it holds under the
 stated test, and which summary rows back it (``summary.csv`` of the same output folder). Points
@@ -47,6 +47,38 @@ def _fmt(v, digits=3):
 def _frac(flags):
     flags = list(flags)
     return (sum(flags), len(flags))
+
+
+_VERB = {"rises": "improves (rises)", "falls": "degrades (falls)"}
+
+
+def _trend_claim(experiment, rows, sweep, alg, metric, direction, cid, paper, claim, dataset=None) -> list[dict]:
+    """A strict trend claim: the mean of ``metric`` at the last point of ``sweep`` is strictly above
+    ("rises") or below ("falls") its value at the first point (the whole series is shown). A flat
+    curve does not hold: a recall stuck at 0 neither rises nor "degrades". The one exception is a
+    claimed rise of recall/precision that is already at its ceiling 1.0 at both ends: reported as
+    n/a (perfect utility cannot improve), never as holding."""
+    filt = {"sweep": sweep}
+    if dataset is not None:
+        filt["dataset"] = dataset
+    pts = _points(rows, **filt)
+    seq = [(key[2], _num(p[alg][f"{metric}_mean"])) for key, p in sorted(pts.items(), key=lambda kv: kv[0][2]) if alg in p]
+    if not seq:
+        return []
+    defined = [(x, v) for x, v in seq if not math.isnan(v)]
+    src = f"summary.csv, {'dataset ' + dataset + ', ' if dataset else ''}sweep {sweep}"
+    test = f"mean {metric} strictly {'higher' if direction == 'rises' else 'lower'} at {sweep}={seq[-1][0]:g} than at {sweep}={seq[0][0]:g}"
+    if len(defined) < 2 or defined[0][0] != seq[0][0] or defined[-1][0] != seq[-1][0]:
+        return [_row(experiment, cid, paper, claim, test, "undefined at an end point of the sweep", None,
+                     len(seq) - len(defined), src)]
+    first, last = seq[0][1], seq[-1][1]
+    measured = " -> ".join(_fmt(v) for _, v in seq)
+    holds = last > first if direction == "rises" else last < first
+    bounded = metric in ("recall", "precision")
+    if not holds and bounded and direction == "rises" and first == last == 1.0:
+        measured += " (at its bound at both ends: no trend to test)"
+        holds = None
+    return [_row(experiment, cid, paper, claim, test, measured, holds, len(seq) - len(defined), src)]
 
 
 def holland(rows, experiment: str) -> list[dict]:
@@ -138,15 +170,33 @@ def holland(rows, experiment: str) -> list[dict]:
                             "median over k of (smaller sketch) / (larger counter summary) in [4, 9] (6x within a factor 1.5)",
                             f"median {med:.1f}x (range {min(ratios):.1f}-{max(ratios):.1f}x)", 4 <= med <= 9, 0,
                             "summary.csv, sweep k"))
-        # Recall of the sketches degrades as k grows; MG recall improves with k.
-        for alg, direction in (("CountMinSketch", "degrades"), ("CountSketch", "degrades"), ("MisraGries", "improves")):
-            seq = [(key[2], _num(p[alg]["recall_mean"])) for key, p in sorted(kp.items()) if alg in p]
-            if len(seq) >= 2:
-                first, last = seq[0][1], seq[-1][1]
-                ok = last <= first if direction == "degrades" else last >= first
-                out.append(_row(experiment, f"recall-vs-k-{alg}", "Holland §6 Fig. 10(c)", f"{alg} recall {direction} as k grows",
-                                f"recall at k={seq[-1][0]:g} vs k={seq[0][0]:g}", f"{_fmt(first)} -> {_fmt(last)}", ok, 0,
-                                "summary.csv, sweep k"))
+        # Recall of the sketches degrades as k grows; MG recall improves with k (strict trends).
+        for alg, direction in (("CountMinSketch", "falls"), ("CountSketch", "falls"), ("MisraGries", "rises")):
+            out += _trend_claim(experiment, rows, "k", alg, "recall", direction, f"recall-vs-k-{alg}",
+                                "Holland §6 Fig. 10(c)", f"{alg} recall {_VERB[direction]} as k grows")
+        # Skew (Fig. 10(f), 11(b), 11(c)) and epsilon (Fig. 11(f)) trends of the paper's text.
+        for alg in COUNTERS + SKETCHES:
+            out += _trend_claim(experiment, rows, "skew", alg, "update_us", "falls", f"time-vs-skew-{alg}",
+                                "Holland §6 Fig. 10(f)", f"{alg} update time falls (throughput improves) as skew grows")
+        for alg in COUNTERS + SKETCHES:
+            out += _trend_claim(experiment, rows, "skew", alg, "are", "rises", f"are-vs-skew-{alg}",
+                                "Holland §6 Fig. 11(b)", f"{alg} ARE is lower at lower skew (grows with skew)")
+        out += _trend_claim(experiment, rows, "skew", "MisraGries", "recall", "falls", "recall-vs-skew-MisraGries",
+                            "Holland §6 Fig. 11(c)", "MisraGries recall improves as skew decreases (falls as skew grows)")
+        sp = _points(rows, sweep="skew")
+        flags = []
+        for key, p in sorted(sp.items(), key=lambda kv: kv[0][2]):
+            rec = {a: _num(r["recall_mean"]) for a, r in p.items() if not math.isnan(_num(r["recall_mean"]))}
+            if "CountSketch" in rec and len(rec) >= 2:
+                flags.append(rec["CountSketch"] <= min(rec.values()))
+        h, t = _frac(flags)
+        out.append(_row(experiment, "recall-lowest-CountSketch-skew", "Holland §6 Fig. 11(c)",
+                        "CountSketch has the lowest recall over the skew sweep",
+                        "CountSketch mean recall <= every other algorithm's at every skew",
+                        f"{h}/{t} skew points", (h == t) if t else None, 0, "summary.csv, sweep skew"))
+        for alg in SKETCHES:
+            out += _trend_claim(experiment, rows, "epsilon", alg, "recall", "rises", f"recall-vs-epsilon-{alg}",
+                                "Holland §6 Fig. 11(f)", f"{alg} recall rises as ε grows")
 
     # Counter-based fastest.
     flags = []
@@ -174,16 +224,37 @@ def holland(rows, experiment: str) -> list[dict]:
                                 f"{alg} ARE stays below 0.04 over the k sweep ({ds})", "max over k of mean ARE < 0.04",
                                 f"max {_fmt(mx)}", (mx < 0.04) if defined else None, len(vals) - len(defined),
                                 f"summary.csv, dataset {ds}, sweep k"))
+            # Fig. 12(c): MG benefits from larger tables, the sketches degrade with k.
+            for alg, direction in (("MisraGries", "rises"), ("CountMinSketch", "falls"), ("CountSketch", "falls")):
+                out += _trend_claim(experiment, rows, "k", alg, "recall", direction, f"recall-vs-k-{alg}-{ds}",
+                                    "Holland §6 Fig. 12(c)", f"{alg} recall {_VERB[direction]} as k grows ({ds})", dataset=ds)
+            # Fig. 12(e): "ARE is essentially insensitive to ε".
+            ep = _points(rows, sweep="epsilon", dataset=ds)
+            for alg in COUNTERS + SKETCHES:
+                seq = [(key[2], _num(p[alg]["are_mean"])) for key, p in sorted(ep.items()) if alg in p]
+                defined = [(x, v) for x, v in seq if not math.isnan(v)]
+                if len(defined) < 2:
+                    out.append(_row(experiment, f"are-vs-epsilon-{alg}-{ds}", "Holland §6 Fig. 12(e)",
+                                    f"{alg} ARE is essentially insensitive to ε ({ds})", "max/min of mean ARE over ε <= 2",
+                                    f"{len(defined)} ε points with a defined ARE", None, len(seq) - len(defined),
+                                    f"summary.csv, dataset {ds}, sweep epsilon"))
+                    continue
+                vals = [v for _, v in defined]
+                ratio = max(vals) / min(vals) if min(vals) > 0 else math.inf
+                desc = ", ".join(f"ε={x:g}: {_fmt(v)}" for x, v in defined)
+                out.append(_row(experiment, f"are-vs-epsilon-{alg}-{ds}", "Holland §6 Fig. 12(e)",
+                                f"{alg} ARE is essentially insensitive to ε ({ds})", "max/min of mean ARE over ε <= 2",
+                                f"ratio {_fmt(ratio)} ({desc})", ratio <= 2, len(seq) - len(defined),
+                                f"summary.csv, dataset {ds}, sweep epsilon"))
             fp = _points(rows, sweep="factor", dataset=ds)
             fs = sorted(key[2] for key in fp)
             if len(fs) >= 2:
                 for alg in COUNTERS + SKETCHES:
-                    a, b = _num(fp[(ds, "factor", fs[0])][alg]["recall_mean"]), _num(fp[(ds, "factor", fs[-1])][alg]["recall_mean"])
-                    out.append(_row(experiment, f"recall-vs-factor-{alg}-{ds}", "Holland §6 Fig. 12(i)",
-                                    f"{alg} recall rises (or stays) with the factor k~/k ({ds})",
-                                    f"recall at factor {fs[-1]:g} >= at factor {fs[0]:g}", f"{_fmt(a)} -> {_fmt(b)}",
-                                    b >= a if not (math.isnan(a) or math.isnan(b)) else None, 0,
-                                    f"summary.csv, dataset {ds}, sweep factor"))
+                    out += _trend_claim(experiment, rows, "factor", alg, "recall", "rises", f"recall-vs-factor-{alg}-{ds}",
+                                        "Holland §6 Fig. 12(i)", f"{alg} recall rises with the factor k~/k ({ds})", dataset=ds)
+                for alg in COUNTERS + SKETCHES:
+                    out += _trend_claim(experiment, rows, "factor", alg, "are", "falls", f"are-vs-factor-{alg}-{ds}",
+                                        "Holland §6 Fig. 12(h)", f"{alg} ARE falls as the factor k~/k grows ({ds})", dataset=ds)
                 for alg in COUNTERS:
                     ts = [_num(fp[(ds, "factor", f)][alg]["update_us_mean"]) for f in fs]
                     ratio = max(ts) / min(ts)
@@ -195,6 +266,18 @@ def holland(rows, experiment: str) -> list[dict]:
 
 
 def zhao(rows) -> list[dict]:
+    """Zhao Fig. 1 claims per data set: the Zipf panels (a)/(c) and the real-stream panels (b)/(d)
+    (ids of the real stream end in ``-<dataset>``)."""
+    out = []
+    names = sorted({r["dataset"] for r in rows}, key=lambda d: (not str(d).startswith("zipf"), str(d)))
+    for ds in names:
+        zipf = str(ds).startswith("zipf")
+        out += _zhao_dataset([r for r in rows if r["dataset"] == ds], "" if zipf else f"-{ds}",
+                             {"a": "a", "c": "c"} if zipf else {"a": "b", "c": "d"}, ds)
+    return out
+
+
+def _zhao_dataset(rows, suffix: str, panel: dict, dataset: str) -> list[dict]:
     exp = "zhao-frequency"
     out = []
     def rk(v):
@@ -204,7 +287,7 @@ def zhao(rows) -> list[dict]:
     by = {(r["algorithm"], rk(r["rho"]), _num(r["x"])): r for r in rows}
     sizes = sorted({_num(r["x"]) for r in rows})
     rhos = sorted({_num(r["rho"]) for r in rows if not math.isnan(_num(r["rho"]))})
-    src = "summary.csv"
+    src = f"summary.csv, dataset {dataset}"
 
     diffs = []
     for rho in rhos:
@@ -215,7 +298,7 @@ def zhao(rows) -> list[dict]:
     if diffs:
         mx, at_rho, at_s = max(diffs)
         n_ok = sum(d <= 0.10 for d, _, _ in diffs)
-        out.append(_row(exp, "are-private-cs-matches", "Zhao §5 Fig. 1(a)",
+        out.append(_row(exp, "are-private-cs-matches" + suffix, f"Zhao §5 Fig. 1({panel['a']})",
                         "private CountSketch ARE is basically that of non-private CountSketch at every space and ρ",
                         "relative ARE difference <= 10% at every point",
                         f"{n_ok}/{len(diffs)} points within 10%; max {100 * mx:.1f}% at ρ={at_rho:g}, {at_s:g} KB",
@@ -228,20 +311,20 @@ def zhao(rows) -> list[dict]:
     flags = []
     for s in sizes:
         seq = [cm(rho, s) for rho in rhos]
-        flags.append(all(a >= b for a, b in zip(seq, seq[1:])))
+        flags.append(all(a > b for a, b in zip(seq, seq[1:])))
     h, t = _frac(flags)
-    out.append(_row(exp, "are-private-cm-rho", "Zhao §5 Fig. 1(a)",
-                    "private Count-Min ARE grows as ρ decreases", "ARE non-increasing in ρ at every space",
+    out.append(_row(exp, "are-private-cm-rho" + suffix, f"Zhao §5 Fig. 1({panel['a']})",
+                    "private Count-Min ARE grows as ρ decreases", "ARE strictly decreasing in ρ at every space",
                     f"{h}/{t} space points", (h == t) if t else None, 0, src))
     flags, desc = [], []
     for rho in rhos:
         seq = [cm(rho, s) for s in sizes]
-        flags.append(seq[-1] >= seq[0])
+        flags.append(seq[-1] > seq[0])
         desc.append(f"ρ={rho:g}: {_fmt(seq[0])} -> {_fmt(seq[-1])}")
     h, t = _frac(flags)
-    out.append(_row(exp, "are-private-cm-space", "Zhao §5 Fig. 1(a)",
+    out.append(_row(exp, "are-private-cm-space" + suffix, f"Zhao §5 Fig. 1({panel['a']})",
                     "private Count-Min ARE degrades (grows) as the space budget grows",
-                    "ARE at the largest space >= ARE at the smallest, for every ρ", "; ".join(desc),
+                    "ARE at the largest space > ARE at the smallest, for every ρ", "; ".join(desc),
                     (h == t) if t else None, 0, src))
     # Our reading of the paper's explanation: the *excess* over non-private Count-Min (the shift E
     # and the noise, which grow with the number of cells) grows with space.
@@ -249,16 +332,16 @@ def zhao(rows) -> list[dict]:
     for rho in rhos:
         ex = [cm(rho, s) - _num(by[("CountMin", None, s)]["are_mean"]) for s in sizes if ("CountMin", None, s) in by]
         if len(ex) >= 2:
-            flags.append(ex[-1] >= ex[0])
+            flags.append(ex[-1] > ex[0])
             desc.append(f"ρ={rho:g}: +{_fmt(ex[0])} -> +{_fmt(ex[-1])}")
     h, t = _frac(flags)
-    out.append(_row(exp, "are-private-cm-excess-space", "Zhao §5 Fig. 1(a) (text)",
+    out.append(_row(exp, "are-private-cm-excess-space" + suffix, f"Zhao §5 Fig. 1({panel['a']}) (text)",
                     "private Count-Min's extra ARE over non-private Count-Min grows with the space budget",
-                    "excess ARE at the largest space >= at the smallest, for every ρ", "; ".join(desc),
+                    "excess ARE at the largest space > at the smallest, for every ρ", "; ".join(desc),
                     (h == t) if t else None, 0, src))
     f1 = [_num(r["f1_mean"]) for (a, _, _), r in by.items() if a == "PrivateCountMin"]
     if f1:
-        out.append(_row(exp, "f1-private-cm", "Zhao §5 Fig. 1(c)", "private Count-Min F1 (top-10) is 1.0 at every space and ρ",
+        out.append(_row(exp, "f1-private-cm" + suffix, f"Zhao §5 Fig. 1({panel['c']})", "private Count-Min F1 (top-10) is 1.0 at every space and ρ",
                         "min mean F1 == 1.0", f"min {_fmt(min(f1), 4)}", min(f1) == 1.0, 0, src))
     d = []
     for rho in rhos:
@@ -268,7 +351,7 @@ def zhao(rows) -> list[dict]:
             if p and q:
                 d.append(abs(_num(p["f1_mean"]) - _num(q["f1_mean"])))
     if d:
-        out.append(_row(exp, "f1-private-cs-matches", "Zhao §5 Fig. 1(c)",
+        out.append(_row(exp, "f1-private-cs-matches" + suffix, f"Zhao §5 Fig. 1({panel['c']})",
                         "private CountSketch F1 is similar to non-private CountSketch",
                         "max |F1 difference| <= 0.1", f"max {_fmt(max(d))}", max(d) <= 0.1, 0, src))
     return out
@@ -279,3 +362,78 @@ def markdown(claims: list[dict]) -> str:
     for c in claims:
         lines.append(f"| `{c['id']}` | {c['paper']} | {c['claim']} | {c['test']} | {c['measured']} | {c['holds']} |")
     return "\n".join(lines) + "\n"
+
+
+def zhao_quantiles(rows) -> list[dict]:
+    """Zhao Fig. 2 claims per data set, from the summary rows of ``zhao-quantiles``."""
+    exp = "zhao-quantiles"
+    out = []
+    names = sorted({r["dataset"] for r in rows}, key=lambda d: (not str(d).startswith("zipf"), str(d)))
+
+    def var(r):
+        rho = _num(r["rho"])
+        return (r["algorithm"], r.get("allocation") if isinstance(r.get("allocation"), str) else "",
+                None if math.isnan(rho) else rho)
+
+    def label(v):
+        alg, alloc, rho = v
+        return "DCS" if rho is None else f"{alloc} ρ={rho:g}"
+
+    per = {}  # (dataset, variant) -> mean over m of the mean rank error
+    for ds in names:
+        dsr = [r for r in rows if r["dataset"] == ds]
+        panel = "a" if str(ds).startswith("zipf") else "b"
+        suffix = f"-{ds}"
+        gn = _num(dsr[0]["gamma"]) * _num(dsr[0]["n"])
+        worst = max(dsr, key=lambda r: _num(r["rank_error_mean"]))
+        wv = _num(worst["rank_error_mean"])
+        out.append(_row(exp, "rank-error-order-below-gammaN" + suffix, f"Zhao §5 Fig. 2({panel})",
+                        "all average rank errors are an order of magnitude below γ·N (private and non-private, every m)",
+                        f"max over points of mean average rank error < γ·N/10 = {gn / 10:g}",
+                        f"max {_fmt(wv)} ({label(var(worst))}, m={_num(worst['x']):g}); γ·N = {gn:g}",
+                        wv < gn / 10, 0, f"summary.csv, dataset {ds}"))
+        variants = sorted({var(r) for r in dsr}, key=lambda v: (v[0], v[1], -1 if v[2] is None else v[2]))
+        flat, desc = [], []
+        for v in variants:
+            seq = [_num(r["rank_error_mean"]) for r in sorted(dsr, key=lambda r: _num(r["x"])) if var(r) == v]
+            per[(ds, v)] = float(np.mean(seq))
+            ratio = max(seq) / min(seq) if min(seq) > 0 else math.inf
+            flat.append(ratio <= 2)
+            desc.append(f"{label(v)}: {_fmt(ratio)}")
+        h, t = _frac(flat)
+        out.append(_row(exp, "rank-error-flat-in-m" + suffix, f"Zhao §5 Fig. 2({panel})",
+                        "the number m of quantiles does not change the average rank error",
+                        "max/min over m of the mean average rank error <= 2, for every variant",
+                        f"{h}/{t} variants; " + "; ".join(desc), (h == t) if t else None, 0, f"summary.csv, dataset {ds}"))
+        for alloc in sorted({v[1] for v in variants if v[2] is not None}):
+            rhos = sorted(v[2] for v in variants if v[1] == alloc and v[2] is not None)
+            seq = [per[(ds, ("PrivateDCS", alloc, rho))] for rho in rhos]
+            ok = all(a > b for a, b in zip(seq, seq[1:]))
+            out.append(_row(exp, f"rank-error-rho-{alloc}" + suffix, f"Zhao §5 Fig. 2({panel})",
+                            f"the average rank error grows as ρ decreases ({alloc} allocation)",
+                            "mean over m strictly decreasing in ρ",
+                            ", ".join(f"ρ={r:g}: {_fmt(v)}" for r, v in zip(rhos, seq)), ok, 0, f"summary.csv, dataset {ds}"))
+        joint = [(v[2], per[(ds, v)], per.get((ds, ("PrivateDCS", "zhao", v[2])))) for v in variants
+                 if v[1] == "joint" and v[2] is not None]
+        joint = [(r, j, z) for r, j, z in joint if z is not None]
+        if joint:
+            ok = all(j <= z for _, j, z in joint)
+            out.append(_row(exp, "joint-not-worse-than-zhao" + suffix, "docs/algorithms.md §6",
+                            "the joint noise allocation is never worse than Zhao's even split",
+                            "mean over m: joint <= zhao at every ρ",
+                            "; ".join(f"ρ={r:g}: {_fmt(j)} vs {_fmt(z)}" for r, j, z in joint), ok, 0,
+                            f"summary.csv, dataset {ds}"))
+    zipf = [d for d in names if str(d).startswith("zipf")]
+    real = [d for d in names if not str(d).startswith("zipf")]
+    if zipf and real:
+        flags, desc = [], []
+        for (ds, v), e in sorted(per.items(), key=lambda kv: str(kv[0])):
+            if ds == zipf[0] and (real[0], v) in per:
+                flags.append(per[(real[0], v)] > e)
+                desc.append(f"{label(v)}: {_fmt(e)} vs {_fmt(per[(real[0], v)])}")
+        h, t = _frac(flags)
+        out.append(_row(exp, "rank-error-larger-universe", "Zhao §5 Fig. 2(a)-(b)",
+                        "the average rank error is larger on the 2^32 universe than on the 2^16 universe",
+                        f"mean over m larger on {real[0]} than on {zipf[0]}, for every variant",
+                        f"{h}/{t} variants; " + "; ".join(desc), (h == t) if t else None, 0, "summary.csv"))
+    return out

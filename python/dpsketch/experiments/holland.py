@@ -2,7 +2,7 @@
 hitters over Count-Min and CountSketch, on Zipf streams (``holland-synthetic``) and on real data
 (``holland-real``).
 
-Setup (ALGORITHMS.md §7): delta = 1e-3; counter-based summaries get k~ = factor * k counters
+Setup (docs/algorithms.md §7): delta = 1e-3; counter-based summaries get k~ = factor * k counters
 (factor 2 by default); the sketches get a candidate set of capacity 2 * factor * k (= 4k at the
 default factor, as in the paper) and ``max_stream_length = n``. Every run builds a fresh structure,
 feeds the whole stream with one ``update_many`` (timed), releases once with a run-specific seed
@@ -125,6 +125,28 @@ def run_one(algorithm: str, stream, truth: Truth, *, k: int, factor: int, epsilo
         "release_s": release_s,
         "meta": _scalar_meta(meta),
     }
+
+
+def meta_field(row: dict, key: str):
+    """One ``key=value`` field of a run's ``meta`` column (e.g. the sketch's ``depth``), or None."""
+    meta = row.get("meta") or ""
+    if not isinstance(meta, str):
+        return None
+    for part in meta.split(";"):
+        k, _, v = part.partition("=")
+        if k == key:
+            return v
+    return None
+
+
+# Per-point parameters written into summary.csv (ranges over the repeats): the sketches' depth and
+# width come from the release metadata, so they are what the library chose, not what the text says.
+SPANS = {
+    "capacity": lambda r: r.get("capacity"),
+    "depth": lambda r: meta_field(r, "depth"),
+    "width": lambda r: meta_field(r, "width"),
+    "true_heavy_hitters": lambda r: r.get("n_heavy"),
+}
 
 
 # ------------------------------------------------------------------------------- sweeps

@@ -1,4 +1,4 @@
-"""Zhao et al. §5, Figure 1 (Zipf panels): private Count-Min and private CountSketch (discrete
+"""Zhao et al. §5, Figure 1: private Count-Min and private CountSketch (discrete
 Gaussian noise, rho-zCDP, beta = 0.01) against their non-private versions, ARE over all distinct
 items and F1 of the top-10 against the memory of the sketch.
 
@@ -9,6 +9,12 @@ paper's axis runs from 9.2 KB to 147.3 KB). The x value of every row is the meas
 ``memory_bytes()``. Within a repeat and space budget all variants share the stream and the hash
 functions, so private and non-private curves differ by the privacy noise alone. The estimated top-10 is taken over the whole universe [1, 2^16), not only over
 the items that occur.
+
+Panels (b)/(d), the paper's CAIDA source IPs (2^32 universe, not redistributable), run on a real
+stream in its place: the GCIDE word tokens hashed to 32 bits in stream order (``realdata``); repeat
+r uses tokens [r·n, (r+1)·n), so the 5 runs see 5 disjoint windows of the stream. There the
+estimated top-10 is taken over the items that occur in the window (the 2^32 universe cannot be
+enumerated). The real panels are skipped, with a message, when the GCIDE file is absent.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import datasets
-from ._common import Progress, derive_seed, timed_update
+from . import realdata
+from ._common import Progress, derive_seed, log, timed_update
 from .metrics import Truth, top_k_f1, zhao_are
 
 METRICS = ("update_us", "memory_bytes", "are", "f1")
@@ -40,6 +47,7 @@ class ZhaoConfig:
     target_kb: tuple = (9.2, 18.4, 36.8, 73.6, 147.2)
     top: int = 10
     repeats: int = 5
+    real: bool = True  # also run on the GCIDE stream hashed to 32 bits (panels (b), (d))
 
     @property
     def depth(self) -> int:
@@ -49,7 +57,7 @@ class ZhaoConfig:
 CONFIGS = {
     "full": ZhaoConfig(),
     "quick": ZhaoConfig(),  # already small: the paper's own size
-    "tiny": ZhaoConfig(n=10_000, rhos=(1.0,), target_kb=(9.2, 36.8), repeats=2),
+    "tiny": ZhaoConfig(n=10_000, rhos=(1.0,), target_kb=(9.2, 36.8), repeats=2, real=False),
 }
 
 
@@ -85,39 +93,65 @@ def _make(alg: str, rho: float, width: int, depth: int, beta: float, seed: int):
     raise ValueError(f"unknown sketch {alg!r}")
 
 
-def frequency(cfg: ZhaoConfig, *, seed: int, writer, progress: bool = True) -> None:
+REAL_DATASET = "gcide32"
+
+
+def _streams(cfg: ZhaoConfig, seed: int, data):
+    """(dataset, repeat, stream, candidate universe or None) for every repeat of every data set."""
+    streams = []
+    for rep in range(cfg.repeats):
+        s = datasets.zipf(cfg.n, cfg.skew, universe=cfg.hi - cfg.lo, seed=derive_seed(seed, "zipf", rep), offset=cfg.lo)
+        streams.append((f"zipf{cfg.skew}", rep, s))
+    if cfg.real:
+        real = realdata.gcide_hashed32(cfg.n * cfg.repeats, data)
+        if real is None:
+            log("zhao: gcide_words.txt.gz not found (pass --data DIR or set DPSKETCH_DATA); "
+                "skipping the real-stream panels")
+        else:
+            for rep in range(cfg.repeats):
+                streams.append((REAL_DATASET, rep, real[rep * cfg.n:(rep + 1) * cfg.n]))
+    return streams
+
+
+def frequency(cfg: ZhaoConfig, *, seed: int, writer, progress: bool = True, data=None) -> list[str]:
+    """Fig. 1 panels: every sketch variant at every space budget on every stream. Returns the data
+    sets used."""
     variants = list(_variants(cfg))
-    bar = Progress(cfg.repeats * len(cfg.target_kb) * len(variants), "zhao-frequency", progress)
-    universe = np.arange(cfg.lo, cfg.hi, dtype=np.int64)
+    streams = _streams(cfg, seed, data)
+    bar = Progress(len(streams) * len(cfg.target_kb) * len(variants), "zhao-frequency", progress)
+    zipf_universe = np.arange(cfg.lo, cfg.hi, dtype=np.int64)
     depth = cfg.depth
     try:
-        for rep in range(cfg.repeats):
-            stream = datasets.zipf(cfg.n, cfg.skew, universe=cfg.hi - cfg.lo,
-                                   seed=derive_seed(seed, "zipf", rep), offset=cfg.lo)
+        for dataset, rep, stream in streams:
             truth = Truth.of(stream)
             true_top = truth.top(cfg.top)
+            # Zipf: the top-10 is estimated over the whole universe; real stream: over the items that
+            # occur (a 2^32 universe cannot be enumerated).
+            universe = truth.keys if dataset == REAL_DATASET else zipf_universe
             for kb in cfg.target_kb:
                 width = max(1, int(round(kb * 1000 / (8 * depth))))
                 for alg, rho in variants:
-                    # One seed per (space, repeat): every variant of a repeat uses the same hash
-                    # functions (common random numbers), so the curves differ by the noise alone.
-                    s = derive_seed(seed, "zhao-frequency", kb, rep)
+                    # One seed per (data set, space, repeat): every variant of a repeat uses the same
+                    # hash functions (common random numbers), so the curves differ by the noise alone.
+                    s = derive_seed(seed, "zhao-frequency", kb, rep) if dataset != REAL_DATASET else \
+                        derive_seed(seed, "zhao-frequency", dataset, kb, rep)
                     sk = _make(alg, rho, width, depth, cfg.beta, s)
                     update_us = timed_update(sk, stream)
                     est_all = np.asarray(sk.estimate_many(universe), dtype=np.float64)
-                    est = est_all[truth.keys - cfg.lo]
+                    est = est_all[np.searchsorted(universe, truth.keys)]
                     order = np.lexsort((universe, -est_all))
                     writer({
-                        "experiment": "zhao-frequency", "dataset": f"zipf{cfg.skew}", "sweep": "memory",
+                        "experiment": "zhao-frequency", "dataset": dataset, "sweep": "memory",
                         "x": kb, "algorithm": alg, "rho": rho, "repeat": rep, "n": cfg.n, "width": width,
                         "depth": depth, "target_bytes": int(round(kb * 1000)), "seed": s,
                         "update_us": update_us, "memory_bytes": sk.memory_bytes(),
                         "are": zhao_are(est, truth), "f1": top_k_f1(universe[order[: cfg.top]], true_top),
                         "n_distinct": len(truth.keys),
                     })
-                    bar.update(f"{kb}KB {alg} rho={rho}")
+                    bar.update(f"{dataset} {kb}KB {alg} rho={rho}")
     finally:
         bar.close()
+    return sorted({d for d, _, _ in streams}, key=lambda d: d != f"zipf{cfg.skew}")
 
 
 def with_repeats(cfg: ZhaoConfig, repeats) -> ZhaoConfig:

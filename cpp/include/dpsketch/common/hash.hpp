@@ -6,11 +6,11 @@
 //    7-byte chunks (each < 2^56 < p) followed by a length chunk, which makes the chunk encoding
 //    injective. For two distinct strings of at most L chunks (including the length chunk) and a seed
 //    r uniform in [1, p), the difference polynomial is nonzero of degree <= L, so
-//        P_r[poly61(s) == poly61(t)] <= L / (2^61 - 1)      (ALGORITHMS.md §4, collision bound).
+//        P_r[poly61(s) == poly61(t)] <= L / (2^61 - 1)      (docs/algorithms.md §4, collision bound).
 //  * MultiplyAddShift: h(x) = ((a*x + b) mod 2^128) >> 64 for 64-bit x and random 128-bit a, b.
 //    Dietzfelbinger (1996): with input width 64 and output width 64, 128 >= 64 + 64 - 1 bits of
 //    arithmetic make the family strongly universal (pairwise independent, uniform outputs)
-//    (ALGORITHMS.md §4). One 64x64->128 multiply plus one 64x64 multiply per evaluation.
+//    (docs/algorithms.md §4). One 64x64->128 multiply plus one 64x64 multiply per evaluation.
 #pragma once
 
 #include <cstddef>

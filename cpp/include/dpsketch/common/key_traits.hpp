@@ -65,7 +65,7 @@ struct KeyTraits<std::string> {
     }
     return fmix64(h);
   }
-  // Seeded fingerprint; collision bound in common/hash.hpp (ALGORITHMS.md §4).
+  // Seeded fingerprint; collision bound in common/hash.hpp (docs/algorithms.md §4).
   static std::uint64_t fingerprint(std::string_view k, std::uint64_t poly_seed) noexcept {
     return poly61(k, poly_seed);
   }

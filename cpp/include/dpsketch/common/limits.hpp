@@ -3,19 +3,18 @@
 // Why these limits: counts, stream lengths and cells are 64-bit. Without a bound, crafted bytes
 // (or an absurdly long stream) could carry a count whose next increment wraps, hits a sentinel
 // value or overflows int64 in a release. With the bounds below every quantity keeps headroom:
-//   * n <= kMaxStreamLength = 2^62 for every summary and sketch (n = number of updates absorbed),
-//     so every count (<= n), Misra-Gries group value (count + base <= 2n <= 2^63) and noisy
-//     release value (count + noise) stays far from 2^64 - 1 and from INT64_MAX.
-//   * every sketch cell satisfies |cell| <= n + kMaxCellExcess (kMaxCellExcess = 2^62 - 1).
-//     An update changes a cell by at most 1 and n by exactly 1, so the invariant survives every
-//     update, and |cell| <= kMaxStreamLength + kMaxCellExcess = INT64_MAX: no overflow, ever.
-//     Exact sketches have |cell| <= n (excess 0); the noise of a private sketch is the excess.
-//     Turnstile (signed) updates keep this only if "n" here counts every update absorbed, +1 or
-//     -1 alike (the l1 mass of the stream): a net count that deletions lower would not bound the
-//     cells. A signed-update path must check and advance such a counter.
+//   * counter summaries: n <= kMaxStreamLength = 2^62 (n = number of updates absorbed), so every
+//     count (<= n), Misra-Gries group value (count + base <= 2n <= 2^63) and noisy release value
+//     (count + noise) stays far from 2^64 - 1 and from INT64_MAX.
+//   * linear sketches (sketches/linear_sketch.hpp, kMaxCellMass = 2^62): the mass -- total |count|
+//     absorbed plus the starting max |cell| (noise, restored cells) -- bounds every |cell| and |n|
+//     (the private sketches' F2 row included), and never passes 2^62; so sums of two cells,
+//     medians and release arithmetic never overflow. Unit, counted (turnstile) and batch updates
+//     and merges check the mass first.
 // Deserialization checks both bounds (a blob breaking them is corrupt: no real stream of 2^62
-// items exists), and update/update_many at the limit throw StreamLimitError (OverflowError in
-// Python) before changing anything. 2^62 updates at one per nanosecond take 146 years.
+// items exists), and updates at the limit throw StreamLimitError / std::overflow_error
+// (OverflowError in Python) before changing anything. 2^62 updates at one per nanosecond take
+// 146 years.
 #pragma once
 
 #include <cstdint>
@@ -31,11 +30,6 @@ inline constexpr std::uint32_t kMaxCapacity = 1u << 24;  // ~2 GB of state: larg
 
 // Largest stream length n (updates absorbed) of any summary or sketch; see above.
 inline constexpr std::uint64_t kMaxStreamLength = std::uint64_t{1} << 62;
-// Largest |cell| - n of a sketch cell (the room for noise); see above.
-inline constexpr std::uint64_t kMaxCellExcess = (std::uint64_t{1} << 62) - 1;
-static_assert(kMaxStreamLength + kMaxCellExcess == static_cast<std::uint64_t>(INT64_MAX),
-              "cells at the limit must still fit in int64");
-
 // SpaceSaving slots not backed by bytes of a serialized blob that a reader will still allocate
 // (~7 MB of state); beyond that the writer pads one byte per free slot (docs/format.md), so the
 // memory from_bytes allocates is always proportional to the length of its input.
@@ -50,12 +44,6 @@ inline void check_capacity(std::uint64_t capacity) {
 // Throws StreamLimitError unless `more` updates fit after `n` (n <= kMaxStreamLength holds).
 inline void check_stream_room(std::uint64_t n, std::uint64_t more) {
   if (more > kMaxStreamLength - n) throw StreamLimitError(n, more);
-}
-
-// Whether |cell| <= n + kMaxCellExcess (the invariant above); n <= kMaxStreamLength.
-inline bool cell_within_limit(std::int64_t cell, std::uint64_t n) noexcept {
-  const std::uint64_t mag = cell < 0 ? 0 - static_cast<std::uint64_t>(cell) : static_cast<std::uint64_t>(cell);
-  return mag <= n + kMaxCellExcess;
 }
 
 }  // namespace dpsketch

@@ -2,7 +2,7 @@
 // order in a doubly linked list, each group's slots in a doubly linked list ordered newest first.
 // A slot enters a group only when it is incremented (or inserted), i.e. at its latest occurrence,
 // so "newest in the minimum group" is exactly "the minimum-count item whose most recent occurrence
-// is latest" -- the tie rule of ALGORITHMS.md §3. Misra-Gries (§2) reuses it with values relative
+// is latest" -- the tie rule of docs/algorithms.md §3. Misra-Gries (§2) reuses it with values relative
 // to a running base, its zero-count slots staying in the groups at or below the base.
 // Index-linked, preallocated: no allocation after construction.
 #pragma once

@@ -1,4 +1,4 @@
-// Misra-Gries, Lebeda-Tetek variant (ALGORITHMS.md §2), the summary PMG releases.
+// Misra-Gries, Lebeda-Tetek variant (docs/algorithms.md §2), the summary PMG releases.
 //
 // m slots, initially empty. update(x): x stored (even with count 0) -> c[x] += 1; else a slot with
 // count 0 exists -> x takes it with c[x] = 1, choosing the slot that reached 0 most recently (ties:

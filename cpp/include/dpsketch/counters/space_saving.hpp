@@ -1,4 +1,4 @@
-// SpaceSaving with the exact recency tie rule (ALGORITHMS.md §3; Holland, Algorithm 2).
+// SpaceSaving with the exact recency tie rule (docs/algorithms.md §3; Holland, Algorithm 2).
 //
 // update(x): tracked -> c[x] += 1; else a free slot -> c[x] = 1; else evict, among the items with
 // the minimum count, the one whose most recent occurrence is latest, and give x its slot with

@@ -1,6 +1,6 @@
 // dpsketch/noise/chacha20.hpp — ChaCha20 CSPRNG for the exact noise samplers.
 //
-// ALGORITHMS.md §1: release noise must come from an OS-seeded CSPRNG; an explicit seed is allowed
+// docs/algorithms.md §1: release noise must come from an OS-seeded CSPRNG; an explicit seed is allowed
 // only for reproducible experiments (callers mark such releases reproducible_not_secret=True).
 // The block function is ChaCha20 as specified in RFC 8439 §2.3 (20 rounds).
 #pragma once

@@ -1,4 +1,4 @@
-// dpsketch/noise/samplers.hpp — exact integer noise (ALGORITHMS.md §1).
+// dpsketch/noise/samplers.hpp — exact integer noise (docs/algorithms.md §1).
 //
 // Samplers of Canonne, Kamath, Steinke 2020, "The Discrete Gaussian for Differential Privacy"
 // (CKS20): Bernoulli(exp(-γ)) (Alg. 1), discrete Laplace (Alg. 2), discrete Gaussian (Alg. 3).
@@ -146,7 +146,7 @@ bool bernoulli_exp(Rng& rng, Rational gamma) {
 inline constexpr std::uint64_t kMaxLaplaceScale = std::uint64_t{1} << 48;
 
 // Discrete Laplace DLap(b), b = scale = num/den > 0: P(Z=z) ∝ exp(−|z|/b) (CKS20 Alg. 2).
-// With b = Δ/ε this is ε-DP for an integer query of ℓ1-sensitivity Δ (ALGORITHMS.md §1).
+// With b = Δ/ε this is ε-DP for an integer query of ℓ1-sensitivity Δ (docs/algorithms.md §1).
 // Construction validates (and reduces) the scale once; operator() draws one sample.
 class DiscreteLaplace {
 public:
@@ -169,7 +169,7 @@ private:
 };
 
 // Discrete Gaussian DGauss(σ²), σ² = num/den > 0: P(Z=z) ∝ exp(−z²/(2σ²)) (CKS20 Alg. 3).
-// ρ-zCDP with ρ = Δ²/(2σ²) for an integer query of ℓ2-sensitivity Δ (ALGORITHMS.md §1).
+// ρ-zCDP with ρ = Δ²/(2σ²) for an integer query of ℓ2-sensitivity Δ (docs/algorithms.md §1).
 //
 // Proposal Y ~ DLap(t), t = ⌊σ⌋ + 1, accepted with probability exp(−γ(Y)),
 //   γ(Y) = (|Y| − σ²/t)² / (2σ²) = (|Y|·d·t − n)² / (2·n·d·t²)   (σ² = n/d in lowest terms).
@@ -239,7 +239,7 @@ std::int64_t discrete_gaussian(Rng& rng, Rational sigma2) {
 
 // Largest multiple of 2^-frac_bits that is ≤ x, reduced to lowest terms. Used for ε and ρ:
 // rounding DOWN spends no more privacy than requested (more noise, never less); the caller
-// reports the returned value as the budget actually used (ALGORITHMS.md §1).
+// reports the returned value as the budget actually used (docs/algorithms.md §1).
 // Requires x finite, x > 0, 0 ≤ frac_bits ≤ 62, x < 2^(63 − frac_bits) (2^31 ≈ 2.1e9 for the
 // default 32 bits), and x ≥ 2^-frac_bits (otherwise the result would be 0).
 inline Rational dyadic_down(double x, int frac_bits = 32) {

@@ -1,4 +1,4 @@
-// Private releases of the counter summaries: PMG (ALGORITHMS.md §2, Lebeda-Tetek) and DPSS
+// Private releases of the counter summaries: PMG (docs/algorithms.md §2, Lebeda-Tetek) and DPSS
 // (§3, Holland Algorithm 3). Derivations in docs/privacy.md.
 #pragma once
 
@@ -51,6 +51,8 @@ Release<Key, std::int64_t> pmg(const MisraGries<Key>& mg, double epsilon, double
   rel.note("epsilon_used", static_cast<double>(eps.value));
   rel.note("t", static_cast<double>(t));
   rel.note("tau", static_cast<double>(tau));
+  // docs/privacy.md §PMG: the δ spent on unstable labels, 2(1 + e^ε)·P(η + Z >= 2t) <= δ.
+  rel.note("delta_unstable_labels", static_cast<double>(pmg_unstable_delta(eps.value, t)));
   rel.note("capacity", mg.capacity());
   if (k) {
     rel.note("k", static_cast<double>(*k));

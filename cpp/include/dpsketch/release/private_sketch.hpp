@@ -1,4 +1,4 @@
-// Count-Min / CountSketch as DP frequency oracles (ALGORITHMS.md §4): noise is added once, at
+// Count-Min / CountSketch as DP frequency oracles (docs/algorithms.md §4): noise is added once, at
 // construction, to every cell, so every estimate ever computed comes from a DP object and the whole
 // noisy sketch (cells + hash seed) can be published, serialized and queried (post-processing).
 //   Pure DP (Holland):  every cell += DLap(Δ/ε), Δ = ℓ1-sensitivity = number of noisy rows.
@@ -8,6 +8,7 @@
 // like every cell; it bounds F2 deterministically: F2 <= Σ_j (|B̃_j| + γ_N)² (§5).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iterator>
@@ -26,7 +27,12 @@ struct NoiseSpec {
   NoiseKind kind = NoiseKind::laplace;
   noise::Rational param{1, 1};  // Laplace scale Δ/ε, or Gaussian variance σ²
   std::int64_t shift = 0;       // added to every sketch cell (zCDP Count-Min), 0 otherwise
+  // The neighbour model param was calibrated for (docs/privacy.md "Dyadic sketches (§6)", replace
+  // neighbours): recorded so a restored sketch reports its guarantee. Serialized as bit 4 of the
+  // noise-kind byte (0 for add/remove, so older bytes read unchanged).
+  bool replace_neighbours = false;
 };
+inline constexpr std::uint8_t kReplaceNeighboursBit = 0x10;
 
 inline constexpr std::uint8_t kPrivateFamilyOffset = 4;  // families 7/8: private CM/CS
 
@@ -51,9 +57,25 @@ class PrivateSketch {
   }
 
   std::uint64_t fingerprint(const View& x) const noexcept { return sketch_.fingerprint(x); }
-  // Throws StreamLimitError (nothing changed) when n would exceed kMaxStreamLength (limits.hpp);
-  // then every cell, the F2 row's included, keeps |cell| <= n + kMaxCellExcess.
+  // Unit update: throws StreamLimitError (nothing changed) when the sketch's mass would pass 2^62
+  // (kMaxCellMass; the mass also covers the F2 row: every |F2 cell| <= mass).
   void update(const View& x) { update_fp(fingerprint(x)); }
+  // Turnstile update (signed count). The F2 row of §5 bounds F2 only for insertions, so a sketch
+  // carrying it takes unit insertions only.
+  void update(const View& x, std::int64_t count) {
+    check_counted();
+    sketch_.update(x, count);
+  }
+  void update_many_counted(const std::int64_t* items, const std::int64_t* counts, std::size_t m) {
+    check_counted();
+    sketch_.update_many_counted(items, counts, m);
+  }
+  static std::uint64_t batch_mass(const std::int64_t* counts, std::size_t m) { return Sketch::batch_mass(counts, m); }
+  void reserve_mass(std::uint64_t a) {
+    check_counted();
+    sketch_.reserve_mass(a);
+  }
+  void add_reserved(const View& x, std::int64_t count) noexcept { sketch_.add_reserved(x, count); }
   void update_fp(std::uint64_t fp) {
     sketch_.update_fp(fp);  // checks the limit before changing anything
     if (!f2_cells_.empty()) f2_cells_[reduce_range(f2_hash_(fp), sketch_.width())] += 1;
@@ -89,7 +111,7 @@ class PrivateSketch {
   const Sketch& sketch() const noexcept { return sketch_; }
   const NoiseSpec& noise_spec() const noexcept { return spec_; }
   const std::vector<std::int64_t>& f2_cells() const noexcept { return f2_cells_; }
-  std::uint64_t n() const noexcept { return sketch_.n(); }
+  std::int64_t n() const noexcept { return sketch_.n(); }
   std::size_t memory_bytes() const noexcept {
     return sizeof(*this) + sketch_.memory_bytes() - sizeof(Sketch) + f2_cells_.capacity() * 8;
   }
@@ -99,7 +121,8 @@ class PrivateSketch {
   std::string serialize() const {
     ByteWriter w;
     w.header(static_cast<Family>(static_cast<std::uint8_t>(Sketch::family) + kPrivateFamilyOffset), KeyTraits<Key>::tag);
-    w.u8(static_cast<std::uint8_t>(spec_.kind));
+    w.u8(static_cast<std::uint8_t>(static_cast<std::uint8_t>(spec_.kind) |
+                                   (spec_.replace_neighbours ? kReplaceNeighboursBit : 0)));
     w.u64(spec_.param.num);
     w.u64(spec_.param.den);
     w.i64(spec_.shift);
@@ -113,14 +136,18 @@ class PrivateSketch {
     ByteReader r(bytes);
     r.header(static_cast<Family>(static_cast<std::uint8_t>(Sketch::family) + kPrivateFamilyOffset), KeyTraits<Key>::tag);
     NoiseSpec spec;
-    const std::uint8_t kind = r.u8();
-    if (kind != 1 && kind != 2) throw DeserializeError("unknown noise kind");
+    const std::uint8_t kind_byte = r.u8();
+    const std::uint8_t kind = kind_byte & 0x0f;
+    if ((kind != 1 && kind != 2) || (kind_byte & 0xf0 & ~kReplaceNeighboursBit) != 0)
+      throw DeserializeError("unknown noise kind");
+    spec.replace_neighbours = (kind_byte & kReplaceNeighboursBit) != 0;
     spec.kind = static_cast<NoiseKind>(kind);
     spec.param.num = r.u64();
     spec.param.den = r.u64();
     if (spec.param.num == 0 || spec.param.den == 0) throw DeserializeError("noise parameter must be positive");
     spec.shift = r.i64();
-    if (!cell_within_limit(spec.shift, 0)) throw DeserializeError("shift exceeds the cell limit");
+    if (spec.shift < -static_cast<std::int64_t>(kMaxCellMass) || spec.shift > static_cast<std::int64_t>(kMaxCellMass))
+      throw DeserializeError("shift exceeds 2^62 in magnitude");
     const std::uint32_t f2w = r.u32();
     r.need_records(f2w, 8, "F2 cells");
     std::vector<std::int64_t> f2(f2w);
@@ -129,8 +156,7 @@ class PrivateSketch {
     r.finish();
     PrivateSketch p(Sketch::deserialize(inner, /*check_counts=*/false), spec);
     if (f2w != 0 && f2w != p.sketch_.width()) throw DeserializeError("F2 row width must equal the sketch width");
-    for (const std::int64_t c : f2)
-      if (!cell_within_limit(c, p.sketch_.n())) throw DeserializeError("an F2 cell exceeds the cell limit |cell| <= n + 2^62 - 1");
+    p.sketch_.cover_mass(max_magnitude(f2));  // unit updates move F2 cells too
     if (f2w) {
       std::uint64_t state = p.sketch_.seed() ^ 0xf2f2f2f2f2f2f2f2ULL;
       p.f2_hash_ = MultiplyAddShift::from_stream(state);
@@ -142,18 +168,23 @@ class PrivateSketch {
  private:
   PrivateSketch(Sketch s, NoiseSpec spec) : sketch_(std::move(s)), spec_(spec) {}
 
-  // Noise (plus shift) is the cells' excess over n = 0; it must stay within kMaxCellExcess
-  // (limits.hpp) so later updates cannot overflow. Real draws are many orders of magnitude smaller.
+  static std::uint64_t max_magnitude(const std::vector<std::int64_t>& cells) noexcept {
+    std::uint64_t m = 0;
+    for (const std::int64_t c : cells) m = std::max(m, c < 0 ? 0 - static_cast<std::uint64_t>(c) : static_cast<std::uint64_t>(c));
+    return m;
+  }
+  void check_counted() const {
+    if (!f2_cells_.empty())
+      throw ParameterError("this sketch carries the F2 row of the heavy-hitter wrapper, which needs insertions "
+                           "only; update without counts");
+  }
+
   template <class Draw>
   void fill(Draw& draw, noise::SecureRng& rng) {
-    const auto checked = [](std::int64_t z, std::int64_t shift) {
-      std::int64_t c;
-      if (__builtin_add_overflow(z, shift, &c) || !cell_within_limit(c, 0))
-        throw ParameterError("noise plus shift exceeds the cell limit of 2^62 - 1; use a smaller noise scale or shift");
-      return c;
-    };
-    for (std::int64_t& c : sketch_.mutable_cells()) c = checked(draw(rng), spec_.shift);
-    for (std::int64_t& c : f2_cells_) c = checked(draw(rng), 0);
+    for (std::int64_t& c : sketch_.mutable_cells()) c = draw(rng) + spec_.shift;
+    for (std::int64_t& c : f2_cells_) c = draw(rng);
+    sketch_.reset_mass();
+    sketch_.cover_mass(max_magnitude(f2_cells_));
   }
   void add_noise(noise::SecureRng& rng) {
     if (spec_.kind == NoiseKind::laplace) {

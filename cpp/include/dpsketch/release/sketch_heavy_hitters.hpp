@@ -1,4 +1,4 @@
-// Heavy hitters from a pure-DP frequency oracle: Holland's error-envelope wrapper (ALGORITHMS.md §5).
+// Heavy hitters from a pure-DP frequency oracle: Holland's error-envelope wrapper (docs/algorithms.md §5).
 //
 // State: a noisy Count-Min or CountSketch (noise at construction, §4) plus at most k̃ candidates in
 // an indexed min-heap keyed by the noisy estimate at their latest arrival. update(x): add x, read

@@ -1,5 +1,5 @@
 // Thresholds and tail bounds of the private releases. Every formula cites the section of
-// ALGORITHMS.md (or docs/privacy.md) it implements. All use the ε actually used after dyadic
+// docs/algorithms.md (or docs/privacy.md) it implements. All use the ε actually used after dyadic
 // rounding down (§1), and round the integer thresholds up: both directions only strengthen privacy.
 #pragma once
 
@@ -33,13 +33,38 @@ inline void check_eps_delta(real eps, real delta) {
   if (!(delta > 0 && delta < 1)) throw ParameterError("delta must be in (0, 1)");
 }
 
+// docs/privacy.md §PMG "Why δ/6": P(η + Z >= 2t) for η, Z independent DLap(1/ε), integer t >= 1,
+// exactly (q = e^{-ε}):  q^{2t}/(1+q) · [1 + 2t(1-q)/(1+q) - q(1-q)/(1+q)^2].
+inline real dlap_sum_tail_bracket(real eps, std::uint64_t t) {
+  const real q = std::exp(-eps);
+  return 1 + 2 * static_cast<real>(t) * (1 - q) / (1 + q) - q * (1 - q) / ((1 + q) * (1 + q));
+}
+inline real dlap_sum_tail_ge_2t(real eps, std::uint64_t t) {
+  return std::exp(-2 * eps * static_cast<real>(t)) / (1 + std::exp(-eps)) * dlap_sum_tail_bracket(eps, t);
+}
+
+// docs/privacy.md §PMG: the δ the unstable labels cost. At most 2 labels per side, each released
+// only if η + Z_y >= 2t; the other side's failure event enters multiplied by e^ε because η is
+// shared with the stable part:  δ_U(t) = 2·(1 + e^ε)·P(η + Z >= 2t).
+inline real pmg_unstable_delta(real eps, std::uint64_t t) {
+  // (1 + e^ε)·e^{-2εt} written as e^{-2εt} + e^{-ε(2t-1)}: no overflow for large ε.
+  const real tt = static_cast<real>(t);
+  const real scaled = std::exp(-2 * eps * tt) + std::exp(-eps * (2 * tt - 1));
+  return 2 * scaled / (1 + std::exp(-eps)) * dlap_sum_tail_bracket(eps, t);
+}
+
 // §2 PMG: t = smallest integer >= 1 with P(Z >= t) = e^{-εt}/(1+e^{-ε}) <= δ/6.
 //   t >= (ln(6/δ) - ln(1+e^{-ε})) / ε.
+// docs/privacy.md §PMG proves that this t already gives δ_U(t) < δ (δ_U(t) = 2·P(Z >= t)·h(t) with
+// h decreasing in t and h(1) < 3); the loop below re-checks δ_U(t) <= δ numerically, so a
+// floating-point slip can only raise t, never lower the guarantee.
 inline std::uint64_t pmg_t(real eps, real delta) {
   check_eps_delta(eps, delta);
   const real x = (std::log(6 / delta) - std::log1p(std::exp(-eps))) / eps;
-  const std::uint64_t t = ceil_safe(x);
-  return t < 1 ? 1 : t;
+  std::uint64_t t = ceil_safe(x);
+  if (t < 1) t = 1;
+  while (pmg_unstable_delta(eps, t) > delta * (1 - kCeilSafety)) ++t;
+  return t;
 }
 // §2 PMG release threshold: keep v_x >= τ = 1 + 2t.
 inline real pmg_threshold(real eps, real delta) { return 1 + 2 * static_cast<real>(pmg_t(eps, delta)); }

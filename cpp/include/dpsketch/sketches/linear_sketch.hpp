@@ -1,4 +1,4 @@
-// Count-Min and CountSketch (ALGORITHMS.md §4): d rows x w columns of int64 cells.
+// Count-Min and CountSketch (docs/algorithms.md §4): d rows x w columns of int64 cells.
 //
 // A key is first reduced to a 64-bit fingerprint (integers: themselves; strings: seeded poly61,
 // collision bound in common/hash.hpp). Row i evaluates its own strongly universal
@@ -31,6 +31,9 @@ namespace dpsketch {
 enum class SketchKind : std::uint8_t { count_min, count_sketch };
 
 inline constexpr std::uint32_t kMaxDepth = 255;
+// Turnstile bound: a sketch absorbs at most 2^62 of total |count| (plus its starting max |cell|), so
+// every |cell| and |n| stays <= 2^62 and sums of two, noise and medians never overflow int64.
+inline constexpr std::uint64_t kMaxCellMass = std::uint64_t{1} << 62;
 inline constexpr std::uint64_t kMaxCells = std::uint64_t{1} << 28;  // 2 GiB of int64 cells
 
 inline void check_shape(std::uint64_t width, std::uint64_t depth) {
@@ -75,19 +78,22 @@ class LinearSketch {
   }
   static std::int64_t sign_of(std::uint64_t h) noexcept { return (h & 1) ? 1 : -1; }
 
-  // Throws StreamLimitError (nothing changed) when n would exceed kMaxStreamLength (limits.hpp).
+  // Unit update. Throws StreamLimitError (OverflowError in Python; nothing changed) when the mass
+  // (total |count| absorbed plus the starting max |cell|, see kMaxCellMass) would pass 2^62.
   void update(const View& x) { update_fp(fingerprint(x)); }
 
   void update_fp(std::uint64_t fp) {
-    check_stream_room(n_, 1);
+    check_room(1);
     absorb_fp(fp);
   }
 
-  // Throws StreamLimitError unless `more` updates still fit (for batches fed item by item).
-  void check_room(std::uint64_t more) const { check_stream_room(n_, more); }
+  // Throws StreamLimitError unless `more` unit updates still fit (batches check first).
+  void check_room(std::uint64_t more) const {
+    if (more > kMaxCellMass - mass_) throw StreamLimitError(mass_, more);
+  }
 
-  // update_fp without the stream-limit check (callers check first). Each update moves a cell by
-  // 1 and n by 1, so |cell| <= n + kMaxCellExcess keeps holding (limits.hpp): no overflow.
+  // update_fp without the check (callers check first). A unit update moves a cell and n by at most
+  // 1 and the mass by 1, so |cell|, |n| <= mass <= 2^62 keeps holding: no overflow.
   void absorb_fp(std::uint64_t fp) noexcept {
     std::int64_t* row = cells_.data();
     for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
@@ -96,12 +102,57 @@ class LinearSketch {
       else row[column(h)] += sign_mask(h) | 1;  // +1 or -1
     }
     ++n_;
+    ++mass_;
+  }
+
+  // Turnstile update (docs/algorithms.md §6, Zhao's model): a signed count, negative deletes. n is the
+  // net count. Count-Min's never-underestimate guarantee needs the strict turnstile model (no
+  // frequency ever negative) -- the caller's concern. The privacy unit stays one unit update.
+  void update(const View& x, std::int64_t count) { update_fp(fingerprint(x), count); }
+  void update_fp(std::uint64_t fp, std::int64_t count) {
+    reserve_mass(abs_count(count));
+    add_fp(fp, count);
+  }
+  // For callers that reserved the batch's mass first (reserve_mass(batch_mass(...))).
+  void add_reserved(const View& x, std::int64_t count) noexcept { add_fp(fingerprint(x), count); }
+  // A counted batch, all-or-nothing: the total |count| is checked before any cell changes.
+  void update_many_counted(const std::int64_t* items, const std::int64_t* counts, std::size_t m) {
+    reserve_mass(batch_mass(counts, m));
+    for (std::size_t k = 0; k < m; ++k) add_fp(Traits::fingerprint(items[k], poly_seed_), counts[k]);
+  }
+  // Σ|count| of a batch, or std::overflow_error beyond the mass bound.
+  static std::uint64_t batch_mass(const std::int64_t* counts, std::size_t m) {
+    std::uint64_t total = 0;
+    for (std::size_t k = 0; k < m; ++k) {
+      const std::uint64_t a = abs_count(counts[k]);
+      if (a > kMaxCellMass - total) throw_mass();
+      total += a;
+    }
+    return total;
+  }
+  void reserve_mass(std::uint64_t a) {
+    if (a > kMaxCellMass - mass_) throw_mass();
+    mass_ += a;
+  }
+  // After cells were overwritten (noise at construction): the bound restarts from the cells.
+  void reset_mass() {
+    std::uint64_t m = abs_count(n_);
+    for (std::int64_t c : cells_) m = std::max(m, abs_count(c));
+    if (m > kMaxCellMass) throw DeserializeError("a cell or n exceeds 2^62 in magnitude");
+    mass_ = m;
+  }
+  std::uint64_t mass() const noexcept { return mass_; }
+  // Raises the mass to at least m (cells outside this sketch that later unit updates also move, as
+  // the private sketches' F2 row): DeserializeError beyond 2^62.
+  void cover_mass(std::uint64_t m) {
+    if (m > kMaxCellMass) throw DeserializeError("a cell exceeds 2^62 in magnitude");
+    mass_ = std::max(mass_, m);
   }
 
   // All-or-nothing at the stream limit: the room for the whole batch is checked first.
   template <class It>
   void update_many(It first, It last) {
-    check_stream_room(n_, static_cast<std::uint64_t>(std::distance(first, last)));
+    check_room(static_cast<std::uint64_t>(std::distance(first, last)));
     for (; first != last; ++first) absorb_fp(fingerprint(*first));
   }
 
@@ -118,17 +169,19 @@ class LinearSketch {
   // Adds fp and returns its estimate afterwards in the same pass over the rows (the candidate
   // tracking of §5 needs both on every update).
   estimate_type update_and_estimate_fp(std::uint64_t fp) {
-    check_stream_room(n_, 1);
+    check_room(1);
     if constexpr (Kind == SketchKind::count_min) {
       if (use_quads_) return update_and_min_avx2(fp);
       std::int64_t* row = cells_.data();
       ++n_;
+      ++mass_;
       std::int64_t best = INT64_MAX;
       for (std::uint32_t i = 0; i < depth_; ++i, row += width_) best = std::min(best, ++row[column(rows_[i](fp))]);
       return best;
     } else {
       std::int64_t v[kMaxDepth];
       ++n_;
+      ++mass_;
       if (use_quads_) {
         update_values_avx2(fp, v);
       } else {
@@ -161,7 +214,7 @@ class LinearSketch {
     }
   }
 
-  // Median; the mean of the two middle values when d is even (ALGORITHMS.md §4). Exact order
+  // Median; the mean of the two middle values when d is even (docs/algorithms.md §4). Exact order
   // statistics by branchless selection (sorting networks for 9 <= d <= 64, median.hpp; else
   // order_pair), so the value is the same as sorting v.
   static double median(std::int64_t* v, std::uint32_t d) noexcept {
@@ -250,23 +303,16 @@ class LinearSketch {
       throw ParameterError("cannot merge sketches with different width, depth or seed (got " +
                            shape_string() + " and " + o.shape_string() +
                            "); build both with the same width, depth and seed");
-    // Checked in full before anything changes: a failed merge leaves this sketch as it was.
-    check_stream_room(n_, o.n_);
-    const std::uint64_t n = n_ + o.n_;
-    for (std::size_t c = 0; c < cells_.size(); ++c) {
-      std::int64_t sum;
-      if (__builtin_add_overflow(cells_[c], o.cells_[c], &sum) || !cell_within_limit(sum, n))
-        throw std::overflow_error("a merged cell would exceed the cell limit (|cell| <= n + 2^62 - 1); nothing was "
-                                  "changed. These sketches cannot come from real streams: check their source");
-    }
-    for (std::size_t c = 0; c < cells_.size(); ++c) cells_[c] += o.cells_[c];
-    n_ = n;
+    if (o.mass_ > kMaxCellMass - mass_) throw_mass();
+    for (std::size_t c = 0; c < cells_.size(); ++c) cells_[c] += o.cells_[c];  // |sum| <= mass <= 2^62
+    n_ += o.n_;
+    mass_ += o.mass_;
   }
 
   std::uint32_t width() const noexcept { return width_; }
   std::uint32_t depth() const noexcept { return depth_; }
   std::uint64_t seed() const noexcept { return seed_; }
-  std::uint64_t n() const noexcept { return n_; }
+  std::int64_t n() const noexcept { return n_; }  // net count (turnstile)
   const std::vector<std::int64_t>& cells() const noexcept { return cells_; }
   std::vector<std::int64_t>& mutable_cells() noexcept { return cells_; }
   std::size_t memory_bytes() const noexcept {
@@ -277,7 +323,8 @@ class LinearSketch {
     return "width=" + std::to_string(width_) + ", depth=" + std::to_string(depth_) + ", seed=" + std::to_string(seed_);
   }
 
-  // Payload: width u32, depth u32, seed u64, n u64, cells (depth*width int64, row-major).
+  // Payload: width u32, depth u32, seed u64, n (u64 field, read as the signed net count), cells
+  // (depth*width int64, row-major).
   // Hash parameters are a pure function of the seed and are rebuilt from it.
   std::string serialize() const {
     ByteWriter w;
@@ -291,9 +338,10 @@ class LinearSketch {
     return w.take();
   }
 
-  // check_counts: the cells must be what updates can produce (Count-Min: every row non-negative and
-  // summing to n; CountSketch: every row's l1 norm <= n and its sum of the same parity as n). Noisy
-  // private sketches skip it: their cells carry noise by design.
+  // check_counts: the cells must be what (turnstile) updates can produce: Count-Min rows sum to the
+  // net n; CountSketch rows have a signed sum of the parity of n (each update of count c changes
+  // every row sum by ±c and n by c). Cells may be negative (deletions). Noisy private sketches skip
+  // it: their cells carry noise by design. The 2^62 bound on |cell| and |n| holds for both.
   static LinearSketch deserialize(std::string_view bytes, bool check_counts = true) {
     ByteReader r(bytes);
     r.header(family, Traits::tag);
@@ -302,16 +350,13 @@ class LinearSketch {
     if (width < 1 || depth < 1 || depth > kMaxDepth || std::uint64_t{width} * depth > kMaxCells)
       throw DeserializeError("sketch shape out of range");
     const std::uint64_t seed = r.u64();
-    const std::uint64_t n = r.u64();
-    if (n > kMaxStreamLength) throw DeserializeError("stream length above the limit of 2^62");
+    const std::int64_t n = r.i64();
     r.need_records(std::uint64_t{width} * depth, 8, "cells");
     LinearSketch s(width, depth, seed);
     r.raw(s.cells_.data(), s.cells_.size() * 8, "cells");
     r.finish();
     s.n_ = n;
-    // The invariant that keeps every later update, merge, median and release overflow-free.
-    for (const std::int64_t c : s.cells_)
-      if (!cell_within_limit(c, n)) throw DeserializeError("a cell exceeds the cell limit |cell| <= n + 2^62 - 1");
+    s.reset_mass();  // every |cell| and |n| <= 2^62 (turnstile cells and n may be negative)
     if (check_counts) s.check_counts();
     return s;
   }
@@ -466,25 +511,41 @@ class LinearSketch {
   void check_counts() const {
     const std::int64_t* row = cells_.data();
     for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
-      unsigned __int128 l1 = 0;
       __int128 sum = 0;
-      for (std::uint32_t j = 0; j < width_; ++j) {
-        const std::int64_t c = row[j];
-        if (Kind == SketchKind::count_min && c < 0) throw DeserializeError("negative Count-Min cell");
-        l1 += static_cast<unsigned __int128>(c < 0 ? -static_cast<__int128>(c) : c);
-        sum += c;
-      }
+      for (std::uint32_t j = 0; j < width_; ++j) sum += row[j];
       if (Kind == SketchKind::count_min ? sum != static_cast<__int128>(n_)
-                                        : (l1 > n_ || ((sum - static_cast<__int128>(n_)) & 1) != 0))
+                                        : ((sum - static_cast<__int128>(n_)) & 1) != 0)
         throw DeserializeError("cells are inconsistent with the stream length");
     }
+  }
+
+  static std::uint64_t abs_count(std::int64_t c) noexcept {
+    return c < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(c) : static_cast<std::uint64_t>(c);
+  }
+  [[noreturn]] static void throw_mass() {
+    throw std::overflow_error("the sketch would absorb a total |count| above 2^62, where its int64 cells could "
+                              "overflow; split the data over several sketches or use smaller counts");
+  }
+  void add_fp(std::uint64_t fp, std::int64_t count) noexcept {
+    std::int64_t* row = cells_.data();
+    for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
+      const std::uint64_t h = rows_[i](fp);
+      if constexpr (Kind == SketchKind::count_min) {
+        row[column(h)] += count;
+      } else {
+        const std::int64_t m = sign_mask(h);
+        row[column(h)] += (count ^ m) - m;
+      }
+    }
+    n_ += count;
   }
 
   std::uint32_t width_;
   std::uint32_t depth_;
   std::uint64_t seed_;
   std::uint64_t poly_seed_ = 1;
-  std::uint64_t n_ = 0;
+  std::int64_t n_ = 0;
+  std::uint64_t mass_ = 0;  // Σ|count| absorbed (+ max |cell| when restored/noised): bounds |cell|, |n|
   unsigned shift_ = 0;  // pow2_shift(width_)
   std::vector<MultiplyAddShift> rows_;
   std::vector<RowQuad> quads_;  // built by prepare_update_and_estimate() (d >= kQuadMinDepth)

@@ -1,5 +1,5 @@
 // The two middle order statistics of 9 to 64 int64 values with no data-dependent branch (the
-// CountSketch median of ALGORITHMS.md §4; quickselect in linear_sketch.hpp does the rest).
+// CountSketch median of docs/algorithms.md §4; quickselect in linear_sketch.hpp does the rest).
 //
 // A value v with |v| < 2^51 becomes the double whose bits are v + 0x4338000000000000, i.e. exactly
 // 1.5 * 2^52 + v, so double order is integer order and min/max on vectors of doubles (SSE2 is

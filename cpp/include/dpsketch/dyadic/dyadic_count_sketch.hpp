@@ -1,0 +1,512 @@
+// Dyadic CountSketch (docs/algorithms.md §6; Zhao et al. §4, after Wang et al. 2013): a hierarchy
+// over [0, 2^L) whose level j counts the j-bit prefixes x >> (L - j). Levels 1..E are exact
+// arrays, levels E+1..L are d x w CountSketches (dyadic_shape.hpp, prefix_hash.hpp). Cells are
+// signed net counts (turnstile: update(x, c) with any int64 c), n is the net count.
+//
+// Queries read at most L nodes (rank), or descend from the root (quantile: 2 children per level;
+// heavy hitters: the children of every kept node). A CountSketch node's estimate is the median of
+// its d signed cells (mean of the two middle values for even d), unbiased (§4).
+//
+// Batch updates run level-major over chunks of items: for every (level, row) the chunk's items
+// update one row of w cells (w·8 bytes, L1-resident for w <= ~4000), so the inner loop is a hash
+// and an L1 increment per (item, row) instead of a cache miss.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dpsketch/common/errors.hpp"
+#include "dpsketch/common/serialization.hpp"
+#include "dpsketch/common/simd.hpp"
+#include "dpsketch/dyadic/dyadic_shape.hpp"
+#include "dpsketch/dyadic/prefix_hash.hpp"
+#include "dpsketch/sketches/linear_sketch.hpp"
+
+namespace dpsketch::dyadic {
+
+inline constexpr Family kDyadicFamily = static_cast<Family>(5);
+inline constexpr std::uint8_t kDyadicKeyTag = 1;  // int64/uint64 items
+
+// Checksum closing families 5 and 9: every 8-byte word w (the tail zero-padded) steps
+// h <- rotl((h ^ w)·p, 29) with p odd, then fmix64. Each step is a bijection in h and, for fixed h, in
+// w, so any change confined to one word -- every single bit flip -- always changes the result. It
+// guards against corruption, not against forgery (a forger can recompute it).
+inline std::uint64_t checksum64(std::string_view b) noexcept {
+  constexpr std::uint64_t p = 0x9e3779b97f4a7c15ULL;
+  std::uint64_t h = 0x243f6a8885a308d3ULL ^ b.size();
+  std::size_t i = 0;
+  for (; i + 8 <= b.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, b.data() + i, 8);
+    h = (h ^ w) * p;
+    h = (h << 29) | (h >> 35);
+  }
+  std::uint64_t w = 0;
+  std::memcpy(&w, b.data() + i, b.size() - i);
+  h = (h ^ w) * p;
+  return fmix64(h);
+}
+inline void append_checksum(std::string& out) {
+  const std::uint64_t c = checksum64(out);
+  out.append(reinterpret_cast<const char*>(&c), 8);
+}
+// The bytes without their checksum, after verifying it.
+inline std::string_view verify_checksum(std::string_view b) {
+  if (b.size() < kHeaderBytes + 8) throw DeserializeError("truncated (shorter than header and checksum)");
+  std::uint64_t stored;
+  std::memcpy(&stored, b.data() + b.size() - 8, 8);
+  const std::string_view body = b.substr(0, b.size() - 8);
+  if (checksum64(body) != stored) throw DeserializeError("checksum mismatch (truncated or altered bytes)");
+  return body;
+}
+
+class DyadicCountSketch {
+ public:
+  DyadicCountSketch(std::uint64_t bits, std::uint64_t width, std::uint64_t depth, std::uint64_t seed)
+      : shape_(make_shape(bits, width, depth)), seed_(seed) {
+    offsets_.assign(shape_.bits + 2, 0);
+    for (std::uint32_t j = 1; j <= shape_.bits; ++j) offsets_[j + 1] = offsets_[j] + shape_.level_cells(j);
+    cells_.assign(offsets_[shape_.bits + 1], 0);
+    rows_.reserve(std::size_t{shape_.sketch_levels()} * shape_.depth);
+    for (std::uint32_t j = shape_.exact + 1; j <= shape_.bits; ++j)
+      for (std::uint32_t i = 0; i < shape_.depth; ++i) rows_.push_back(RowHash::make(seed, j, i));
+  }
+
+  const DyadicShape& shape() const noexcept { return shape_; }
+  std::uint32_t bits() const noexcept { return shape_.bits; }
+  std::uint32_t width() const noexcept { return shape_.width; }
+  std::uint32_t depth() const noexcept { return shape_.depth; }
+  std::uint32_t exact_levels() const noexcept { return shape_.exact; }
+  std::uint64_t seed() const noexcept { return seed_; }
+  std::int64_t n() const noexcept { return n_; }
+  std::uint64_t mass() const noexcept { return mass_; }
+  const std::vector<std::int64_t>& cells() const noexcept { return cells_; }
+  std::uint64_t level_offset(std::uint32_t level) const noexcept { return offsets_[level]; }
+  std::uint64_t level_size(std::uint32_t level) const noexcept { return offsets_[level + 1] - offsets_[level]; }
+  std::size_t memory_bytes() const noexcept {
+    return sizeof(*this) + cells_.capacity() * 8 + rows_.capacity() * sizeof(RowHash) + offsets_.capacity() * 8;
+  }
+
+  // Largest valid item, 2^L - 1.
+  std::uint64_t max_item() const noexcept {
+    return shape_.bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << shape_.bits) - 1;
+  }
+  void check_item(std::uint64_t x) const {
+    if (x > max_item())
+      throw ParameterError("item out of range: items must be in [0, 2^" + std::to_string(shape_.bits) +
+                           "); map values first (e.g. bounds=) or raise universe_bits");
+  }
+
+  // One item with a signed count (turnstile; the privacy unit is one unit update).
+  void update(std::uint64_t x, std::int64_t count = 1) {
+    check_item(x);
+    reserve_mass(abs_count(count));
+    add_item(x, count);
+    n_ += count;
+  }
+
+  // A batch; counts == nullptr means +1 each. All-or-nothing: every item and count is validated
+  // before any cell changes.
+  void update_many(const std::uint64_t* items, const std::int64_t* counts, std::size_t m) {
+    std::uint64_t bad = 0;
+    const std::uint64_t hi = max_item();
+    for (std::size_t k = 0; k < m; ++k) bad |= items[k] > hi;
+    if (bad) check_item(hi + 1);  // throws the range message
+    std::uint64_t batch_mass = 0;
+    std::int64_t net = 0;
+    if (counts) {
+      for (std::size_t k = 0; k < m; ++k) {
+        const std::uint64_t a = abs_count(counts[k]);
+        if (a > kMaxMass - batch_mass) throw_mass();
+        batch_mass += a;
+        net += counts[k];  // |net| <= batch_mass <= 2^62
+      }
+    } else {
+      if (m > kMaxMass) throw_mass();
+      batch_mass = m;
+      net = static_cast<std::int64_t>(m);
+    }
+    reserve_mass(batch_mass);
+    constexpr std::size_t kChunk = kBatchChunk;
+    Scratch scratch;  // 16 KiB on the stack: the AVX2 path's columns and signed deltas
+    for (std::size_t start = 0; start < m; start += kChunk) {
+      const std::size_t len = std::min(kChunk, m - start);
+      if (counts) add_chunk<true>(items + start, counts + start, len, scratch);
+      else add_chunk<false>(items + start, nullptr, len, scratch);
+    }
+    n_ += net;
+  }
+
+  // Estimate of node `prefix` at `level` (1..L): its exact count, or the CountSketch median.
+  double node(std::uint32_t level, std::uint64_t prefix) const noexcept {
+    const std::int64_t* base = cells_.data() + offsets_[level];
+    if (shape_.is_exact(level)) return static_cast<double>(base[prefix]);
+    const std::uint32_t d = shape_.depth, w = shape_.width;
+    const RowHash* rows = rows_.data() + std::size_t{level - shape_.exact - 1} * d;
+    std::int64_t v[kMaxDepth];
+    for (std::uint32_t i = 0; i < d; ++i, base += w) {
+      std::uint32_t col;
+      std::int64_t mask;
+      if (level <= 32) RowHash::narrow(rows[i].h.a_lo, rows[i].h.b_lo, prefix, w, col, mask);
+      else rows[i].wide(prefix, w, col, mask);
+      v[i] = (base[col] ^ mask) - mask;
+    }
+    return CountSketch<std::int64_t>::median(v, d);
+  }
+
+  // rank(x) = estimated #items < x for x in [0, 2^L): the nodes of the ≤ L one-bits of x tile [0, x).
+  double rank(std::uint64_t x) const {
+    check_item(x);
+    double r = 0;
+    const std::uint32_t L = shape_.bits;
+    for (std::uint32_t j = 1; j <= L; ++j) {
+      const std::uint64_t p = x >> (L - j);
+      if (p & 1) r += node(j, p - 1);
+    }
+    return r;
+  }
+  // rank(2^L): the two level-1 nodes (the root is not stored).
+  double total() const noexcept { return node(1, 0) + node(1, 1); }
+
+  // Smallest x with estimated rank(x + 1) >= target, by descent from the root (§6): at level j go to
+  // the left child iff target <= passed + estimate(left). Monotone in target for any cell values.
+  std::uint64_t quantile(double target) const noexcept {
+    std::uint64_t p = 0;
+    double passed = 0;
+    for (std::uint32_t j = 1; j <= shape_.bits; ++j) {
+      const std::uint64_t left = p << 1;
+      const double e = node(j, left);
+      if (target <= passed + e) {
+        p = left;
+      } else {
+        passed += e;
+        p = left | 1;
+      }
+    }
+    return p;
+  }
+
+  // Hierarchical heavy hitters by descent (§6): keep every node whose estimate exceeds threshold,
+  // expand kept nodes level by level; returns the leaves (items) kept with their estimates.
+  // max_nodes bounds the nodes kept per level (a too-low threshold would otherwise expand the tree).
+  std::vector<std::pair<std::uint64_t, double>> heavy_hitters(double threshold, std::uint64_t max_nodes) const {
+    std::vector<std::uint64_t> frontier{0}, next;
+    std::vector<std::pair<std::uint64_t, double>> out;
+    for (std::uint32_t j = 1; j <= shape_.bits; ++j) {
+      next.clear();
+      out.clear();
+      for (std::uint64_t p : frontier) {
+        for (std::uint64_t c = p << 1; c <= ((p << 1) | 1); ++c) {
+          const double e = node(j, c);
+          if (e > threshold) {
+            if (next.size() >= max_nodes)
+              throw ParameterError("more than " + std::to_string(max_nodes) + " nodes exceed the threshold at level " +
+                                   std::to_string(j) + "; raise the threshold");
+            next.push_back(c);
+            if (j == shape_.bits) out.emplace_back(c, e);
+          }
+        }
+      }
+      frontier.swap(next);
+      if (frontier.empty()) break;
+    }
+    return out;
+  }
+
+  bool compatible(const DyadicCountSketch& o) const noexcept { return shape_ == o.shape_ && seed_ == o.seed_; }
+
+  // Cellwise sum: the sketch of the concatenated streams (§8).
+  void merge(const DyadicCountSketch& o) {
+    if (!compatible(o))
+      throw ParameterError("cannot merge dyadic sketches with different shape or hash seed (" + shape_.to_string() +
+                           " vs " + o.shape_.to_string() + "); build both with the same universe_bits, width, "
+                           "depth and seed");
+    if (o.mass_ > kMaxMass - mass_) throw_mass();
+    for (std::size_t c = 0; c < cells_.size(); ++c) cells_[c] += o.cells_[c];  // |sum| <= mass <= 2^62
+    mass_ += o.mass_;
+    n_ += o.n_;
+  }
+
+  // Adds v to every cell of `level` (noise; see private_dyadic.hpp). draw() must return values with
+  // |v| < 2^62 - mass (checked).
+  template <class Draw>
+  void add_level_noise(std::uint32_t level, Draw&& draw) {
+    std::int64_t* c = cells_.data() + offsets_[level];
+    const std::uint64_t size = level_size(level);
+    std::uint64_t peak = 0;
+    for (std::uint64_t k = 0; k < size; ++k) {
+      const std::int64_t v = draw();
+      const std::uint64_t a = abs_count(v);
+      peak = std::max(peak, a);
+      if (a > kMaxMass - mass_) throw_mass();
+      c[k] += v;
+    }
+    noise_peak_ = std::max(noise_peak_, peak);
+  }
+  // After noise: every cell has |cell| <= old mass + peak noise, so add the peak once.
+  void account_noise() {
+    if (noise_peak_ > kMaxMass - mass_) throw_mass();
+    mass_ += noise_peak_;
+    noise_peak_ = 0;
+  }
+
+  // Descriptive parameters carried through serialization for the Python layer (not used here):
+  // the γ the shape was derived from (0: explicit width/depth) and the public value bounds.
+  struct Meta {
+    double gamma = 0;
+    bool has_bounds = false;
+    double lo = 0, hi = 0;
+  };
+  const Meta& meta() const noexcept { return meta_; }
+  void set_meta(const Meta& m) {
+    check_meta(m);
+    meta_ = m;
+  }
+  static void check_meta(const Meta& m) {
+    if (!(m.gamma == 0 || (m.gamma > 0 && m.gamma < 1))) throw ParameterError("gamma must be in (0, 1)");
+    if (m.has_bounds && !(std::isfinite(m.lo) && std::isfinite(m.hi) && m.lo < m.hi))
+      throw ParameterError("bounds must be finite with lo < hi");
+  }
+
+  // Payload: L u32, width u32, depth u32, seed u64, n i64, mass u64, gamma f64, has_bounds u8,
+  // lo f64, hi f64, then every level's cells (int64, level 1 first; exact levels by prefix, sketch
+  // levels row-major); serialize() closes with checksum64 of everything before it (u64).
+  std::string serialize() const {
+    ByteWriter w;
+    w.reserve(kHeaderBytes + 40 + cells_.size() * 8);
+    w.header(kDyadicFamily, kDyadicKeyTag);
+    write_payload(w);
+    std::string out = w.take();
+    append_checksum(out);
+    return out;
+  }
+  void write_payload(ByteWriter& w) const {
+    w.u32(shape_.bits);
+    w.u32(shape_.width);
+    w.u32(shape_.depth);
+    w.u64(seed_);
+    w.i64(n_);
+    w.u64(mass_);
+    w.raw(&meta_.gamma, 8);
+    w.u8(meta_.has_bounds ? 1 : 0);
+    w.raw(&meta_.lo, 8);
+    w.raw(&meta_.hi, 8);
+    w.raw(cells_.data(), cells_.size() * 8);
+  }
+
+  // check_counts: the cells must be what updates can produce. Non-private: every level's cells sum
+  // (exact levels) or each row's signed sum has the parity of n, exact levels sum to n, and every
+  // |cell| and |n| are <= mass <= 2^62. Private (noisy) cells skip the sum checks but keep the bounds.
+  static DyadicCountSketch deserialize(std::string_view bytes, bool check_counts = true) {
+    ByteReader r(verify_checksum(bytes));
+    r.header(kDyadicFamily, kDyadicKeyTag);
+    DyadicCountSketch s = read_payload(r, check_counts);
+    r.finish();
+    return s;
+  }
+  static DyadicCountSketch read_payload(ByteReader& r, bool check_counts) {
+    const std::uint32_t bits = r.u32();
+    const std::uint32_t width = r.u32();
+    const std::uint32_t depth = r.u32();
+    const std::uint64_t seed = r.u64();
+    const std::int64_t n = r.i64();
+    const std::uint64_t mass = r.u64();
+    Meta meta;
+    r.raw(&meta.gamma, 8, "gamma");
+    const std::uint8_t has_bounds = r.u8();
+    if (has_bounds > 1) throw DeserializeError("bounds flag must be 0 or 1");
+    meta.has_bounds = has_bounds == 1;
+    r.raw(&meta.lo, 8, "bounds");
+    r.raw(&meta.hi, 8, "bounds");
+    try {
+      check_meta(meta);
+    } catch (const ParameterError&) {
+      throw DeserializeError("gamma or bounds out of range");
+    }
+    DyadicShape shape;
+    try {
+      shape = make_shape(bits, width, depth);
+    } catch (const ParameterError&) {
+      throw DeserializeError("dyadic sketch shape out of range");
+    }
+    // Sizes come from the shape; make sure the blob holds them before allocating anything.
+    r.need_records(shape.total_cells(), 8, "cells");
+    if (mass > kMaxMass) throw DeserializeError("mass bound exceeds 2^62");
+    DyadicCountSketch s(bits, width, depth, seed);
+    r.raw(s.cells_.data(), s.cells_.size() * 8, "cells");
+    s.n_ = n;
+    s.mass_ = mass;
+    s.meta_ = meta;
+    s.check_bounds();
+    if (check_counts) s.check_counts();
+    return s;
+  }
+
+ private:
+  static std::uint64_t abs_count(std::int64_t c) noexcept {
+    return c < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(c) : static_cast<std::uint64_t>(c);
+  }
+  [[noreturn]] static void throw_mass() {
+    throw std::overflow_error("the sketch would absorb a total |count| above 2^62, where its int64 cells could "
+                              "overflow; split the data over several sketches or use smaller counts");
+  }
+  void reserve_mass(std::uint64_t a) {
+    if (a > kMaxMass - mass_) throw_mass();
+    mass_ += a;
+  }
+
+  void add_item(std::uint64_t x, std::int64_t count) noexcept {
+    const std::uint32_t L = shape_.bits, d = shape_.depth, w = shape_.width;
+    for (std::uint32_t j = 1; j <= L; ++j) {
+      const std::uint64_t p = x >> (L - j);
+      std::int64_t* base = cells_.data() + offsets_[j];
+      if (shape_.is_exact(j)) {
+        base[p] += count;
+        continue;
+      }
+      const RowHash* rows = rows_.data() + std::size_t{j - shape_.exact - 1} * d;
+      for (std::uint32_t i = 0; i < d; ++i, base += w) {
+        std::uint32_t col;
+        std::int64_t mask;
+        if (j <= 32) RowHash::narrow(rows[i].h.a_lo, rows[i].h.b_lo, p, w, col, mask);
+        else rows[i].wide(p, w, col, mask);
+        base[col] += (count ^ mask) - mask;
+      }
+    }
+  }
+
+  // Level-major, row-major over one chunk (see the header comment). Narrow rows (level <= 32) with
+  // AVX2 compute the chunk's columns and signed deltas 4 items at a time into idx_/val_ (same values
+  // as RowHash::narrow), then a scalar loop adds them; otherwise one scalar loop does both.
+  static constexpr std::size_t kBatchChunk = 1024;  // x, idx, val (8 KiB each) + one row stay in L1
+  struct Scratch {
+    alignas(32) std::uint64_t idx[kBatchChunk];
+    alignas(32) std::int64_t val[kBatchChunk];
+  };
+
+  template <bool Counted>
+  void add_chunk(const std::uint64_t* __restrict x, const std::int64_t* __restrict counts, std::size_t len,
+                 Scratch& scratch) noexcept {
+    const std::uint32_t L = shape_.bits, d = shape_.depth, w = shape_.width;
+    const bool vec = simd::avx2();
+    for (std::uint32_t j = 1; j <= L; ++j) {
+      const unsigned shift = L - j;
+      std::int64_t* __restrict base = cells_.data() + offsets_[j];
+      if (shape_.is_exact(j)) {
+        for (std::size_t k = 0; k < len; ++k) base[x[k] >> shift] += Counted ? counts[k] : 1;
+        continue;
+      }
+      const RowHash* rows = rows_.data() + std::size_t{j - shape_.exact - 1} * d;
+      for (std::uint32_t i = 0; i < d; ++i, base += w) {
+        if (j <= 32) {
+          const std::uint64_t a = rows[i].h.a_lo, b = rows[i].h.b_lo, ww = w;
+#ifdef DPSKETCH_X86_DISPATCH
+          if (vec) {
+            narrow_row_avx2<Counted>(x, counts, len, shift, a, b, w, scratch.idx, scratch.val);
+            for (std::size_t k = 0; k < len; ++k) base[scratch.idx[k]] += scratch.val[k];
+            continue;
+          }
+#endif
+          for (std::size_t k = 0; k < len; ++k) {
+            const std::uint64_t h = (a * (x[k] >> shift) + b) >> 32;
+            const std::int64_t mask = static_cast<std::int64_t>(h & 1) - 1;
+            const std::int64_t c = Counted ? counts[k] : 1;
+            base[((h >> 1) * ww) >> 31] += (c ^ mask) - mask;
+          }
+        } else {
+          const RowHash r = rows[i];
+          for (std::size_t k = 0; k < len; ++k) {
+            std::uint32_t col;
+            std::int64_t mask;
+            r.wide(x[k] >> shift, w, col, mask);
+            const std::int64_t c = Counted ? counts[k] : 1;
+            base[col] += (c ^ mask) - mask;
+          }
+        }
+      }
+    }
+    (void)vec;
+    (void)scratch;
+  }
+
+#ifdef DPSKETCH_X86_DISPATCH
+  // RowHash::narrow for 4 items per vector. p < 2^32, so a·p mod 2^64 = lo32(a)·p + (hi32(a)·p << 32)
+  // (two vpmuludq); (h >> 1) < 2^31 and w < 2^31, so the column product is one vpmuludq too.
+  template <bool Counted>
+  __attribute__((target("avx2"))) static void narrow_row_avx2(const std::uint64_t* __restrict x,
+                                                              const std::int64_t* __restrict counts, std::size_t len,
+                                                              unsigned shift, std::uint64_t a, std::uint64_t b,
+                                                              std::uint32_t w, std::uint64_t* __restrict idx,
+                                                              std::int64_t* __restrict val) noexcept {
+    const __m256i a_lo = _mm256_set1_epi64x(static_cast<long long>(a & 0xffffffffu));
+    const __m256i a_hi = _mm256_set1_epi64x(static_cast<long long>(a >> 32));
+    const __m256i bb = _mm256_set1_epi64x(static_cast<long long>(b));
+    const __m256i ww = _mm256_set1_epi64x(w);
+    const __m256i one = _mm256_set1_epi64x(1);
+    const __m128i sh = _mm_cvtsi32_si128(static_cast<int>(shift));
+    std::size_t k = 0;
+    for (; k + 4 <= len; k += 4) {
+      const __m256i p = _mm256_srl_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + k)), sh);
+      const __m256i ap = _mm256_add_epi64(_mm256_mul_epu32(a_lo, p), _mm256_slli_epi64(_mm256_mul_epu32(a_hi, p), 32));
+      const __m256i h = _mm256_srli_epi64(_mm256_add_epi64(ap, bb), 32);
+      const __m256i mask = _mm256_sub_epi64(_mm256_and_si256(h, one), one);
+      const __m256i col = _mm256_srli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(h, 1), ww), 31);
+      const __m256i c = Counted ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(counts + k)) : one;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(val + k), _mm256_sub_epi64(_mm256_xor_si256(c, mask), mask));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx + k), col);
+    }
+    for (; k < len; ++k) {
+      std::uint32_t col;
+      std::int64_t mask;
+      RowHash::narrow(a, b, x[k] >> shift, w, col, mask);
+      const std::int64_t c = Counted ? counts[k] : 1;
+      idx[k] = col;
+      val[k] = (c ^ mask) - mask;
+    }
+  }
+#endif
+
+  void check_bounds() const {
+    if (abs_count(n_) > mass_) throw DeserializeError("|n| exceeds the mass bound");
+    for (std::int64_t c : cells_)
+      if (abs_count(c) > mass_) throw DeserializeError("a cell exceeds the mass bound");
+  }
+
+  void check_counts() const {
+    const std::uint32_t L = shape_.bits, d = shape_.depth, w = shape_.width;
+    for (std::uint32_t j = 1; j <= L; ++j) {
+      const std::int64_t* c = cells_.data() + offsets_[j];
+      if (shape_.is_exact(j)) {
+        __int128 sum = 0;
+        for (std::uint64_t k = 0; k < level_size(j); ++k) sum += c[k];
+        if (sum != n_) throw DeserializeError("an exact level does not sum to n");
+        continue;
+      }
+      for (std::uint32_t i = 0; i < d; ++i, c += w) {
+        __int128 sum = 0;
+        for (std::uint32_t k = 0; k < w; ++k) sum += c[k];
+        if (((sum - n_) & 1) != 0) throw DeserializeError("a sketch row has the wrong parity for n");
+      }
+    }
+  }
+
+  DyadicShape shape_;
+  Meta meta_;
+  std::uint64_t seed_;
+  std::int64_t n_ = 0;
+  std::uint64_t mass_ = 0;        // Σ|count| absorbed + peak |noise|: bounds every |cell| and |n|
+  std::uint64_t noise_peak_ = 0;  // during add_level_noise
+  std::vector<std::uint64_t> offsets_;  // offsets_[j]: first cell of level j (1..L); offsets_[L+1]: end
+  std::vector<RowHash> rows_;           // (level - E - 1) * d + row
+  std::vector<std::int64_t> cells_;
+};
+
+}  // namespace dpsketch::dyadic

@@ -1,0 +1,300 @@
+"""A privacy budget shared by several releases (docs/algorithms.md §1, docs/privacy.md §Budget).
+
+A :class:`Budget` is an accountant: every private release given ``budget=`` asks it first and is
+refused with :class:`BudgetExceededError` -- before any noise is drawn and before the summary's
+release guard advances -- when the composed guarantee would exceed the cap.
+
+Two kinds of budget:
+
+* ``Budget(epsilon, delta)``: an (ε, δ)-DP cap. (ε, δ) spends add (basic composition). ρ-zCDP
+  spends add up to a zCDP total R, which is converted once, with a δ share ``zcdp_delta`` reserved
+  at construction (default δ/2), to (R + 2·sqrt(R·ln(1/zcdp_delta)), zcdp_delta)-DP; the reserve is
+  charged from the first ρ spend on. The spent guarantee is the sum of both parts.
+* ``Budget(rho=R)``: a zCDP cap. ρ spends add; a pure ε-DP spend counts as ε²/2 (ε-DP implies
+  (ε²/2)-zCDP); spends with δ > 0 cannot be expressed in zCDP and are refused.
+
+Totals are kept as exact fractions of the charged values. The ε (and ρ) charged is what the
+mechanism actually uses: the requested value rounded down to a multiple of 2^-32 (§1).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Iterator, Optional, Union
+
+from . import _core
+from .release import ReleaseBudgetError
+
+__all__ = ["Budget", "BudgetExceededError", "Spend", "PrivacyTotals"]
+
+Number = Union[int, float, Fraction]
+
+
+class BudgetExceededError(ReleaseBudgetError):
+    """A release would exceed its :class:`Budget`. Nothing was spent and no noise was drawn."""
+
+
+@dataclass(frozen=True)
+class Spend:
+    """One ledger entry: the mechanism and what it spent (ε and δ of an (ε, δ)-DP spend, or ρ of a
+    zCDP spend; the other fields are 0)."""
+
+    mechanism: str
+    epsilon: float
+    delta: float
+    rho: float
+
+
+@dataclass(frozen=True)
+class PrivacyTotals:
+    """A guarantee: ``epsilon``/``delta`` of (ε, δ)-DP (None for a zCDP-only budget) and the zCDP
+    ``rho`` part."""
+
+    epsilon: Optional[float]
+    delta: Optional[float]
+    rho: float
+
+
+def used_value(x: float) -> Fraction:
+    """ε or ρ as the mechanisms use it: rounded down to a multiple of 2^-32 (docs/algorithms.md §1)."""
+    num, den = _core.noise.dyadic_down(float(x), 32)
+    return Fraction(num, den)
+
+
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (docs/algorithms.md §1)."""
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+
+
+def _up(x: float) -> Fraction:
+    """x nudged up by a few ulps: float rounding in the conversion must not under-charge."""
+    for _ in range(4):
+        x = math.nextafter(x, math.inf)
+    return Fraction(x)
+
+
+def _down(x: Fraction) -> float:
+    """The largest float <= x (float(x) rounds to nearest)."""
+    f = float(x)
+    return math.nextafter(f, -math.inf) if Fraction(f) > x else f
+
+
+def _number(name: str, v: object) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, Fraction)):
+        raise TypeError(f"{name} must be a number, got {type(v).__name__}")
+    f = float(v)
+    if not math.isfinite(f):
+        raise ValueError(f"{name} must be finite, got {v!r}")
+    return f
+
+
+class Budget:
+    """An accountant that private releases draw from (``release(..., budget=b)``,
+    ``PrivateCountMin(..., budget=b)``, ...). See the module docstring for the composition rules.
+
+    ``Budget(epsilon, delta=0.0, *, zcdp_delta=None)`` caps the total (ε, δ)-DP guarantee;
+    ``Budget(rho=R)`` caps the total ρ-zCDP guarantee. ``spent()``, ``remaining()`` and ``ledger``
+    report the state; ``spend()`` records a mechanism run outside dpsketch.
+    """
+
+    def __init__(
+        self,
+        epsilon: Optional[float] = None,
+        delta: float = 0.0,
+        *,
+        rho: Optional[float] = None,
+        zcdp_delta: Optional[float] = None,
+    ) -> None:
+        if (epsilon is None) == (rho is None):
+            raise ValueError("pass epsilon= (an (ε, δ)-DP budget, with delta=) or rho= (a zCDP budget), not both")
+        self._lock = threading.RLock()
+        self._eps_sum = Fraction(0)
+        self._delta_sum = Fraction(0)
+        self._rho_sum = Fraction(0)
+        self._ledger: list[Spend] = []
+        if rho is not None:
+            r = _number("rho", rho)
+            if r <= 0:
+                raise ValueError(f"rho must be > 0, got {rho!r}")
+            if delta != 0.0 or zcdp_delta is not None:
+                raise ValueError("a zCDP budget (rho=) has no delta; use Budget(epsilon, delta) for an (ε, δ) cap")
+            self._epsilon_cap: Optional[float] = None
+            self._delta_cap: Optional[float] = None
+            self._rho_cap: Optional[float] = r
+            self._zcdp_delta: Optional[float] = None
+            return
+        e, d = _number("epsilon", epsilon), _number("delta", delta)
+        if e <= 0:
+            raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+        if not 0.0 <= d < 1.0:
+            raise ValueError(f"delta must be in [0, 1), got {delta!r}")
+        if zcdp_delta is None:
+            zd: Optional[float] = d / 2 if d > 0 else None
+        else:
+            zd = _number("zcdp_delta", zcdp_delta)
+            if not 0.0 < zd <= d:
+                raise ValueError(f"zcdp_delta must be in (0, delta], got {zcdp_delta!r} with delta={delta!r}")
+        self._epsilon_cap, self._delta_cap, self._rho_cap, self._zcdp_delta = e, d, None, zd
+
+    # -- properties -------------------------------------------------------------------------------
+    @property
+    def epsilon(self) -> Optional[float]:
+        """The ε cap (None for a zCDP budget)."""
+        return self._epsilon_cap
+
+    @property
+    def delta(self) -> Optional[float]:
+        """The δ cap (None for a zCDP budget)."""
+        return self._delta_cap
+
+    @property
+    def rho(self) -> Optional[float]:
+        """The ρ cap of a zCDP budget (None for an (ε, δ) budget)."""
+        return self._rho_cap
+
+    @property
+    def zcdp_delta(self) -> Optional[float]:
+        """The δ share reserved to convert the zCDP total (None: ρ spends are refused)."""
+        return self._zcdp_delta
+
+    @property
+    def ledger(self) -> list[Spend]:
+        """Every spend so far, in order."""
+        with self._lock:
+            return list(self._ledger)
+
+    # -- totals -----------------------------------------------------------------------------------
+    def _totals(self, eps: Fraction, dlt: Fraction, rho: Fraction) -> tuple[Fraction, Fraction, Fraction]:
+        """(ε total, δ total, ρ total) as exact fractions (the zCDP conversion rounded up)."""
+        if self._rho_cap is not None:  # zCDP budget: pure ε spends are already folded into rho
+            return Fraction(0), Fraction(0), rho
+        if rho == 0:
+            return eps, dlt, rho
+        assert self._zcdp_delta is not None
+        return eps + _up(zcdp_epsilon(float(rho), self._zcdp_delta)), dlt + Fraction(self._zcdp_delta), rho
+
+    def _fits(self, eps: Fraction, dlt: Fraction, rho: Fraction) -> bool:
+        e, d, r = self._totals(eps, dlt, rho)
+        if self._rho_cap is not None:
+            return r <= Fraction(self._rho_cap)
+        assert self._epsilon_cap is not None and self._delta_cap is not None
+        return e <= Fraction(self._epsilon_cap) and d <= Fraction(self._delta_cap)
+
+    def spent(self) -> PrivacyTotals:
+        """The composed guarantee of everything spent so far (for an (ε, δ) budget, ε and δ include
+        the converted zCDP part; ``rho`` is the zCDP total)."""
+        with self._lock:
+            e, d, r = self._totals(self._eps_sum, self._delta_sum, self._rho_sum)
+            if self._rho_cap is not None:
+                return PrivacyTotals(None, None, float(r))
+            return PrivacyTotals(float(e), float(d), float(r))
+
+    def remaining(self) -> PrivacyTotals:
+        """What one more spend may use: for an (ε, δ) budget the ε and δ left for an (ε, δ) spend
+        and the largest ρ a zCDP spend could still take; for a zCDP budget the ρ left."""
+        with self._lock:
+            if self._rho_cap is not None:
+                return PrivacyTotals(None, None, max(0.0, _down(Fraction(self._rho_cap) - self._rho_sum)))
+            e, d, _ = self._totals(self._eps_sum, self._delta_sum, self._rho_sum)
+            assert self._epsilon_cap is not None and self._delta_cap is not None
+            eps_left = max(0.0, _down(Fraction(self._epsilon_cap) - e))
+            delta_left = max(0.0, _down(Fraction(self._delta_cap) - d))
+            return PrivacyTotals(eps_left, delta_left, self._rho_left())
+
+    def _rho_left(self) -> float:
+        """Largest extra ρ that still fits: R + 2·sqrt(R·L) <= E solves to R = (sqrt(L + E) − sqrt(L))²."""
+        if self._zcdp_delta is None:
+            return 0.0
+        assert self._epsilon_cap is not None
+        e_left = float(Fraction(self._epsilon_cap) - self._eps_sum)
+        if e_left <= 0 or not self._fits(self._eps_sum, self._delta_sum, self._rho_sum + Fraction(2**-60)):
+            return 0.0
+        log_term = math.log(1.0 / self._zcdp_delta)
+        total = (math.sqrt(log_term + e_left) - math.sqrt(log_term)) ** 2
+        extra = float(Fraction(total) - self._rho_sum)
+        for _ in range(64):  # float error: step down until the exact check accepts it
+            if extra <= 0:
+                return 0.0
+            if self._fits(self._eps_sum, self._delta_sum, self._rho_sum + Fraction(extra)):
+                return extra
+            extra = extra * (1 - 1e-12)
+        return 0.0
+
+    # -- spending ---------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def charging(
+        self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0
+    ) -> Iterator[None]:
+        """Check the spend (raising :class:`BudgetExceededError` if it does not fit), run the body
+        holding the budget's lock, and record the spend only if the body succeeds. Releases draw
+        their noise inside or after the body, never before the check."""
+        eps, dlt, r = (self._amount(n, v) for n, v in (("epsilon", epsilon), ("delta", delta), ("rho", rho)))
+        with self._lock:
+            if self._rho_cap is not None:
+                if dlt > 0:
+                    raise ValueError(
+                        f"{mechanism} spends delta > 0, which a zCDP budget (rho=) cannot account for; "
+                        "use Budget(epsilon, delta)"
+                    )
+                new = (self._eps_sum + eps, self._delta_sum, self._rho_sum + r + eps * eps / 2)  # ε-DP ⇒ ε²/2-zCDP
+            else:
+                if r > 0 and self._zcdp_delta is None:
+                    raise BudgetExceededError(
+                        f"{mechanism} spends rho-zCDP, which needs a delta share to convert to (ε, δ)-DP; "
+                        "build the budget with delta > 0 (and optionally zcdp_delta=)"
+                    )
+                new = (self._eps_sum + eps, self._delta_sum + dlt, self._rho_sum + r)
+            if not self._fits(*new):
+                left = self.remaining()
+                raise BudgetExceededError(
+                    f"{mechanism} would spend (epsilon={float(eps):.6g}, delta={float(dlt):.6g}, rho={float(r):.6g}) "
+                    f"but the budget has {self._describe(left)} left; nothing was spent and no noise was drawn. "
+                    "Lower the release's epsilon/delta/rho or use a larger Budget"
+                )
+            yield
+            self._eps_sum, self._delta_sum, self._rho_sum = new
+            self._ledger.append(Spend(mechanism, float(eps), float(dlt), float(r)))
+
+    def spend(self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0) -> None:
+        """Record a spend made outside dpsketch (values used as given, no rounding); raises
+        :class:`BudgetExceededError` and records nothing if it does not fit."""
+        if not isinstance(mechanism, str):
+            raise TypeError(f"mechanism must be a str, got {type(mechanism).__name__}")
+        with self.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho):
+            pass
+
+    @staticmethod
+    def _amount(name: str, v: Number) -> Fraction:
+        f = v if isinstance(v, Fraction) else Fraction(_number(name, v))
+        if f < 0:
+            raise ValueError(f"{name} to spend must be >= 0, got {float(f)!r}")
+        return f
+
+    def _describe(self, t: PrivacyTotals) -> str:
+        if self._rho_cap is not None:
+            return f"rho={t.rho:.6g}"
+        return f"epsilon={t.epsilon:.6g}, delta={t.delta:.6g} (or rho={t.rho:.6g})"
+
+    def __repr__(self) -> str:
+        s = self.spent()
+        if self._rho_cap is not None:
+            return f"Budget(rho={self._rho_cap:g}; spent rho={s.rho:.6g}, {len(self._ledger)} spend(s))"
+        return (
+            f"Budget(epsilon={self._epsilon_cap:g}, delta={self._delta_cap:g}; spent epsilon={s.epsilon:.6g}, "
+            f"delta={s.delta:.6g}, rho={s.rho:.6g}, {len(self._ledger)} spend(s))"
+        )
+
+
+def charging(
+    budget: Optional[Budget], mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0
+) -> contextlib.AbstractContextManager[None]:
+    """``budget.charging(...)``, or a no-op when ``budget`` is None (the wiring in the releases)."""
+    if budget is None:
+        return contextlib.nullcontext()
+    if not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a dpsketch.Budget, got {type(budget).__name__}")
+    return budget.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho)

@@ -1,0 +1,632 @@
+"""Dyadic CountSketch: ranks, quantiles, range counts and hierarchical heavy hitters over the
+universe [0, 2^L) (docs/algorithms.md §6; Zhao et al. §4), non-private and private.
+
+Level j of the hierarchy counts the j-bit prefixes x >> (L - j). Levels whose 2^j nodes fit the
+per-level budget depth·width are exact arrays; the others are CountSketches. With ``gamma`` the shape
+follows Zhao's parameters d = ⌈ln(L/γ)⌉, w = ⌈(1/γ)·√(L·ln(L/γ))⌉ (the paper gives only the
+asymptotic forms; the constants are the spec's).
+
+Updates are turnstile: ``update(x, count)`` with a signed integer count (deletions included); ``n``
+is the net count. Real-valued data goes through ``bounds=(lo, hi)``: v ↦ ⌊(clip(v) − lo)/(hi − lo)·2^L⌋
+(values outside the bounds are clamped; the bounds are public and must not come from the data);
+quantiles are reported in the original units at the resolution (hi − lo)/2^L (lower bucket edge).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import threading
+from typing import Any, ClassVar
+
+import numpy as np
+
+from . import _core
+from ._validation import check_int
+from ._release_state import ReleaseState, attach, detach
+from .private import _hash_seed, _noise_rng, zcdp_to_dp
+from .release import ReleaseGuard, check_privacy_params
+
+__all__ = ["DyadicCountSketch", "PrivateDyadicCountSketch"]
+
+_D = _core.dyadic
+_R = _core.release
+_HEADER = 8
+_MAX_BOUNDED_BITS = 52  # float64 resolution of the bounds mapping
+_DEFAULT_MAX_NODES = 1 << 20
+
+
+def _locked(method):
+    def wrapper(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    wrapper.__name__, wrapper.__doc__, wrapper.__qualname__ = method.__name__, method.__doc__, method.__qualname__
+    return wrapper
+
+
+def _check_bounds(bounds):
+    if bounds is None:
+        return None
+    try:
+        lo, hi = bounds
+        lo, hi = float(lo), float(hi)
+    except (TypeError, ValueError):
+        raise TypeError("bounds must be a pair of numbers (lo, hi)") from None
+    if not (math.isfinite(lo) and math.isfinite(hi)) or not lo < hi:
+        raise ValueError("bounds must be finite numbers with lo < hi, e.g. bounds=(0.0, 1000.0)")
+    return lo, hi
+
+
+def _check_gamma(gamma):
+    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real):
+        raise TypeError(f"gamma must be a number in (0, 1), got {type(gamma).__name__}")
+    g = float(gamma)
+    if not 0 < g < 1:
+        raise ValueError(f"gamma must be in (0, 1), got {gamma!r}")
+    return g
+
+
+def _shape(universe_bits, gamma, width, depth):
+    """(L, width, depth, gamma or 0): explicit width/depth win; a missing one comes from Zhao's γ rule."""
+    bits = check_int("universe_bits", universe_bits, 1, 64)
+    if width is not None and depth is not None:
+        w = check_int("width", width, 1, 2**31)
+        d = check_int("depth", depth, 1, _core.MAX_DEPTH)
+        g = 0.0
+    else:
+        g = _check_gamma(gamma)
+        zw, zd = _D.zhao_parameters(bits, g)
+        w = zw if width is None else check_int("width", width, 1, 2**31)
+        d = zd if depth is None else check_int("depth", depth, 1, _core.MAX_DEPTH)
+        if width is not None or depth is not None:
+            g = 0.0  # the shape is no longer Zhao's
+    return bits, w, d, g
+
+
+class _DyadicBase:
+    """Queries and value mapping shared by the non-private and the private class."""
+
+    _impl: Any
+    _lock: threading.RLock
+    _native: ClassVar[Any]
+    # Release state (docs/privacy.md §Publishing and the release-once rule): serialized with the
+    # object (header flags + trailer, docs/format.md), so no copy path resets it.
+    _can_publish = False
+    _published = False
+    _reproducible_not_secret = False
+
+    def __new__(cls, *args, **kwargs):
+        obj = super().__new__(cls)
+        obj._lock = threading.RLock()
+        return obj
+
+    @property
+    def _guard(self) -> ReleaseGuard:
+        g = self.__dict__.get("_release_guard")
+        if g is None:
+            g = self.__dict__["_release_guard"] = ReleaseGuard()
+        return g
+
+    # -- parameters -----------------------------------------------------------------------------
+    universe_bits = property(lambda self: self._impl.bits, doc="L: items live in [0, 2^L).")
+    width = property(lambda self: self._impl.width, doc="Columns per row of every CountSketch level.")
+    depth = property(lambda self: self._impl.depth, doc="Rows of every CountSketch level.")
+    exact_levels = property(lambda self: self._impl.exact_levels, doc="Levels 1..E are exact arrays.")
+    seed = property(lambda self: self._impl.seed, doc="Public hash seed (needed to merge).")
+    bounds = property(lambda self: self._impl.bounds, doc="(lo, hi) of the value mapping, or None.")
+
+    @property
+    def gamma(self):
+        """The γ the shape was derived from (None when width and depth were given)."""
+        g = self._impl.gamma
+        return g if g > 0 else None
+
+    @property
+    def resolution(self) -> float:
+        """Bucket width in the caller's units: (hi − lo)/2^L with bounds, else 1."""
+        b = self.bounds
+        return 1.0 if b is None else (b[1] - b[0]) / 2.0**self.universe_bits
+
+    @property
+    @_locked
+    def n(self) -> int:
+        """Net number of items added (insertions minus deletions)."""
+        return self._impl.n
+
+    @_locked
+    def memory_bytes(self) -> int:
+        return self._impl.memory_bytes()
+
+    def levels(self) -> list[dict]:
+        """Per level: its number, kind ('exact' or 'sketch') and cell count."""
+        e, d, w = self.exact_levels, self.depth, self.width
+        return [{"level": j, "kind": "exact" if j <= e else "sketch", "cells": 2**j if j <= e else d * w}
+                for j in range(1, self.universe_bits + 1)]
+
+    @_locked
+    def level_cells(self, level: int) -> np.ndarray:
+        """A copy of one level's cells: shape (2^level,) for an exact level, (depth, width) otherwise."""
+        return self._impl.level_cells(check_int("level", level, 1, self.universe_bits))
+
+    # -- item mapping ---------------------------------------------------------------------------
+    def _items(self, items) -> np.ndarray:
+        """A batch as a contiguous uint64 array in [0, 2^L); clear errors, never echoing values."""
+        L = self.universe_bits
+        bounds = self.bounds
+        arr = np.asarray(items)
+        if arr.ndim != 1:
+            raise ValueError(f"expected a 1-D batch, got {arr.ndim} dimensions")
+        if arr.dtype.kind == "b":
+            raise TypeError("items must be numbers, not booleans")
+        if bounds is not None:
+            if arr.dtype.kind not in "iuf":
+                raise TypeError(f"items must be numbers, got an array of dtype {arr.dtype}")
+            return self._map_values(arr.astype(np.float64, copy=False))
+        if arr.dtype.kind == "f":
+            raise TypeError("float items need bounds=(lo, hi) (the public value range); "
+                            "or pass integers in [0, 2^universe_bits)")
+        if arr.dtype.kind == "O" or arr.dtype.kind not in "iu":
+            if arr.size == 0:
+                return np.zeros(0, dtype=np.uint64)
+            if arr.dtype.kind == "O" and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr):
+                ints = [int(v) for v in arr]
+                if min(ints) < 0 or max(ints) >= 2**L:
+                    raise ValueError(self._range_message())
+                return np.asarray(ints, dtype=np.uint64)
+            raise TypeError(f"items must be integers (numpy int/uint arrays), got dtype {arr.dtype}")
+        if arr.size == 0:
+            return np.zeros(0, dtype=np.uint64)
+        if arr.dtype.kind == "i" and arr.min() < 0:
+            raise ValueError(self._range_message())
+        out = np.ascontiguousarray(arr.astype(np.uint64, copy=False))
+        if L < 64 and out.max() >> np.uint64(L):
+            raise ValueError(self._range_message())
+        return out
+
+    def _range_message(self):
+        return (f"items must be integers in [0, 2^{self.universe_bits}); map real values with "
+                "bounds=(lo, hi) or raise universe_bits")
+
+    def _map_values(self, v: np.ndarray) -> np.ndarray:
+        """docs/algorithms.md §6: ⌊(clip(v) − lo)/(hi − lo)·2^L⌋, clamped to [0, 2^L − 1]."""
+        if np.isnan(v).any():
+            raise ValueError("items contain NaN; drop or impute missing values first")
+        lo, hi = self.bounds
+        scale = 2.0**self.universe_bits
+        t = np.floor((np.clip(v, lo, hi) - lo) / (hi - lo) * scale)
+        return np.ascontiguousarray(np.minimum(t, scale - 1).astype(np.uint64))
+
+    def _one(self, x) -> int:
+        if isinstance(x, bool):
+            raise TypeError("items must be numbers, not booleans")
+        if self.bounds is not None:
+            if not isinstance(x, numbers.Real):
+                raise TypeError(f"items must be numbers, got {type(x).__name__}")
+            return int(self._map_values(np.array([float(x)]))[0])
+        if isinstance(x, numbers.Integral):
+            xi = int(x)
+            if not 0 <= xi < 2**self.universe_bits:
+                raise ValueError(self._range_message())
+            return xi
+        if isinstance(x, numbers.Real):
+            raise TypeError("float items need bounds=(lo, hi); or pass integers in [0, 2^universe_bits)")
+        raise TypeError(f"items must be integers, got {type(x).__name__}")
+
+    @staticmethod
+    def _counts(counts, m):
+        if counts is None:
+            return None
+        c = np.asarray(counts)
+        if c.dtype.kind not in "iu" or c.ndim != 1 or len(c) != m:
+            raise ValueError("counts must be a 1-D integer array with one signed count per item")
+        if c.dtype.kind == "u" and c.size and c.max() > np.iinfo(np.int64).max:
+            raise OverflowError("counts must fit in int64")
+        return np.ascontiguousarray(c.astype(np.int64, copy=False))
+
+    # -- positions (the argument of rank/cdf/range_count) ---------------------------------------
+    def _position(self, x) -> int:
+        """x as a position in [0, 2^L]: rank(position) counts items below it."""
+        if isinstance(x, bool):
+            raise TypeError("positions must be numbers, not booleans")
+        L = self.universe_bits
+        if self.bounds is not None:
+            if not isinstance(x, numbers.Real) or math.isnan(float(x)):
+                raise ValueError("positions must be real numbers (not NaN)")
+            if float(x) > self.bounds[1]:
+                return 2**L
+            return int(self._map_values(np.array([float(x)]))[0])
+        if not isinstance(x, numbers.Integral):
+            raise TypeError("positions must be integers (pass bounds=(lo, hi) at construction for real values)")
+        xi = int(x)
+        if not 0 <= xi <= 2**L:
+            raise ValueError(f"positions must be in [0, 2^{L}]")
+        return xi
+
+    def _rank_at(self, pos: int) -> float:
+        return self._impl.total() if pos == 2**self.universe_bits else self._impl.rank(pos)
+
+    def _value(self, bucket: int):
+        """Bucket index -> the caller's units (the lower bucket edge with bounds)."""
+        if self.bounds is None:
+            return int(bucket)
+        lo, _ = self.bounds
+        return lo + bucket * self.resolution
+
+    # -- queries --------------------------------------------------------------------------------
+    def _total(self) -> float:
+        """The count quantile targets refer to (n; the private class uses its noisy total)."""
+        return float(self._impl.n)
+
+    @_locked
+    def rank(self, x) -> float:
+        """Estimated number of items < x (x in [0, 2^L]; with bounds, a value: items in lower
+        buckets). Sum of ≤ L node estimates (docs/algorithms.md §6)."""
+        return float(self._rank_at(self._position(x)))
+
+    @_locked
+    def range_count(self, lo, hi) -> float:
+        """Estimated number of items in [lo, hi): rank(hi) − rank(lo)."""
+        a, b = self._position(lo), self._position(hi)
+        if b < a:
+            raise ValueError("range_count needs lo <= hi")
+        return float(self._rank_at(b) - self._rank_at(a))
+
+    def _targets(self, qs) -> np.ndarray:
+        q = np.asarray(qs, dtype=np.float64)
+        if q.ndim > 1:
+            raise ValueError("quantile levels must be a number or a 1-D sequence")
+        if np.isnan(q).any() or (q < 0).any() or (q > 1).any():
+            raise ValueError("quantile levels must be in [0, 1]")
+        return np.ascontiguousarray(np.atleast_1d(q) * self._total())
+
+    @_locked
+    def quantile(self, q: float):
+        """Smallest x whose estimated rank(x + 1) reaches q·n, by descent from the root (monotone in q)."""
+        if isinstance(q, bool) or not isinstance(q, numbers.Real):
+            raise TypeError("q must be a number in [0, 1]")
+        return self._value(int(self._impl.quantiles(self._targets([q]))[0]))
+
+    @_locked
+    def quantiles(self, qs) -> np.ndarray:
+        """quantile(q) for every q (a numpy array: uint64 items, or float values with bounds)."""
+        buckets = self._impl.quantiles(self._targets(qs))
+        if self.bounds is None:
+            return buckets
+        return self.bounds[0] + buckets.astype(np.float64) * self.resolution
+
+    @_locked
+    def cdf(self, xs) -> np.ndarray:
+        """Estimated fraction of items ≤ x for each x: rank(x + 1)/n (items' buckets ≤ x's bucket).
+        One native call for the whole batch (GIL released)."""
+        total = self._total()
+        pos = np.array([self._position(x) for x in np.atleast_1d(np.asarray(xs)).tolist()], dtype=object)
+        top = 2**self.universe_bits
+        nxt = [min(int(p) + 1, top) for p in pos]
+        inner = np.array([p for p in nxt if p < top], dtype=np.uint64)
+        ranks = iter(self._impl.ranks(inner).tolist())
+        out = np.array([self._impl.total() if p == top else next(ranks) for p in nxt], dtype=np.float64)
+        return out / total if total else np.full(len(out), np.nan)
+
+    @_locked
+    def heavy_hitters(self, threshold: float, *, max_nodes: int = _DEFAULT_MAX_NODES) -> list:
+        """Hierarchical heavy hitters (docs/algorithms.md §6): descend from the root keeping the nodes
+        whose estimate exceeds ``threshold`` (an absolute count); returns the leaves reached as
+        (item, estimate), by estimate descending (ties by item), never in true-count order.
+        ``max_nodes`` caps the nodes kept per level (ValueError when a low threshold exceeds it)."""
+        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or math.isnan(float(threshold)):
+            raise TypeError("threshold must be a number (an absolute count)")
+        m = check_int("max_nodes", max_nodes, 1, 2**40)
+        leaves = self._impl.heavy_hitters(float(threshold), m)
+        leaves.sort(key=lambda t: (-t[1], t[0]))
+        return [(self._value(x), e) for x, e in leaves]
+
+    # -- serialization --------------------------------------------------------------------------
+    @_locked
+    def to_bytes(self) -> bytes:
+        """Serialize (docs/format.md, family 5 / 9), release state included."""
+        return attach(self._impl.to_bytes(),
+                      ReleaseState(self._guard.count, self._published, self._reproducible_not_secret))
+
+    @classmethod
+    def from_bytes(cls, data):
+        """Rebuild from ``to_bytes()``; corrupt or mismatched bytes raise ValueError."""
+        if isinstance(data, (bytearray, memoryview)):
+            data = bytes(data)
+        if not isinstance(data, bytes):
+            raise TypeError(f"from_bytes expects bytes, got {type(data).__name__}")
+        if len(data) < _HEADER or data[:4] != b"DPSK" or data[5] != cls._family:
+            raise ValueError(f"corrupt or incompatible dpsketch bytes: these bytes do not hold a {cls.__name__}")
+        data, state = detach(data, can_publish=cls._can_publish)
+        obj = cls.__new__(cls)
+        obj._impl = cls._native.from_bytes(data)
+        obj._restore()
+        obj.__dict__["_release_guard"] = ReleaseGuard(state.count)
+        obj._published = state.published
+        obj._reproducible_not_secret = state.seeded
+        return obj
+
+    def _restore(self):
+        pass
+
+    def __reduce__(self):
+        return (type(self).from_bytes, (self.to_bytes(),))
+
+    def __copy__(self):
+        obj = type(self).from_bytes(self.to_bytes())
+        # In-process copies share the release budget: releasing a copy counts for the original.
+        obj.__dict__["_release_guard"] = self._guard
+        return obj
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def _repr_fields(self):
+        b = "" if self.bounds is None else f", bounds={self.bounds}"
+        return f"universe_bits={self.universe_bits}, width={self.width}, depth={self.depth}{b}"
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self._repr_fields()}, n={self.n})"
+
+
+class DyadicCountSketch(_DyadicBase):
+    """Non-private dyadic CountSketch over [0, 2^universe_bits) (docs/algorithms.md §6).
+
+    ``gamma`` sets Zhao's shape (rank error about γ·n with constant probability per quantile);
+    ``width``/``depth`` override it. ``bounds=(lo, hi)`` maps real values into the universe.
+    ``seed`` seeds the public hash functions (random if None); merge needs equal seeds.
+    """
+
+    _family = 5
+    _native = _D.DyadicCountSketch
+
+    def __init__(self, universe_bits: int = 32, *, gamma: float = 0.01, width=None, depth=None, bounds=None,
+                 seed=None):
+        bits, w, d, g = _shape(universe_bits, gamma, width, depth)
+        b = _check_bounds(bounds)
+        if b is not None and bits > _MAX_BOUNDED_BITS:
+            raise ValueError(f"with bounds, universe_bits must be at most {_MAX_BOUNDED_BITS} (float64 resolution)")
+        s = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
+        self._impl = self._native(bits, w, d, _hash_seed(s))
+        self._impl.set_meta(g, b)
+
+    @_locked
+    def update(self, item, count: int = 1) -> None:
+        """Add ``count`` (a signed integer; negative deletes) occurrences of ``item``."""
+        c = check_int("count", count, -(2**62), 2**62)
+        self._impl.update(self._one(item), c)
+
+    @_locked
+    def update_many(self, items, counts=None) -> None:
+        """Add a batch (numpy int/uint array; floats with bounds), optionally with one signed int64
+        count per item. All-or-nothing; the GIL is released during the C++ loop."""
+        arr = self._items(items)
+        self._impl.update_many(arr, self._counts(counts, len(arr)))
+
+    def merge(self, other: "DyadicCountSketch") -> None:
+        """Add ``other``'s cells: the sketch of both streams (same universe_bits, width, depth, seed)."""
+        if type(other) is not DyadicCountSketch:
+            raise TypeError(f"can only merge a DyadicCountSketch, got {type(other).__name__}")
+        if other.bounds != self.bounds:
+            raise ValueError("cannot merge sketches with different bounds")
+        first, second = sorted((self, other), key=id)
+        with first._lock, second._lock:
+            self._impl.merge(other._impl)
+
+
+def _sensitivities(bits, exact, depth, neighbours):
+    """Per-level (ℓ1, ℓ2²) sensitivities of the cells (docs/privacy.md "Dyadic sketches (§6)").
+    Add/remove: exact level (1, 1), CountSketch level (d, d). Replace: ℓ1 doubles everywhere, ℓ2²
+    doubles on exact levels and is 4d on CountSketch levels (two items in one cell with opposite
+    signs move it by 2)."""
+    out = []
+    for j in range(1, bits + 1):
+        if j <= exact:
+            out.append((1, 1) if neighbours == "add_remove" else (2, 2))
+        else:
+            out.append((depth, depth) if neighbours == "add_remove" else (2 * depth, 4 * depth))
+    return out
+
+
+class PrivateDyadicCountSketch(_DyadicBase):
+    """Dyadic CountSketch with noise in every cell from construction (docs/algorithms.md §6).
+
+    ``rho`` → ρ-zCDP discrete Gaussian noise: ``noise_allocation="joint"`` (default) adds
+    DGauss(S/(2ρ)) to every cell, S = Σ_levels Δ2² (d per CountSketch level, 1 per exact level);
+    ``"zhao"`` splits ρ evenly over the L levels (σ_ℓ² = Δ2,ℓ²·L/(2ρ)), as in Zhao et al.
+    ``epsilon`` → ε-DP discrete Laplace noise DLap(S1/ε), S1 = Σ Δ1 (``"zhao"``: ε/L per level).
+    ``neighbours="replace"`` uses the replace-one sensitivities (docs/privacy.md).
+    Queries are post-processing; quantile targets use the noisy total (so they need no public n).
+    ``seed`` makes hash seeds and noise reproducible and NOT secret (experiments only).
+    """
+
+    _family = 9
+    _native = _D.PrivateDyadicCountSketch
+    _can_publish = True
+
+    def __init__(self, universe_bits: int = 32, *, gamma: float = 0.01, width=None, depth=None, bounds=None,
+                 rho=None, epsilon=None, noise_allocation: str = "joint", beta: float = 0.01,
+                 neighbours: str = "add_remove", seed=None):
+        bits, w, d, g = _shape(universe_bits, gamma, width, depth)
+        b = _check_bounds(bounds)
+        if b is not None and bits > _MAX_BOUNDED_BITS:
+            raise ValueError(f"with bounds, universe_bits must be at most {_MAX_BOUNDED_BITS} (float64 resolution)")
+        s = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
+        exact = _D.exact_levels(bits, w, d)
+        noise = self._setup(bits, exact, d, rho, epsilon, noise_allocation, beta, neighbours, s)
+        kind, allocation, nb, params = noise
+        self._impl = self._native(bits, w, d, _hash_seed(s), kind, allocation, nb, params, _noise_rng(s))
+        self._impl.set_meta(g, b)
+
+    def _setup(self, bits, exact, depth, rho, epsilon, allocation, beta, neighbours, seed):
+        """Validate the privacy parameters; return (kind, allocation, neighbours, per-level params)."""
+        if (epsilon is None) == (rho is None):
+            raise ValueError("pass exactly one of rho= (zCDP, Gaussian noise) or epsilon= (pure DP, Laplace noise)")
+        if allocation not in ("joint", "zhao"):
+            raise ValueError(f"noise_allocation must be 'joint' or 'zhao', got {allocation!r}")
+        if neighbours not in ("add_remove", "replace"):
+            raise ValueError(f"neighbours must be 'add_remove' or 'replace', got {neighbours!r}")
+        if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not 0 < float(beta) < 1:
+            raise ValueError(f"beta must be in (0, 1), got {beta!r}")
+        self._rho = self._epsilon = None
+        if epsilon is not None:
+            self._epsilon, _ = check_privacy_params(epsilon, 0.5)
+        else:
+            self._rho, _ = check_privacy_params(rho, 0.5, name="rho")
+        self._beta, self._seed = float(beta), seed
+        self._published, self._reproducible_not_secret = False, seed is not None
+        return self._noise_params(bits, exact, depth, allocation, neighbours)
+
+    def _noise_params(self, bits, exact, depth, allocation, neighbours):
+        sens = _sensitivities(bits, exact, depth, neighbours)
+        if self._epsilon is not None:
+            kind = "laplace"
+            if allocation == "joint":  # DLap(S1/ε) everywhere (docs/privacy.md "Dyadic sketches (§6)")
+                params = [_R.laplace_scale(sum(l1 for l1, _ in sens), self._epsilon)] * bits
+            else:  # ε/L per level: DLap(Δ1,ℓ·L/ε)
+                params = [_R.laplace_scale(l1 * bits, self._epsilon) for l1, _ in sens]
+        else:
+            kind = "gaussian"
+            if allocation == "joint":  # σ² = S/(2ρ), S = Σ Δ2,ℓ²
+                params = [_R.gaussian_sigma2(sum(l2 for _, l2 in sens), self._rho)] * bits
+            else:  # ρ/L per level: σ_ℓ² = Δ2,ℓ²·L/(2ρ)
+                params = [_R.gaussian_sigma2(l2 * bits, self._rho) for _, l2 in sens]
+        return kind, allocation, neighbours, [tuple(p) for p in params]
+
+    @classmethod
+    def from_sketch(cls, sketch: DyadicCountSketch, *, rho=None, epsilon=None, noise_allocation: str = "joint",
+                    beta: float = 0.01, neighbours: str = "add_remove", seed=None) -> "PrivateDyadicCountSketch":
+        """Privatise a non-private (e.g. merged) sketch once: noise added at the aggregator
+        (docs/algorithms.md §8). With the seed the sketch's hashes came from, the cells equal those of
+        a PrivateDyadicCountSketch built with that seed on the same stream."""
+        if type(sketch) is not DyadicCountSketch:
+            raise TypeError(f"from_sketch takes a DyadicCountSketch, got {type(sketch).__name__}")
+        obj = cls.__new__(cls)
+        s = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
+        with sketch._lock:
+            noise = obj._setup(sketch.universe_bits, sketch.exact_levels, sketch.depth, rho, epsilon,
+                               noise_allocation, beta, neighbours, s)
+            kind, allocation, nb, params = noise
+            obj._impl = cls._native.from_sketch(sketch._impl, kind, allocation, nb, params, _noise_rng(s))
+        return obj
+
+    def _restore(self):
+        # The guarantee of the noise actually stored, level by level (composition over levels):
+        # ρ = Σ_ℓ Δ2,ℓ²/(2σ_ℓ²) or ε = Σ_ℓ Δ1,ℓ/b_ℓ -- the requested budget for either allocation.
+        impl = self._impl
+        sens = _sensitivities(impl.bits, impl.exact_levels, impl.depth, impl.neighbours)
+        if impl.noise_kind == "laplace":
+            self._epsilon, self._rho = sum(l1 * den / num for (l1, _), (num, den) in zip(sens, impl.level_params)), None
+        else:
+            self._rho, self._epsilon = sum(l2 * den / (2 * num) for (_, l2), (num, den) in zip(sens, impl.level_params)), None
+        self._beta, self._seed = None, None  # the seed never travels; whether there was one does
+
+    epsilon = property(lambda self: self._epsilon, doc="Pure-DP ε of the noisy cells (None for zCDP).")
+    rho = property(lambda self: self._rho, doc="zCDP ρ of the noisy cells (None for pure DP).")
+    published = property(lambda self: self._published,
+                         doc="True for a release() result (and its copies/bytes): read-only, publishable.")
+    reproducible_not_secret = property(lambda self: self._reproducible_not_secret,
+                                       doc="True if the noise came from a user seed: anyone with it can remove the noise.")
+    noise_allocation = property(lambda self: self._impl.allocation)
+    neighbours = property(lambda self: self._impl.neighbours)
+
+    def _total(self) -> float:
+        # The noisy total rank(2^L) (two level-1 nodes): post-processing, no public-n assumption.
+        return float(self._impl.total())
+
+    def _check_not_frozen(self):
+        if self._published:
+            raise RuntimeError("this is a released (published) sketch and is read-only; keep updating the original")
+
+    @_locked
+    def update(self, item, count: int = 1) -> None:
+        """Add ``count`` (signed integer) occurrences of ``item``; one unit update is the privacy unit."""
+        self._check_not_frozen()
+        c = check_int("count", count, -(2**62), 2**62)
+        self._impl.update(self._one(item), c)
+
+    @_locked
+    def update_many(self, items, counts=None) -> None:
+        self._check_not_frozen()
+        arr = self._items(items)
+        self._impl.update_many(arr, self._counts(counts, len(arr)))
+
+    @_locked
+    def privacy(self, delta: float | None = None) -> dict:
+        """The guarantee of the noisy cells and every constant behind it; with ``delta``, the
+        (ε, δ)-DP conversion of ρ-zCDP: ε = ρ + 2·√(ρ·ln(1/δ)) (docs/algorithms.md §1)."""
+        impl = self._impl
+        bits, exact, d = impl.bits, impl.exact_levels, impl.depth
+        sens = _sensitivities(bits, exact, d, impl.neighbours)
+        gaussian = impl.noise_kind == "gaussian"
+        levels = []
+        for j, ((l1, l2), (num, den)) in enumerate(zip(sens, impl.level_params), start=1):
+            lv = {"level": j, "kind": "exact" if j <= exact else "sketch", "l1_sensitivity": l1,
+                  "l2_sensitivity_squared": l2}
+            if gaussian:
+                lv["sigma2"] = num / den
+                lv["rho_share"] = l2 * den / (2 * num)
+            else:
+                lv["laplace_scale"] = num / den
+                lv["epsilon_share"] = l1 * den / num
+            levels.append(lv)
+        out = {
+            "mechanism": "PrivateDyadicCountSketch",
+            "noise": impl.noise_kind,
+            "noise_allocation": impl.allocation,
+            "neighbours": impl.neighbours,
+            "rho": self._rho,
+            "epsilon": self._epsilon,
+            "universe_bits": bits, "width": impl.width, "depth": d, "exact_levels": exact,
+            "sketch_levels": bits - exact,
+            "l1_sensitivity_total": sum(a for a, _ in sens),
+            "l2_sensitivity_squared_total": sum(b for _, b in sens),
+            "levels": levels,
+            "quantile_targets": "q times the noisy total rank(2^L) (post-processing; no public n needed)",
+            "reproducible_not_secret": self._reproducible_not_secret,
+        }
+        if gaussian:
+            out["rho_used"] = sum(lv["rho_share"] for lv in levels)
+            if impl.allocation == "joint":
+                out["sigma2"] = levels[0]["sigma2"]
+            if delta is not None:
+                dl = float(delta)
+                if not 0 < dl < 1:
+                    raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+                out["delta"] = dl
+                out["epsilon_from_zcdp"] = zcdp_to_dp(out["rho_used"], dl)
+        else:
+            out["epsilon_used"] = sum(lv["epsilon_share"] for lv in levels)
+        if self._beta is not None:
+            out["beta"] = self._beta
+            out["noise_bound"] = self._noise_bound(levels, gaussian)
+        return out
+
+    def _noise_bound(self, levels, gaussian):
+        """A bound every cell's |noise| stays within except with probability β (union over all cells):
+        Gaussian σ·√(2 ln(2C/β)) (sub-Gaussian tail), Laplace b·ln(C/β) (docs/algorithms.md §1)."""
+        cells = sum(lv["cells"] for lv in self.levels())
+        if gaussian:
+            s2 = max(lv["sigma2"] for lv in levels)
+            return math.sqrt(s2) * math.sqrt(2 * math.log(2 * cells / self._beta))
+        b = max(lv["laplace_scale"] for lv in levels)
+        return b * math.log(cells / self._beta)
+
+    @_locked
+    def release(self, *, allow_repeat: bool = False) -> "PrivateDyadicCountSketch":
+        """The noisy hierarchy as a publishable, read-only copy (to_bytes, queries). A second
+        release raises unless ``allow_repeat=True`` (docs/algorithms.md §0)."""
+        if self._published:  # already a published copy: nothing new is revealed
+            return type(self).from_bytes(self.to_bytes())
+        self._guard.next(type(self).__name__, allow_repeat)
+        out = type(self).from_bytes(self.to_bytes())
+        out._beta, out._seed, out._published = self._beta, self._seed, True
+        return out
+
+    def merge(self, other):
+        raise TypeError("private sketches do not merge (their noise would add up); merge non-private "
+                        "DyadicCountSketch objects and privatise once with PrivateDyadicCountSketch.from_sketch")
+
+    def _repr_fields(self):
+        p = f"epsilon={self._epsilon:g}" if self._epsilon is not None else f"rho={self._rho:g}"
+        return f"{super()._repr_fields()}, {p}, noise_allocation={self.noise_allocation!r}"

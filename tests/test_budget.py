@@ -1,0 +1,290 @@
+"""dpsketch.Budget (docs/privacy.md §Budget): composition arithmetic (ε adds, δ adds, ρ adds, the
+zCDP conversion), the mixing rule, and exhaustion raising before any noise is drawn (no generator
+made, release guard not advanced, nothing recorded)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import dpsketch
+from dpsketch import Budget, BudgetExceededError, ReleaseBudgetError
+from dpsketch import private as private_mod
+from dpsketch import summaries as summaries_mod
+
+
+def _used(x: float) -> Fraction:
+    """ε rounded down to a multiple of 2^-32 (docs/algorithms.md §1), computed independently."""
+    return Fraction(math.floor(x * 2**32), 2**32)
+
+
+def _stream():
+    rng = np.random.default_rng(7)
+    heavy = np.repeat(np.arange(5, dtype=np.int64), 2000)
+    return np.concatenate([heavy, rng.integers(100, 10_000, 5000)])
+
+
+def _ss(stream=None):
+    ss = dpsketch.SpaceSaving(64)
+    ss.update_many(_stream() if stream is None else stream)
+    return ss
+
+
+def _mg():
+    mg = dpsketch.MisraGries(64)
+    mg.update_many(_stream())
+    return mg
+
+
+@pytest.fixture
+def rng_calls(monkeypatch):
+    """Counts generator construction in the release paths (every noise draw needs one)."""
+    calls = []
+    for mod in (summaries_mod, private_mod):
+        real = mod.make_rng
+
+        def spy(seed, _real=real):
+            calls.append(seed)
+            return _real(seed)
+
+        monkeypatch.setattr(mod, "make_rng", spy)
+    return calls
+
+
+# ------------------------------------------------------------------- composition arithmetic --
+
+
+def test_epsilon_and_delta_add_exactly_and_match_the_releases():
+    b = Budget(1.0, 1e-5)
+    r1 = _ss().release(0.25, 1e-6, k=10, seed=1, budget=b)
+    r2 = _mg().release(0.1, 2e-6, k=10, seed=2, budget=b)
+    r3 = _ss().release(0.125, 3e-6, k=10, seed=3, length_epsilon=0.0625, length_delta=1e-7, budget=b)
+    eps = Fraction(0.25) + _used(0.1) + Fraction(0.125) + Fraction(0.0625)
+    dlt = Fraction(1e-6) + Fraction(2e-6) + Fraction(3e-6) + Fraction(1e-7)
+    s = b.spent()
+    assert s.epsilon == float(eps) and s.delta == float(dlt) and s.rho == 0.0
+    # every ledger entry is what its release reports
+    assert [(e.mechanism, e.epsilon, e.delta, e.rho) for e in b.ledger] == [
+        (r.mechanism, r.epsilon, r.delta, 0.0) for r in (r1, r2, r3)
+    ]
+    assert b.remaining().epsilon == float(Fraction(1) - eps)
+    assert b.remaining().delta <= float(Fraction(1e-5) - dlt)
+
+
+def test_rho_adds_and_converts_with_the_reserved_delta():
+    b = Budget(10.0, 1e-6, zcdp_delta=1e-7)
+    dpsketch.PrivateCountMin(256, 4, rho=0.5, seed=1, budget=b)
+    dpsketch.PrivateCountSketch(256, 4, rho=0.25, seed=2, budget=b)
+    dpsketch.PrivateCountMin(256, 4, epsilon=0.5, seed=3, budget=b)  # pure ε-DP: (0.5, 0)
+    s = b.spent()
+    assert s.rho == 0.75
+    conv = 0.75 + 2 * math.sqrt(0.75 * math.log(1e7))  # ρ + 2√(ρ ln(1/δ)), docs/algorithms.md §1
+    assert s.epsilon >= 0.5 + conv and s.epsilon == pytest.approx(0.5 + conv, rel=1e-14)
+    assert s.delta == 1e-7  # the reserve, charged once
+    assert [(e.mechanism, e.epsilon, e.rho) for e in b.ledger] == [
+        ("PrivateCountMin", 0.0, 0.5), ("PrivateCountSketch", 0.0, 0.25), ("PrivateCountMin", 0.5, 0.0)
+    ]
+
+
+def test_rho_is_charged_as_used_rounded_down():
+    b = Budget(100.0, 1e-6)
+    dpsketch.PrivateCountMin(64, 3, rho=0.1, seed=1, budget=b)
+    assert b.ledger[0].rho == float(_used(0.1)) < 0.1
+
+
+# ----------------------------------------------------------------------------- mixing rule --
+
+
+def test_mixing_rule_reserve_and_remaining_rho_is_tight():
+    b = Budget(2.0, 1e-6)  # zcdp_delta defaults to δ/2
+    assert b.zcdp_delta == 5e-7
+    b.spend("external", epsilon=1.0, delta=5e-7)
+    r_left = b.remaining().rho
+    # ε left is 1.0, so the largest ρ solves ρ + 2√(ρ L) = 1 with L = ln(1/5e-7)
+    L = math.log(1 / 5e-7)
+    assert r_left == pytest.approx((math.sqrt(L + 1) - math.sqrt(L)) ** 2, rel=1e-9)
+    with pytest.raises(BudgetExceededError):
+        b.spend("too much", rho=r_left * 1.0001)
+    b.spend("fits", rho=r_left)
+    s = b.spent()
+    assert s.epsilon <= 2.0 and s.delta == pytest.approx(1e-6, rel=1e-15) and s.delta <= 1e-6
+    # the δ cap is now used up, so no (ε, δ) spend with δ > 0 fits any more
+    with pytest.raises(BudgetExceededError):
+        b.spend("more", epsilon=1e-9, delta=1e-12)
+
+
+def test_rho_spend_needs_the_reserve_still_free():
+    b = Budget(5.0, 1e-6)
+    b.spend("uses all of delta", epsilon=0.5, delta=1e-6)
+    assert b.remaining().rho == 0.0
+    with pytest.raises(BudgetExceededError):
+        b.spend("zcdp", rho=1e-6)
+    assert len(b.ledger) == 1
+
+
+def test_pure_budget_refuses_rho_and_delta():
+    b = Budget(1.0)  # δ = 0: pure ε-DP only
+    with pytest.raises(BudgetExceededError, match="delta share"):
+        dpsketch.PrivateCountMin(64, 3, rho=0.01, budget=b)
+    with pytest.raises(BudgetExceededError):
+        _ss().release(0.5, 1e-9, k=10, budget=b)
+    dpsketch.PrivateCountMin(64, 3, epsilon=1.0, budget=b)  # exactly the cap
+    assert b.spent().epsilon == 1.0 and b.remaining().epsilon == 0.0
+
+
+def test_zcdp_budget_counts_pure_epsilon_as_half_epsilon_squared():
+    b = Budget(rho=1.0)
+    dpsketch.PrivateCountSketch(64, 3, epsilon=1.0, budget=b)  # ε-DP ⇒ ε²/2-zCDP
+    assert b.spent().rho == 0.5 and b.spent().epsilon is None
+    with pytest.raises(ValueError, match="delta"):
+        _ss().release(0.1, 1e-6, k=10, budget=b)
+    dpsketch.PrivateCountMin(64, 3, rho=0.5, budget=b)
+    assert b.remaining().rho == 0.0
+    with pytest.raises(BudgetExceededError):
+        b.spend("one more", rho=2**-40)
+
+
+def test_fractions_not_floats():
+    # 0.1 + 0.2 > 0.3 in exact arithmetic of the doubles: the third share of a split cap is refused
+    # unless taken from remaining(), which is rounded down.
+    b = Budget(0.3)
+    b.spend("a", epsilon=0.1)
+    with pytest.raises(BudgetExceededError):
+        b.spend("b", epsilon=0.2)
+    b.spend("b", epsilon=b.remaining().epsilon)
+    assert Fraction(b.spent().epsilon) <= Fraction(0.3)
+
+
+# ---------------------------------------------------------------- exhaustion before noise --
+
+
+@pytest.mark.parametrize("make", [_ss, _mg])
+def test_exhaustion_raises_before_noise_and_keeps_the_guard(make, rng_calls):
+    summary = make()
+    b = Budget(0.5, 1e-6)
+    before = summary.to_bytes()
+    with pytest.raises(BudgetExceededError) as exc:
+        summary.release(0.75, 1e-7, k=10, budget=b)
+    assert isinstance(exc.value, ReleaseBudgetError)
+    assert "nothing was spent" in str(exc.value)
+    assert rng_calls == []  # no generator made: no noise drawn
+    assert summary.to_bytes() == before
+    assert b.ledger == [] and b.spent().epsilon == 0.0
+    # the release guard did not advance: a release that fits is the first one (no allow_repeat)
+    rel = summary.release(0.5, 1e-7, k=10, seed=4, budget=b)
+    assert rel.metadata["release_index"] == 1 and len(rng_calls) == 1
+    assert b.spent().epsilon == 0.5
+
+
+def test_exhaustion_by_length_epsilon_counts():
+    b = Budget(1.0, 1e-5)
+    with pytest.raises(BudgetExceededError):  # 0.75 + ε_n 0.5 > 1
+        _ss().release(0.75, 1e-6, k=10, length_epsilon=0.5, budget=b)
+    with pytest.raises(BudgetExceededError):  # δ + δ_n (default δ_n = δ) > 1e-5
+        _ss().release(0.5, 6e-6, k=10, length_epsilon=0.25, budget=b)
+    assert b.ledger == []
+
+
+def test_private_sketch_charged_at_construction_before_noise(rng_calls):
+    b = Budget(1.0, 1e-6)
+    with pytest.raises(BudgetExceededError):
+        dpsketch.PrivateCountMin(128, 4, epsilon=2.0, budget=b)
+    with pytest.raises(BudgetExceededError):
+        dpsketch.PrivateCountSketch(128, 4, rho=100.0, budget=b)
+    assert rng_calls == [] and b.ledger == []
+    dpsketch.PrivateCountMin(128, 4, epsilon=1.0, budget=b)
+    assert len(rng_calls) == 1 and b.remaining().epsilon == 0.0
+
+
+def test_bad_construction_is_not_charged():
+    b = Budget(1.0, 1e-6)
+    with pytest.raises(ValueError):
+        dpsketch.PrivateCountMin(128, 4, epsilon=0.5, key_type="float", budget=b)
+    assert b.ledger == []
+
+
+def test_sketch_heavy_hitters_release_charged_before_noise(rng_calls):
+    hh = dpsketch.SketchHeavyHitters("countmin", k=8, capacity=32, epsilon=0.5, delta=1e-4,
+                                     max_stream_length=20_000, seed=3)
+    hh.update_many(_stream())
+    rng_calls.clear()
+    small = Budget(0.4, 1e-3)
+    with pytest.raises(BudgetExceededError):
+        hh.release(budget=small)
+    assert rng_calls == [] and small.ledger == []
+    b = Budget(1.0, 1e-3)
+    rel = hh.release(budget=b)  # first release: the guard did not advance
+    assert rel.metadata["release_index"] == 1
+    assert (b.ledger[0].epsilon, b.ledger[0].delta) == (rel.epsilon, rel.delta)
+    assert b.ledger[0].mechanism == "SketchHeavyHitters[countmin]"
+
+
+def test_shared_budget_across_summaries_runs_out():
+    b = Budget(1.0, 1e-5)
+    released = 0
+    with pytest.raises(BudgetExceededError):
+        for _ in range(10):
+            _ss().release(0.3, 1e-6, k=10, budget=b)
+            released += 1
+    assert released == 3 and len(b.ledger) == 3
+
+
+# ------------------------------------------------------------------------------ validation --
+
+
+@pytest.mark.parametrize(
+    "kwargs, err",
+    [
+        ({}, ValueError),
+        ({"epsilon": 1.0, "rho": 1.0}, ValueError),
+        ({"epsilon": 0.0}, ValueError),
+        ({"epsilon": float("inf")}, ValueError),
+        ({"epsilon": 1.0, "delta": 1.0}, ValueError),
+        ({"epsilon": 1.0, "delta": -1e-9}, ValueError),
+        ({"epsilon": 1.0, "delta": 1e-6, "zcdp_delta": 2e-6}, ValueError),
+        ({"rho": -1.0}, ValueError),
+        ({"rho": 1.0, "delta": 1e-6}, ValueError),
+        ({"epsilon": "1"}, TypeError),
+        ({"epsilon": True}, TypeError),
+    ],
+)
+def test_bad_budgets(kwargs, err):
+    with pytest.raises(err):
+        Budget(**kwargs)
+
+
+def test_bad_spends_and_budget_argument():
+    b = Budget(1.0, 1e-6)
+    with pytest.raises(ValueError):
+        b.spend("neg", epsilon=-0.1)
+    with pytest.raises(TypeError):
+        b.spend("nan type", epsilon="0.1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="dpsketch.Budget"):
+        _ss().release(0.1, 1e-6, k=10, budget=1.0)  # type: ignore[arg-type]
+    assert b.ledger == []
+    assert "spent epsilon=0" in repr(b)
+
+
+# ------------------------------------------------------------------------------ command line --
+
+
+@pytest.mark.parametrize("extra, delta_factor", [([], 1), (["--length-epsilon", "0.05"], 2)])
+def test_cli_prints_what_was_spent(capsys, extra, delta_factor):
+    import json
+    import re
+
+    from dpsketch.cli import main
+
+    code = main(["top", "--demo", "--seed", "1", "--epsilon", "0.1", "--delta", "1e-6", "--json", *extra])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rel = json.loads(out)
+    m = re.search(r"spent: epsilon=([0-9.e+-]+), delta=([0-9.e+-]+)", err)
+    assert m is not None, err
+    assert float(m.group(1)) == pytest.approx(rel["epsilon"], rel=1e-9)
+    assert float(m.group(2)) == pytest.approx(delta_factor * 1e-6, rel=1e-9) == rel["delta"]
+    expected_eps = _used(0.1) + (_used(0.05) if extra else 0)
+    assert rel["epsilon"] == float(expected_eps)
