@@ -73,6 +73,8 @@ void bind_summaries(py::module_& m) {
   m.attr("MAX_CAPACITY") = kMaxCapacity;
   m.attr("MAX_DEPTH") = kMaxDepth;
   m.attr("MAX_CELLS") = kMaxCells;
+  m.attr("MAX_STREAM_LENGTH") = kMaxStreamLength;  // common/limits.hpp
+  m.attr("MAX_CELL_MASS") = kMaxCellMass;  // sketches/linear_sketch.hpp
   bind_space_saving<std::int64_t>(m, "SpaceSavingInt");
   bind_space_saving<std::string>(m, "SpaceSavingStr");
   bind_misra_gries<std::int64_t>(m, "MisraGriesInt");

@@ -92,12 +92,16 @@ inline std::size_t ucs4_length(const std::uint32_t* s, std::size_t width) {
   while (len > 0 && s[len - 1] == 0) --len;
   return len;
 }
+// Default "room" check of the batch feeders: none.
+struct NoRoomCheck {
+  void operator()(std::size_t) const noexcept {}
+};
 
 // Calls f(string_view) for each string of: a numpy unicode ('U') array, a numpy object array of
-// str, or any Python sequence of str. Validation (types, encodability) happens before any key is
-// fed, so a bad element leaves the summary untouched.
-template <class F>
-void for_each_str(const py::object& items, F&& f) {
+// str, or any Python sequence of str. Validation (types, encodability, and room(count): the
+// stream limit) happens before any key is fed, so a bad batch leaves the summary untouched.
+template <class F, class Room = NoRoomCheck>
+void for_each_str(const py::object& items, F&& f, Room&& room = Room{}) {
   if (py::isinstance<py::array>(items)) {
     py::array arr = py::reinterpret_borrow<py::array>(items);
     const char kind = arr.dtype().kind();
@@ -125,6 +129,7 @@ void for_each_str(const py::object& items, F&& f) {
       }
       if (bad != SIZE_MAX)
         throw py::value_error("element " + std::to_string(bad) + " is not valid Unicode (surrogate code point); clean the input first");
+      room(n);
       py::gil_scoped_release nogil;
       std::string buf;
       buf.reserve(4 * width);
@@ -161,13 +166,15 @@ void for_each_str(const py::object& items, F&& f) {
     }
     views.emplace_back(p, static_cast<std::size_t>(len));
   }
+  room(n);
   py::gil_scoped_release nogil;
   for (const auto& v : views) f(v);
 }
 
 // Arrow-style batch: UTF-8 bytes plus n+1 int64 offsets (pyarrow string arrays pass their buffers).
-template <class F>
-void for_each_utf8_offsets(const py::array_t<std::uint8_t, py::array::c_style>& data, const IntArray& offsets, F&& f) {
+template <class F, class Room = NoRoomCheck>
+void for_each_utf8_offsets(const py::array_t<std::uint8_t, py::array::c_style>& data, const IntArray& offsets, F&& f,
+                           Room&& room = Room{}) {
   if (data.ndim() != 1 || offsets.ndim() != 1 || offsets.shape(0) < 1)
     throw py::value_error("expected 1-D data bytes and at least one offset");
   const auto m = static_cast<std::size_t>(offsets.shape(0));
@@ -176,6 +183,7 @@ void for_each_utf8_offsets(const py::array_t<std::uint8_t, py::array::c_style>& 
   for (std::size_t i = 0; i < m; ++i)
     if (off[i] < 0 || off[i] > size || (i > 0 && off[i] < off[i - 1]))
       throw py::value_error("string offsets must be non-decreasing and within the data buffer");
+  room(m - 1);
   const char* p = reinterpret_cast<const char*>(data.data());
   py::gil_scoped_release nogil;
   for (std::size_t i = 0; i + 1 < m; ++i)
@@ -255,11 +263,14 @@ void def_keyed(Cls& c) {
     c.def("estimate", [](const T& s, std::int64_t x) { return s.estimate(x); }, py::arg("item"));
   } else {
     c.def("update", [](T& s, std::string_view x) { s.update(x); }, py::arg("item"));
-    c.def("update_many", [](T& s, const py::object& items) { for_each_str(items, [&](std::string_view x) { s.update(x); }); },
+    const auto room = [](T& s) { return [&s](std::size_t k) { s.check_room(k); }; };  // all-or-nothing batches
+    c.def("update_many", [room](T& s, const py::object& items) {
+            for_each_str(items, [&](std::string_view x) { s.update(x); }, room(s));
+          },
           py::arg("items"));
     c.def("update_many_utf8",
-          [](T& s, const py::array_t<std::uint8_t, py::array::c_style>& data, const IntArray& offsets) {
-            for_each_utf8_offsets(data, offsets, [&](std::string_view x) { s.update(x); });
+          [room](T& s, const py::array_t<std::uint8_t, py::array::c_style>& data, const IntArray& offsets) {
+            for_each_utf8_offsets(data, offsets, [&](std::string_view x) { s.update(x); }, room(s));
           },
           py::arg("data"), py::arg("offsets"));
     c.def("estimate", [](const T& s, std::string_view x) { return s.estimate(x); }, py::arg("item"));

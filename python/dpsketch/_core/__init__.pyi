@@ -9,7 +9,7 @@ import typing
 from . import noise
 from . import release
 from . import dyadic
-__all__: list[str] = ['CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'FastUpdate', 'FastUpdateState', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_DEPTH', 'MisraGriesInt', 'MisraGriesStr', 'ObjectLock', 'SpaceSavingInt', 'SpaceSavingStr', 'dyadic', 'int_list_to_array', 'make_fast_state', 'noise', 'release', 'split_lines']
+__all__: list[str] = ['CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'FastUpdate', 'FastUpdateState', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_CELL_MASS', 'MAX_DEPTH', 'MAX_STREAM_LENGTH', 'MisraGriesInt', 'MisraGriesStr', 'ObjectLock', 'SpaceSavingInt', 'SpaceSavingStr', 'dyadic', 'int_list_to_array', 'make_fast_state', 'noise', 'release', 'split_lines']
 class SpaceSavingInt:
     @staticmethod
     def from_bytes(data: bytes) -> SpaceSavingInt:
@@ -374,5 +374,7 @@ def split_lines(block: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], fi
     """
 MAX_CAPACITY: int = 16777216
 MAX_CELLS: int = 268435456
+MAX_CELL_MASS: int = 4611686018427387904
 MAX_DEPTH: int = 255
+MAX_STREAM_LENGTH: int = 4611686018427387904
 __version__: str = '0.1.0'

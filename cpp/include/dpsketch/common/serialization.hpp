@@ -40,7 +40,7 @@ class ByteWriter {
   }
   void raw(const void* p, std::size_t n) {
     static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "dpsketch serializes little-endian");
-    buf_.append(static_cast<const char*>(p), n);
+    if (n != 0) buf_.append(static_cast<const char*>(p), n);  // p may be null when n == 0
   }
   void header(Family f, std::uint8_t key_tag, std::uint8_t flags = 0) {
     buf_.append(kMagic, 4);
@@ -76,6 +76,7 @@ class ByteReader {
   }
   void raw(void* out, std::size_t n, const char* what) {
     need(n, what);
+    if (n == 0) return;  // out may be null (an empty vector's data()): memcpy(nullptr, ., 0) is UB
     std::memcpy(out, p_ + pos_, n);
     pos_ += n;
   }

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <stdexcept>
 #include <cstdint>
 #include <string>
@@ -47,17 +48,34 @@ class SpaceSaving {
       : capacity_((check_capacity(capacity), static_cast<std::uint32_t>(capacity))),
         keys_(capacity), groups_(capacity), table_(capacity) {}
 
-  void update(const View& x) { update_hashed(Traits::table_hash(x), x); }
+  // Throws StreamLimitError (nothing changed) when n would exceed kMaxStreamLength (limits.hpp).
+  void update(const View& x) {
+    check_stream_room(n_, 1);
+    absorb(Traits::table_hash(x), x);
+  }
 
-  // Same result as update() on each item in order. Hashes a block of items ahead of the
+  // Same result as update() on each item in order, but all-or-nothing at the stream limit: the
+  // room for the whole batch is checked first. Hashes a block of items ahead of the
   // updates, so the hit/miss branch of each update resolves without waiting for the hash.
   template <class It>
   void update_many(It first, It last) {
-    detail::for_each_hashed<Traits>(first, last, [this](std::uint64_t h, const auto& x) { update_hashed(h, x); });
+    check_stream_room(n_, static_cast<std::uint64_t>(std::distance(first, last)));
+    detail::for_each_hashed<Traits>(first, last, [this](std::uint64_t h, const auto& x) { absorb(h, x); });
   }
+
+  // Throws StreamLimitError unless `more` updates still fit (for batches fed item by item).
+  void check_room(std::uint64_t more) const { check_stream_room(n_, more); }
 
   // update(x) given h == Traits::table_hash(x).
   void update_hashed(std::uint64_t h, const View& x) {
+    check_stream_room(n_, 1);
+    absorb(h, x);
+  }
+
+ private:
+  // The update itself; the caller has checked the stream limit (so no count can reach 2^64 - 1,
+  // the group list's sentinel value).
+  void absorb(std::uint64_t h, const View& x) {
     const auto found = table_.probe(h, x, keys_);
     ++n_;
     if (found.slot != detail::SlotTable<Key>::kEmpty) {
@@ -79,6 +97,8 @@ class SpaceSaving {
       groups_.increment(s);  // c[x] = c_min + 1, and x becomes newest of its group
     }
   }
+
+ public:
 
   // Tracked count of x, or 0 if x is not tracked (then f(x) <= min_count()).
   std::uint64_t estimate(const View& x) const {
@@ -107,7 +127,7 @@ class SpaceSaving {
     if (other.capacity_ != capacity_)
       throw ParameterError("cannot merge SpaceSaving summaries of different capacity (" + std::to_string(capacity_) +
                            " vs " + std::to_string(other.capacity_) + "); build every part with the same capacity");
-    if (n_ > ~std::uint64_t{0} / 2 - other.n_) throw std::overflow_error("merged stream length overflows");
+    check_stream_room(n_, other.n_);  // the merged n stays within kMaxStreamLength (limits.hpp), nothing changed
     const std::uint64_t m1 = min_count(), m2 = other.min_count();
     std::vector<std::pair<Key, std::uint64_t>> all;  // MG forms g_i = c_i - m_i
     all.reserve(size_ + other.size_);
@@ -172,7 +192,9 @@ class SpaceSaving {
   }
 
   // Payload: capacity u32, n u64, size u32, then `size` records (key, count) in structure order
-  // reversed within each count (oldest first), so a replay of push-to-front restores the order.
+  // reversed within each count (oldest first), so a replay of push-to-front restores the order;
+  // then, only when more than kUnbackedFreeSlots slots are free, one zero byte per free slot (so
+  // the reader's allocation is backed by the input's length, limits.hpp).
   std::string serialize() const {
     ByteWriter w;
     w.header(Family::space_saving, Traits::tag, merged_ ? kFlagMerged : 0);
@@ -188,6 +210,7 @@ class SpaceSaving {
         w.u64(groups_.value(g));
       }
     }
+    if (capacity_ - size_ > kUnbackedFreeSlots) w.raw(std::string(capacity_ - size_, '\0').data(), capacity_ - size_);
     return w.take();
   }
 
@@ -197,12 +220,19 @@ class SpaceSaving {
     const std::uint32_t capacity = r.u32();
     if (capacity < 1 || capacity > kMaxCapacity) throw DeserializeError("capacity out of range");
     const std::uint64_t n = r.u64();
+    if (n > kMaxStreamLength) throw DeserializeError("stream length above the limit of 2^62");
     const std::uint64_t floor = merged ? r.u64() : 0;
     if (floor > n / capacity) throw DeserializeError("merged count floor exceeds n / capacity");
     const std::uint64_t budget = n - floor * capacity;  // bounds the sum of (count - floor)
     const std::uint32_t size = r.u32();
     if (size > capacity) throw DeserializeError("more items than capacity");
+    // Everything is checked against the input's length before the capacity is allocated.
+    const std::uint32_t free_slots = capacity - size;
+    const std::uint64_t padding = free_slots > kUnbackedFreeSlots ? free_slots : 0;
     r.need_records(size, Traits::min_serialized_bytes + 8, "items");
+    if (padding > r.remaining() - std::uint64_t{size} * (Traits::min_serialized_bytes + 8))
+      throw DeserializeError("too few bytes for the declared capacity (free slots are padded beyond " +
+                             std::to_string(kUnbackedFreeSlots) + ")");
     SpaceSaving ss(capacity);
     std::uint64_t prev = 0, total = 0;
     for (std::uint32_t i = 0; i < size; ++i) {
@@ -222,6 +252,8 @@ class SpaceSaving {
     // Every update adds exactly 1 to the sum of counts (an eviction gives c_min + 1 to the newcomer);
     // a merge may lose mass (<=).
     if (merged ? total > budget : total != n) throw DeserializeError("counts do not sum to the stream length");
+    for (std::uint64_t i = 0; i < padding; ++i)
+      if (r.u8() != 0) throw DeserializeError("free-slot padding must be zero");
     r.finish();
     ss.n_ = n;
     ss.floor_ = floor;

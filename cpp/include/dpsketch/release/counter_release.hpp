@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <string>
 #include <optional>
+#include <stdexcept>
+
+#include "dpsketch/common/limits.hpp"
 
 #include "dpsketch/counters/misra_gries.hpp"
 #include "dpsketch/counters/space_saving.hpp"
@@ -25,6 +28,17 @@ inline void refuse_merged(bool merged, const char* mechanism) {
                          "(PrivateCountSketch.from_sketch / route='sketch')");
 }
 
+// c + z1 + z2 without signed overflow: c <= kMaxStreamLength = 2^62 (common/limits.hpp, checked at
+// deserialization and update), and a DLap draw beyond 2^61 in magnitude has probability far below
+// 2^-1000 at the smallest ε (2^-32), so the throw is unreachable in practice; it only rules out UB.
+inline std::int64_t noisy_count(std::uint64_t c, std::int64_t z1, std::int64_t z2) {
+  std::int64_t v;
+  if (c > kMaxStreamLength || __builtin_add_overflow(static_cast<std::int64_t>(c), z1, &v) ||
+      __builtin_add_overflow(v, z2, &v))
+    throw std::overflow_error("noisy count overflowed int64 (count above the 2^62 limit?)");
+  return v;
+}
+
 // PMG. Every stored key (zero-count keys included: never filter by true count before noising)
 // gets v_x = c(x) + η + Z_x with η, Z_x ~ DLap(1/ε), η shared; keep v_x >= τ = 1 + 2t (§2).
 // With k, also keep v_x >= n/k (post-processing; n̂ in the rigorous length mode).
@@ -43,7 +57,7 @@ Release<Key, std::int64_t> pmg(const MisraGries<Key>& mg, double epsilon, double
   const std::int64_t eta = lap(rng);
   Release<Key, std::int64_t> rel;
   mg.for_each([&](const Key& key, std::uint64_t c) {
-    const std::int64_t v = static_cast<std::int64_t>(c) + eta + lap(rng);
+    const std::int64_t v = noisy_count(c, eta, lap(rng));
     if (static_cast<real>(v) >= cut) rel.items.emplace_back(key, v);
   });
   rel.sort_items();
@@ -80,7 +94,7 @@ Release<Key, std::int64_t> dpss(const SpaceSaving<Key>& ss, double epsilon, doub
   const noise::DiscreteLaplace lap(noise::laplace_scale(1, eps.exact));
   Release<Key, std::int64_t> rel;
   ss.for_each([&](const Key& key, std::uint64_t c) {
-    const std::int64_t v = static_cast<std::int64_t>(c) + lap(rng);
+    const std::int64_t v = noisy_count(c, 0, lap(rng));
     if (static_cast<real>(v) > tau) rel.items.emplace_back(key, v);
   });
   rel.sort_items();

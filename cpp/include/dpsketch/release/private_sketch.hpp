@@ -8,8 +8,10 @@
 // like every cell; it bounds F2 deterministically: F2 <= Σ_j (|B̃_j| + γ_N)² (§5).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -67,7 +69,9 @@ class PrivateSketch {
   }
 
   std::uint64_t fingerprint(const View& x) const noexcept { return sketch_.fingerprint(x); }
-  void update(const View& x) noexcept { update_fp(fingerprint(x)); }
+  // Unit update: throws StreamLimitError (nothing changed) when the sketch's mass would pass 2^62
+  // (kMaxCellMass; the mass also covers the F2 row: every |F2 cell| <= mass).
+  void update(const View& x) { update_fp(fingerprint(x)); }
   // Turnstile update (signed count). The F2 row of §5 bounds F2 only for insertions, so a sketch
   // carrying it takes unit insertions only.
   void update(const View& x, std::int64_t count) {
@@ -84,12 +88,20 @@ class PrivateSketch {
     sketch_.reserve_mass(a);
   }
   void add_reserved(const View& x, std::int64_t count) noexcept { sketch_.add_reserved(x, count); }
-  void update_fp(std::uint64_t fp) noexcept {
-    sketch_.update_fp(fp);
+  void update_fp(std::uint64_t fp) {
+    sketch_.update_fp(fp);  // checks the limit before changing anything
     if (!f2_cells_.empty()) f2_cells_[reduce_range(f2_hash_(fp), sketch_.width())] += 1;
   }
+  void check_room(std::uint64_t more) const { sketch_.check_room(more); }
+  // All-or-nothing at the stream limit.
+  template <class It>
+  void update_many(It first, It last) {
+    check_room(static_cast<std::uint64_t>(std::distance(first, last)));
+    for (; first != last; ++first) update(*first);
+  }
   void prepare_update_and_estimate() { sketch_.prepare_update_and_estimate(); }
-  estimate_type update_and_estimate_fp(std::uint64_t fp) noexcept {
+  estimate_type update_and_estimate_fp(std::uint64_t fp) {
+    sketch_.check_room(1);  // before the F2 row changes
     if (!f2_cells_.empty()) f2_cells_[reduce_range(f2_hash_(fp), sketch_.width())] += 1;
     return sketch_.update_and_estimate_fp(fp);
   }
@@ -146,6 +158,8 @@ class PrivateSketch {
     spec.param.den = r.u64();
     if (spec.param.num == 0 || spec.param.den == 0) throw DeserializeError("noise parameter must be positive");
     spec.shift = r.i64();
+    if (spec.shift < -static_cast<std::int64_t>(kMaxCellMass) || spec.shift > static_cast<std::int64_t>(kMaxCellMass))
+      throw DeserializeError("shift exceeds 2^62 in magnitude");
     const std::uint32_t f2w = r.u32();
     r.need_records(f2w, 8, "F2 cells");
     std::vector<std::int64_t> f2(f2w);
@@ -154,6 +168,7 @@ class PrivateSketch {
     r.finish();
     PrivateSketch p(Sketch::deserialize(inner, /*check_counts=*/false), spec);
     if (f2w != 0 && f2w != p.sketch_.width()) throw DeserializeError("F2 row width must equal the sketch width");
+    p.sketch_.cover_mass(max_magnitude(f2));  // unit updates move F2 cells too
     if (f2w) {
       std::uint64_t state = p.sketch_.seed() ^ 0xf2f2f2f2f2f2f2f2ULL;
       p.f2_hash_ = MultiplyAddShift::from_stream(state);
@@ -165,6 +180,11 @@ class PrivateSketch {
  private:
   PrivateSketch(Sketch s, NoiseSpec spec) : sketch_(std::move(s)), spec_(spec) {}
 
+  static std::uint64_t max_magnitude(const std::vector<std::int64_t>& cells) noexcept {
+    std::uint64_t m = 0;
+    for (const std::int64_t c : cells) m = std::max(m, c < 0 ? 0 - static_cast<std::uint64_t>(c) : static_cast<std::uint64_t>(c));
+    return m;
+  }
   void check_counted() const {
     if (!f2_cells_.empty())
       throw ParameterError("this sketch carries the F2 row of the heavy-hitter wrapper, which needs insertions "
@@ -177,6 +197,7 @@ class PrivateSketch {
     for (std::int64_t& c : sketch_.mutable_cells()) c += draw(rng) + spec_.shift;
     for (std::int64_t& c : f2_cells_) c += draw(rng);
     sketch_.reset_mass();
+    sketch_.cover_mass(max_magnitude(f2_cells_));
   }
   void add_noise(noise::SecureRng& rng) {
     if (spec_.kind == NoiseKind::laplace) {

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <vector>
 
@@ -69,6 +70,15 @@ class SketchHeavyHitters {
     if (p.width == 0) p.width = (is_count_min ? 2 : 3) * p.capacity;  // paper: w = 2k̃ (CM) or 3k̃ (CS)
     check_shape(p.width, p.depth);
     return p;
+  }
+
+  // Throws StreamLimitError (nothing changed) at the stream limit of 2^62 (common/limits.hpp).
+  void check_room(std::uint64_t more) const { oracle_.check_room(more); }
+  // All-or-nothing at the stream limit.
+  template <class It>
+  void update_many(It first, It last) {
+    check_room(static_cast<std::uint64_t>(std::distance(first, last)));
+    for (; first != last; ++first) update(*first);
   }
 
   void update(const View& x) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <iterator>
 #include <array>
 #include <stdexcept>
 #include <type_traits>
@@ -20,6 +21,7 @@
 #include "dpsketch/common/errors.hpp"
 #include "dpsketch/common/hash.hpp"
 #include "dpsketch/common/key_traits.hpp"
+#include "dpsketch/common/limits.hpp"
 #include "dpsketch/common/serialization.hpp"
 #include "dpsketch/common/simd.hpp"
 #include "dpsketch/sketches/median.hpp"
@@ -76,9 +78,23 @@ class LinearSketch {
   }
   static std::int64_t sign_of(std::uint64_t h) noexcept { return (h & 1) ? 1 : -1; }
 
+  // Unit update. Throws StreamLimitError (OverflowError in Python; nothing changed) when the mass
+  // (total |count| absorbed plus the starting max |cell|, see kMaxCellMass) would pass 2^62.
   void update(const View& x) { update_fp(fingerprint(x)); }
 
-  void update_fp(std::uint64_t fp) noexcept {
+  void update_fp(std::uint64_t fp) {
+    check_room(1);
+    absorb_fp(fp);
+  }
+
+  // Throws StreamLimitError unless `more` unit updates still fit (batches check first).
+  void check_room(std::uint64_t more) const {
+    if (more > kMaxCellMass - mass_) throw StreamLimitError(mass_, more);
+  }
+
+  // update_fp without the check (callers check first). A unit update moves a cell and n by at most
+  // 1 and the mass by 1, so |cell|, |n| <= mass <= 2^62 keeps holding: no overflow.
+  void absorb_fp(std::uint64_t fp) noexcept {
     std::int64_t* row = cells_.data();
     for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
       const std::uint64_t h = rows_[i](fp);
@@ -86,7 +102,7 @@ class LinearSketch {
       else row[column(h)] += sign_mask(h) | 1;  // +1 or -1
     }
     ++n_;
-    ++mass_;  // 2^62 unit updates are out of reach, so the unit path needs no check
+    ++mass_;
   }
 
   // Turnstile update (docs/algorithms.md §6, Zhao's model): a signed count, negative deletes. n is the
@@ -126,10 +142,18 @@ class LinearSketch {
     mass_ = m;
   }
   std::uint64_t mass() const noexcept { return mass_; }
+  // Raises the mass to at least m (cells outside this sketch that later unit updates also move, as
+  // the private sketches' F2 row): DeserializeError beyond 2^62.
+  void cover_mass(std::uint64_t m) {
+    if (m > kMaxCellMass) throw DeserializeError("a cell exceeds 2^62 in magnitude");
+    mass_ = std::max(mass_, m);
+  }
 
+  // All-or-nothing at the stream limit: the room for the whole batch is checked first.
   template <class It>
   void update_many(It first, It last) {
-    for (; first != last; ++first) update(*first);
+    check_room(static_cast<std::uint64_t>(std::distance(first, last)));
+    for (; first != last; ++first) absorb_fp(fingerprint(*first));
   }
 
   // Builds the AVX2 row tables that update_and_estimate_fp then uses when the CPU has AVX2, for
@@ -144,7 +168,8 @@ class LinearSketch {
 
   // Adds fp and returns its estimate afterwards in the same pass over the rows (the candidate
   // tracking of §5 needs both on every update).
-  estimate_type update_and_estimate_fp(std::uint64_t fp) noexcept {
+  estimate_type update_and_estimate_fp(std::uint64_t fp) {
+    check_room(1);
     if constexpr (Kind == SketchKind::count_min) {
       if (use_quads_) return update_and_min_avx2(fp);
       std::int64_t* row = cells_.data();
