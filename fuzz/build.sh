@@ -11,9 +11,9 @@ mkdir -p "$OUT"
 FLAGS=(-std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
        -Icpp/include -Wall -Wextra)
 pids=()
-for target in fuzz_from_bytes fuzz_operations; do
+for target in fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes; do
   "$CXX" "${FLAGS[@]}" -fsanitize=fuzzer "fuzz/$target.cpp" -o "$OUT/$target" & pids+=($!)
 done
 "$CXX" "${FLAGS[@]}" fuzz/sanitized_units.cpp -o "$OUT/sanitized_units" & pids+=($!)
 for p in "${pids[@]}"; do wait "$p"; done
-echo "fuzz/build.sh: built fuzz_from_bytes fuzz_operations sanitized_units in $OUT"
+echo "fuzz/build.sh: built fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes sanitized_units in $OUT"

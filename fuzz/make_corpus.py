@@ -88,8 +88,26 @@ def operations_seeds() -> None:
                 write("fuzz_operations", f"ops-{which}-{'str' if keys else 'int'}-{i}", bytes(ops))
 
 
+def dyadic_seeds() -> None:
+    """Small non-private and private dyadic sketches (families 5 and 9), native bytes."""
+    rng = np.random.default_rng(11)
+    for bits, width, depth, n in ((4, 4, 2, 0), (8, 8, 2, 30), (10, 8, 2, 200)):
+        items = rng.integers(0, 2**bits, n)
+        s = dpsketch.DyadicCountSketch(bits, width=width, depth=depth, seed=bits)
+        s.update_many(items)
+        write("fuzz_dyadic_bytes", f"dcs-{bits}-{n}", s._impl.to_bytes())
+        p = dpsketch.PrivateDyadicCountSketch(bits, width=width, depth=depth, rho=1.0, seed=bits)
+        p.update_many(items)
+        write("fuzz_dyadic_bytes", f"pdcs-{bits}-{n}", p._impl.to_bytes())
+    t = dpsketch.DyadicCountSketch(6, width=4, depth=2, seed=1)
+    t.update_many(np.array([1, 2, 3], dtype=np.int64), counts=np.array([5, -2, 1], dtype=np.int64))
+    write("fuzz_dyadic_bytes", "dcs-turnstile", t._impl.to_bytes())
+
+
+TARGETS = ("fuzz_from_bytes", "fuzz_operations", "fuzz_dyadic_bytes")
+
 if __name__ == "__main__":
-    for target in ("fuzz_from_bytes", "fuzz_operations"):
+    for target in TARGETS:
         d = ROOT / target
         if d.exists():
             for f in d.iterdir():
@@ -97,6 +115,7 @@ if __name__ == "__main__":
                     f.unlink()
     from_bytes_seeds()
     operations_seeds()
-    for target in ("fuzz_from_bytes", "fuzz_operations"):
+    dyadic_seeds()
+    for target in TARGETS:
         files = list((ROOT / target).iterdir())
         print(f"{target}: {len(files)} files, {sum(f.stat().st_size for f in files)} bytes")

@@ -4,7 +4,7 @@
 # crash, sanitizer report, failed check or timeout.
 #   FUZZ_SECONDS  seconds per target (default 60)
 #   FUZZ_RUNS     or a number of executions per target instead (e.g. 1000000)
-#   FUZZ_TARGETS  which targets (default: fuzz_from_bytes fuzz_operations)
+#   FUZZ_TARGETS  which targets (default: fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes)
 # Crashing inputs are written to $FUZZ_BUILD_DIR/artifacts/; add each one, once fixed, to the
 # target's corpus as a regression seed.
 set -euo pipefail
@@ -17,7 +17,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 "$OUT/sanitized_units"
 
 mkdir -p "$OUT/artifacts"
-for target in ${FUZZ_TARGETS:-fuzz_from_bytes fuzz_operations}; do
+for target in ${FUZZ_TARGETS:-fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes}; do
   scratch=$(mktemp -d)
   if [ -n "${FUZZ_RUNS:-}" ]; then limit=(-runs="$FUZZ_RUNS"); else limit=(-max_total_time="${FUZZ_SECONDS:-60}"); fi
   echo "== $target (${limit[*]})"
