@@ -11,10 +11,14 @@
 //   add_release<Key>("Name", make, [](auto& s, std::uint64_t iter) { ...; return result; });
 //
 // A branch diagnostic (`hitmiss:alternating` vs `hitmiss:random`, see add_hitmiss) isolates the
-// cost of the counters' unpredictable hit/miss branch.
+// cost of the counters' unpredictable hit/miss branch. The probe-only floor (`ProbeFloor`, see
+// below) is the counters' lower bound on the same stream: their hash and slot table, preloaded with
+// the k most frequent keys; the end-of-run table gives the counters as a ratio to it too.
 //
-// Usage: dpsketch_bench [--quick] [google-benchmark flags, e.g. --benchmark_filter=SpaceSaving]
+// Usage: dpsketch_bench [--quick | --floor] [google-benchmark flags, e.g. --benchmark_filter=SpaceSaving]
 //   --quick: k in {256, 4096}, skew in {1.1}; the full grid takes a few minutes on 2 cores.
+//   --floor: k in {256, 1024, 4096}, Zipf 0.8 / 1.1 and uniform (the counters-vs-floor grid).
+//   Skew 0 is the uniform stream (named `skew:uniform`).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -27,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -46,9 +51,10 @@ using dpsketch::bench::StringStream;
 constexpr std::size_t kStreamLength = std::size_t{1} << 20;
 constexpr std::size_t kUniverse = 100000;
 std::vector<std::uint64_t> g_capacities = {64, 256, 1024, 4096, 16384, 65536};
-std::vector<double> g_skews = {0.8, 1.1, 1.5, 2.0};
+std::vector<double> g_skews = {0.0, 0.8, 1.1, 1.5, 2.0};  // 0: uniform
 
 std::string skew_name(double s) {
+  if (s == 0.0) return "uniform";
   char b[16];
   std::snprintf(b, sizeof b, "%.1f", s);
   return b;
@@ -92,10 +98,50 @@ struct ExactCount<std::string> {
   std::size_t memory_bytes() const { return m.bucket_count() * 8 + m.size() * 48; }
 };
 
+// ---- probe-only floor --------------------------------------------------------------------------
+// The counters' per-update lower bound on a stream: the same table hash and SlotTable as
+// SpaceSaving / MisraGries, preloaded with the k most frequent keys of the stream (ties: smaller
+// key first); an update hashes, probes, and increments the slot's count on a hit, and does nothing
+// on a miss (no eviction, no count order to keep).
+template <class Key>
+class ProbeFloor {
+  using Traits = KeyTraits<Key>;
+  using View = typename Traits::view_type;
+
+ public:
+  ProbeFloor(std::uint64_t k, const std::vector<View>& stream) : table_(static_cast<std::uint32_t>(k)) {
+    std::unordered_map<View, std::uint64_t> freq;
+    for (const auto& x : stream) ++freq[x];
+    std::vector<std::pair<std::uint64_t, View>> by_count;
+    by_count.reserve(freq.size());
+    for (const auto& [x, c] : freq) by_count.emplace_back(c, x);
+    const std::size_t m = std::min<std::size_t>(k, by_count.size());
+    std::partial_sort(by_count.begin(), by_count.begin() + m, by_count.end(),
+                      [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    keys_.resize(k);
+    counts_.assign(k, 0);
+    for (std::size_t i = 0; i < m; ++i) {
+      Traits::assign(keys_[i], by_count[i].second);
+      table_.insert(Traits::table_hash(by_count[i].second), static_cast<std::int32_t>(i));
+    }
+  }
+  void update(const View& x) {
+    const std::int32_t s = table_.find(Traits::table_hash(x), x, keys_);
+    if (s != detail::SlotTable<Key>::kEmpty) ++counts_[static_cast<std::size_t>(s)];
+  }
+  std::size_t memory_bytes() const { return keys_.capacity() * sizeof(Key) + counts_.capacity() * 8 + table_.memory_bytes(); }
+
+ private:
+  detail::SlotTable<Key> table_;
+  std::vector<Key> keys_;
+  std::vector<std::uint64_t> counts_;
+};
+
 // ---- registration ------------------------------------------------------------------------------
 struct Entry {
   std::string stream;       // "int/1.1": rows sharing the same exact baseline
   std::uint64_t capacity;   // 0 for the baseline
+  std::size_t order = 0;    // registration order: the end-of-run table keeps it under random interleaving
 };
 std::map<std::string, Entry>& registry() {
   static std::map<std::string, Entry> r;
@@ -114,8 +160,9 @@ void set_update_counters(benchmark::State& st, std::size_t n, std::size_t bytes,
   if (k) st.counters["B/counter"] = double(bytes) / double(k);
 }
 
-// Per-update benchmark of `make(k)` for every (k, skew). Structures need update(view) and
-// memory_bytes(); `capacities` overrides the k grid (e.g. {0} for structures without one).
+// Per-update benchmark of `make(k)` (or `make(k, stream)`, built outside the timing) for every
+// (k, skew). Structures need update(view) and memory_bytes(); `capacities` overrides the k grid
+// (e.g. {0} for structures without one).
 template <class Key, class Make>
 void add_update(const std::string& name, Make make, const std::vector<std::uint64_t>* capacities = nullptr) {
   for (double skew : g_skews)
@@ -123,10 +170,13 @@ void add_update(const std::string& name, Make make, const std::vector<std::uint6
       std::string full = name + "<" + KeyTraits<Key>::name + ">/";
       if (k) full += "k:" + std::to_string(k) + "/";
       full += "skew:" + skew_name(skew);
-      registry()[full] = Entry{stream_id<Key>(skew), k};
+      registry()[full] = Entry{stream_id<Key>(skew), k, registry().size()};
       benchmark::RegisterBenchmark(full.c_str(), [=](benchmark::State& st) {
         const auto& xs = keys_of<Key>(skew);
-        auto s = make(k);
+        auto s = [&] {
+          if constexpr (std::is_invocable_v<Make, std::uint64_t, decltype(xs)>) return make(k, xs);
+          else return make(k);
+        }();
         for (auto _ : st) {
           for (const auto& x : xs) s.update(x);
           benchmark::ClobberMemory();
@@ -144,7 +194,7 @@ void add_release(const std::string& name, Make make, Release release) {
   for (double skew : {1.1})
     for (std::uint64_t k : g_capacities) {
       const std::string full = name + "<" + KeyTraits<Key>::name + ">/k:" + std::to_string(k) + "/skew:" + skew_name(skew);
-      registry()[full] = Entry{"release", k};
+      registry()[full] = Entry{"release", k, registry().size()};
       benchmark::RegisterBenchmark(full.c_str(), [=](benchmark::State& st) {
         const auto& xs = keys_of<Key>(skew);
         auto s = make(k);
@@ -216,7 +266,7 @@ template <class S>
 void add_hitmiss(const std::string& name) {
   for (bool random_order : {false, true}) {
     const std::string full = name + "<int>/k:256/hitmiss:" + (random_order ? "random" : "alternating");
-    registry()[full] = Entry{"hitmiss", 256};
+    registry()[full] = Entry{"hitmiss", 256, registry().size()};
     benchmark::RegisterBenchmark(full.c_str(), [=](benchmark::State& st) {
       const auto& xs = hitmiss_stream(random_order);
       S s(256);
@@ -236,6 +286,7 @@ void register_key_type() {
   add_update<Key>("Exact", [](std::uint64_t) { return ExactCount<Key>(); }, &none);
   add_update<Key>("SpaceSaving", [](std::uint64_t k) { return SpaceSaving<Key>(k); });
   add_update<Key>("MisraGries", [](std::uint64_t k) { return MisraGries<Key>(k); });
+  add_update<Key>("ProbeFloor", [](std::uint64_t k, const auto& xs) { return ProbeFloor<Key>(k, xs); });
   // Linear sketches: width k (the same counter budget per row as a k-counter summary).
   add_update<Key>("CountMin_d5", [](std::uint64_t k) { return CountMin<Key>(k, 5, 42); });
   add_update<Key>("CountSketch_d5", [](std::uint64_t k) { return CountSketch<Key>(k, 5, 42); });
@@ -266,17 +317,24 @@ class RatioReporter : public benchmark::ConsoleReporter {
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
+    std::stable_sort(rows_.begin(), rows_.end(),
+                     [](const auto& a, const auto& b) { return registry()[a.first].order < registry()[b.first].order; });
     std::map<std::string, double> base;
-    for (auto& [name, row] : rows_)
+    std::map<std::pair<std::string, std::uint64_t>, double> floor;  // (stream, k) -> ProbeFloor ns
+    for (auto& [name, row] : rows_) {
       if (name.rfind("Exact<", 0) == 0) base[registry()[name].stream] = row.ns;
-    std::printf("\n| benchmark | ns/update | Mupdates/s | x exact | bytes | B/counter |\n|---|---:|---:|---:|---:|---:|\n");
+      if (name.rfind("ProbeFloor<", 0) == 0) floor[{registry()[name].stream, registry()[name].capacity}] = row.ns;
+    }
+    std::printf("\n| benchmark | ns/update | Mupdates/s | x exact | x floor | bytes | B/counter |\n|---|---:|---:|---:|---:|---:|---:|\n");
     for (auto& [name, row] : rows_) {
       if (row.ns <= 0) continue;
       const Entry& e = registry()[name];
       const double b = base.count(e.stream) ? base[e.stream] : 0;
-      std::printf("| %s | %.2f | %.1f | %s | %.0f | %s |\n", name.c_str(), row.ns, 1e3 / row.ns,
-                  b > 0 ? fmt("%.2f", row.ns / b).c_str() : "-", row.bytes,
-                  e.capacity ? fmt("%.1f", row.bytes / double(e.capacity)).c_str() : "-");
+      const auto fl = floor.find({e.stream, e.capacity});
+      const double f = e.capacity && fl != floor.end() ? fl->second : 0;
+      std::printf("| %s | %.2f | %.1f | %s | %s | %.0f | %s |\n", name.c_str(), row.ns, 1e3 / row.ns,
+                  b > 0 ? fmt("%.2f", row.ns / b).c_str() : "-", f > 0 ? fmt("%.2f", row.ns / f).c_str() : "-",
+                  row.bytes, e.capacity ? fmt("%.1f", row.bytes / double(e.capacity)).c_str() : "-");
     }
     bool any_release = false;
     for (auto& [name, row] : rows_)
@@ -307,6 +365,9 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       g_capacities = {256, 4096};
       g_skews = {1.1};
+    } else if (std::strcmp(argv[i], "--floor") == 0) {
+      g_capacities = {256, 1024, 4096};
+      g_skews = {1.1, 0.8, 0.0};
     } else {
       args.push_back(argv[i]);
     }

@@ -15,6 +15,12 @@ absolute error over the 100 most frequent items, as a fraction of n.
     python bench/bench_python.py            # n = 2,000,000 (peers' per-item loops on 500,000)
     python bench/bench_python.py --quick    # n = 200,000 (peers on 100,000), a few seconds
     python bench/bench_python.py -n 10000000 --peer-n 200000   # the core issue's speed check
+    python bench/bench_python.py --vs-unique -n 10000000 --reps 7   # update_many vs numpy.unique only
+
+--vs-unique times only the int64 rows (SpaceSaving, MisraGries, CountMin update_many and
+numpy.unique(return_counts=True)) in interleaved rounds (one run of each per round), so load from
+other jobs hits every contender alike; it prints per-contender medians and the median over rounds
+of each round's numpy.unique time / contender time.
 
 The "numpy.unique time / this" column is the same-run speed-up over numpy.unique on the same keys
 (int64 array for the int rows, numpy str array for the str rows).
@@ -51,6 +57,41 @@ def max_err_top(est, true_keys, true_counts, n: int) -> float:
     return max(abs(float(est(k)) - float(c)) for k, c in zip(true_keys, true_counts)) / n
 
 
+def cpu_name() -> str:
+    return next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
+
+
+def vs_unique(n: int, reps: int, k: int, w: int, d: int) -> None:
+    """Interleaved rounds: each round runs every contender once on the same int64 array."""
+    ints = zipf(n, 1.1, 100_000, seed=11)
+    contenders = {
+        "numpy.unique(return_counts=True)": lambda: np.unique(ints, return_counts=True),
+        f"SpaceSaving({k}).update_many": lambda: dpsketch.SpaceSaving(k).update_many(ints),
+        f"MisraGries({k}).update_many": lambda: dpsketch.MisraGries(k).update_many(ints),
+        f"CountMin({w}x{d}).update_many": lambda: dpsketch.CountMin(w, d, seed=7).update_many(ints),
+    }
+    for fn in contenders.values():  # warm-up (page faults, first-call costs)
+        fn()
+    times = {name: [] for name in contenders}
+    for _ in range(reps):
+        for name, fn in contenders.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    uniq = times["numpy.unique(return_counts=True)"]
+    print(f"Zipf(1.1) int64 over 10^5 keys, n = {n:,}; {reps} interleaved rounds; {cpu_name()}, "
+          f"{os.cpu_count()} cpus; Python {platform.python_version()}, numpy {np.__version__}; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print()
+    print("| contender | median ns/item | min-max ns/item | numpy.unique time / this (median of rounds) |")
+    print("|---|---:|---:|---:|")
+    for name, ts in times.items():
+        ns = [t * 1e9 / n for t in ts]
+        ratio = statistics.median(u / t for u, t in zip(uniq, ts))
+        print(f"| {name} | {statistics.median(ns):.1f} | {min(ns):.1f}-{max(ns):.1f} | {ratio:.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
@@ -60,7 +101,11 @@ def main() -> None:
     ap.add_argument("--width", type=int, default=2048)
     ap.add_argument("--depth", type=int, default=5)
     ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--vs-unique", action="store_true", help="only the interleaved int64 comparison with numpy.unique")
     args = ap.parse_args()
+    if args.vs_unique:
+        vs_unique(args.n or 10_000_000, args.reps or 7, args.k, args.width, args.depth)
+        return
     n = args.n or (200_000 if args.quick else 2_000_000)
     peer_n = min(n, args.peer_n or (100_000 if args.quick else 500_000))
     reps = args.reps or (3 if args.quick else 5)
