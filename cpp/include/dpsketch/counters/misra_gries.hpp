@@ -37,6 +37,7 @@
 #include "dpsketch/common/slot_table.hpp"
 #include "dpsketch/counters/count_groups.hpp"
 #include "dpsketch/common/limits.hpp"
+#include "dpsketch/counters/mg_merge.hpp"
 
 namespace dpsketch {
 
@@ -164,21 +165,7 @@ class MisraGries {
       auto more = other.items(false);
       all.insert(all.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
     }
-    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::size_t w = 0;  // combine equal keys in place
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      if (w > 0 && all[w - 1].first == all[i].first) all[w - 1].second += all[i].second;
-      else if (w != i) all[w++] = std::move(all[i]);
-      else ++w;
-    }
-    all.resize(w);
-    std::uint64_t s = 0;  // the (m+1)-th largest combined count, 0 when at most m keys
-    if (all.size() > capacity_) {
-      std::vector<std::uint64_t> v(all.size());
-      for (std::size_t i = 0; i < all.size(); ++i) v[i] = all[i].second;
-      std::nth_element(v.begin(), v.begin() + capacity_, v.end(), std::greater<>());
-      s = v[capacity_];
-    }
+    const std::uint64_t s = detail::combine_and_cut(all, capacity_);  // the (m+1)-th largest combined count
     std::vector<std::pair<std::uint64_t, Key>> kept;
     for (auto& kv : all)
       if (kv.second > s) kept.emplace_back(kv.second - s, std::move(kv.first));

@@ -29,6 +29,7 @@
 #include "dpsketch/common/errors.hpp"
 #include "dpsketch/common/key_traits.hpp"
 #include "dpsketch/common/limits.hpp"
+#include "dpsketch/counters/mg_merge.hpp"
 #include "dpsketch/common/serialization.hpp"
 #include "dpsketch/common/slot_table.hpp"
 #include "dpsketch/counters/count_groups.hpp"
@@ -133,21 +134,7 @@ class SpaceSaving {
     all.reserve(size_ + other.size_);
     for_each([&](const Key& k, std::uint64_t c) { if (c > m1) all.emplace_back(k, c - m1); });
     other.for_each([&](const Key& k, std::uint64_t c) { if (c > m2) all.emplace_back(k, c - m2); });
-    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::size_t w = 0;
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      if (w > 0 && all[w - 1].first == all[i].first) all[w - 1].second += all[i].second;
-      else if (w != i) all[w++] = std::move(all[i]);
-      else ++w;
-    }
-    all.resize(w);
-    std::uint64_t s = 0;  // the (capacity+1)-th largest MG sum, 0 when at most capacity keys
-    if (all.size() > capacity_) {
-      std::vector<std::uint64_t> v(all.size());
-      for (std::size_t i = 0; i < all.size(); ++i) v[i] = all[i].second;
-      std::nth_element(v.begin(), v.begin() + capacity_, v.end(), std::greater<>());
-      s = v[capacity_];
-    }
+    const std::uint64_t s = detail::combine_and_cut(all, capacity_);  // the (capacity+1)-th largest MG sum
     const std::uint64_t e = m1 + m2 + s;
     std::vector<std::pair<std::uint64_t, Key>> kept;
     for (auto& kv : all)
