@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "dpsketch/counters/misra_gries.hpp"
 #include "dpsketch/counters/space_saving.hpp"
@@ -61,6 +62,13 @@ inline I64 int_key(std::uint8_t b) { return static_cast<I64>(b % 24) - 3 + (b >=
 inline Str str_key(std::uint8_t b) {
   static const char* const alphabet[] = {"", "a", "b", "ab", "\xc3\xa9", "a long key well beyond SSO size ....", "7", "x"};
   return std::string(alphabet[b % 8]) + std::to_string(b / 8 % 4);
+}
+
+// A key of either type from one input byte.
+template <class Key>
+Key key_of(std::uint8_t b) {
+  if constexpr (std::is_same_v<Key, I64>) return int_key(b);
+  else return str_key(b);
 }
 
 }  // namespace fuzz

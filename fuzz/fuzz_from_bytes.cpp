@@ -13,12 +13,6 @@ namespace {
 using namespace dpsketch;
 using namespace fuzz;
 
-template <class Key>
-Key key_of(std::uint8_t b) {
-  if constexpr (std::is_same_v<Key, I64>) return int_key(b);
-  else return str_key(b);
-}
-
 // Whether one more unit update passes the limit: n for the counter summaries, the mass (total
 // |count| plus the starting max |cell|, kMaxCellMass) for the sketches.
 template <class K>

@@ -17,12 +17,6 @@ namespace {
 using namespace dpsketch;
 using namespace fuzz;
 
-template <class Key>
-Key key_of(std::uint8_t b) {
-  if constexpr (std::is_same_v<Key, I64>) return int_key(b);
-  else return str_key(b);
-}
-
 template <class T, class Key>
 void check_guarantee(const T& s, const std::map<Key, std::uint64_t>& f, std::uint64_t n, const Key& x) {
   const auto it = f.find(x);
