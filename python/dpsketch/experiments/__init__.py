@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from . import claims as _claims
-from . import holland, plots, quantiles, zhao
+from . import holland, plots, quantiles, realdata, zhao
 from ._common import log, read_csv, summary_rows, write_csv
 
 __all__ = ["run", "replot", "resummarize", "NAMES"]
@@ -62,6 +62,11 @@ class _RowWriter:
 
     def close(self) -> None:
         self._fh.close()
+
+
+def _real_stream(used) -> str:
+    """run_info.json's description of the real stream (or that it was not run)."""
+    return realdata.REAL_STREAM if realdata.REAL_DATASET in used else "not run (GCIDE file not found)"
 
 
 def _cell(v):
@@ -100,9 +105,7 @@ def run(name: str, *, quick: bool = False, out="results", repeats: int | None = 
         info.update(datasets=used, n=cfg.n, repeats=cfg.repeats, rhos=list(cfg.rhos), gamma=cfg.gamma,
                     allocations=list(cfg.allocations), ms=list(cfg.ms), neighbours=cfg.neighbours,
                     universe_bits={"zipf": cfg.zipf_bits, "real": cfg.real_bits}, skew=cfg.skew,
-                    real_stream=(f"{quantiles.REAL_DATASET}: GCIDE word tokens in stream order, each hashed to 32 bits "
-                                 "(BLAKE2b, first 4 bytes); repeat r = tokens [r*n, (r+1)*n)")
-                    if quantiles.REAL_DATASET in used else "not run (GCIDE file not found)")
+                    real_stream=_real_stream(used))
     elif name == "zhao-frequency":
         cfg = zhao.with_repeats(zhao.CONFIGS[scale], repeats)
         writer = _RowWriter(outdir / "runs.csv", zhao.COLUMNS)
@@ -110,9 +113,7 @@ def run(name: str, *, quick: bool = False, out="results", repeats: int | None = 
             used = zhao.frequency(cfg, seed=seed, writer=writer, progress=progress, data=data)
         finally:
             writer.close()
-        info.update(datasets=used, real_stream=(f"{zhao.REAL_DATASET}: GCIDE word tokens in stream order, each hashed "
-                                                "to 32 bits (BLAKE2b, first 4 bytes); repeat r = tokens [r*n, (r+1)*n)")
-                    if zhao.REAL_DATASET in used else "not run (GCIDE file not found)", n=cfg.n, repeats=cfg.repeats, rhos=list(cfg.rhos), beta=cfg.beta, depth=cfg.depth,
+        info.update(datasets=used, real_stream=_real_stream(used), n=cfg.n, repeats=cfg.repeats, rhos=list(cfg.rhos), beta=cfg.beta, depth=cfg.depth,
                     target_kb=list(cfg.target_kb), skew=cfg.skew, universe=[cfg.lo, cfg.hi])
         metrics = zhao.METRICS
     else:

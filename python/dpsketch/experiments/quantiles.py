@@ -35,7 +35,7 @@ METRICS = ("update_us", "memory_bytes", "rank_error", "quantile_error", "query_u
 COLUMNS = ["experiment", "dataset", "sweep", "x", "algorithm", "allocation", "rho", "repeat", "n", "universe_bits",
            "gamma", "width", "depth", "seed", "update_us", "memory_bytes", "rank_error", "quantile_error",
            "query_us", "sigma2"]
-REAL_DATASET = "gcide32"
+REAL_DATASET = realdata.REAL_DATASET
 
 
 @dataclass(frozen=True)
@@ -106,13 +106,8 @@ def _streams(cfg: QuantileConfig, seed: int, data):
         s = datasets.zipf(cfg.n, cfg.skew, universe=(1 << cfg.zipf_bits) - 1, seed=derive_seed(seed, "zipf-q", rep), offset=1)
         out.append((f"zipf{cfg.skew}", cfg.zipf_bits, rep, s))
     if cfg.real:
-        real = realdata.gcide_hashed32(cfg.n * cfg.repeats, data)
-        if real is None:
-            log("zhao-quantiles: gcide_words.txt.gz not found (pass --data DIR or set DPSKETCH_DATA); "
-                "skipping the real stream")
-        else:
-            for rep in range(cfg.repeats):
-                out.append((REAL_DATASET, cfg.real_bits, rep, real[rep * cfg.n:(rep + 1) * cfg.n]))
+        for rep, window in enumerate(realdata.gcide_windows(cfg.n, cfg.repeats, data, "zhao-quantiles")):
+            out.append((REAL_DATASET, cfg.real_bits, rep, window))
     return out
 
 

@@ -17,9 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["GCIDE_FILE", "find_gcide", "gcide_hashed32", "hash32"]
+__all__ = ["GCIDE_FILE", "REAL_DATASET", "REAL_STREAM", "find_gcide", "gcide_hashed32", "gcide_windows", "hash32"]
 
 GCIDE_FILE = "gcide_words.txt.gz"
+REAL_DATASET = "gcide32"
+# How the stream is described in run_info.json (one place for every experiment that uses it).
+REAL_STREAM = (f"{REAL_DATASET}: GCIDE word tokens in stream order, each hashed to 32 bits "
+               "(BLAKE2b, first 4 bytes); repeat r = tokens [r*n, (r+1)*n)")
 
 
 def hash32(token: str) -> int:
@@ -66,3 +70,15 @@ def gcide_hashed32(count: int, data=None) -> np.ndarray | None:
     if i < count:
         raise ValueError(f"{path.name} holds {i} tokens, fewer than the {count} the experiment needs")
     return out
+
+
+def gcide_windows(n: int, repeats: int, data=None, who: str = "experiment") -> list[np.ndarray]:
+    """``repeats`` disjoint windows of ``n`` hashed tokens (repeat r = tokens [r*n, (r+1)*n)), or []
+    with a note on stderr when the GCIDE file is absent."""
+    real = gcide_hashed32(n * repeats, data)
+    if real is None:
+        from ._common import log
+
+        log(f"{who}: {GCIDE_FILE} not found (pass --data DIR or set DPSKETCH_DATA); skipping the real stream")
+        return []
+    return [real[r * n:(r + 1) * n] for r in range(repeats)]

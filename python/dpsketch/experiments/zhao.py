@@ -93,7 +93,7 @@ def _make(alg: str, rho: float, width: int, depth: int, beta: float, seed: int):
     raise ValueError(f"unknown sketch {alg!r}")
 
 
-REAL_DATASET = "gcide32"
+REAL_DATASET = realdata.REAL_DATASET
 
 
 def _streams(cfg: ZhaoConfig, seed: int, data):
@@ -103,13 +103,8 @@ def _streams(cfg: ZhaoConfig, seed: int, data):
         s = datasets.zipf(cfg.n, cfg.skew, universe=cfg.hi - cfg.lo, seed=derive_seed(seed, "zipf", rep), offset=cfg.lo)
         streams.append((f"zipf{cfg.skew}", rep, s))
     if cfg.real:
-        real = realdata.gcide_hashed32(cfg.n * cfg.repeats, data)
-        if real is None:
-            log("zhao: gcide_words.txt.gz not found (pass --data DIR or set DPSKETCH_DATA); "
-                "skipping the real-stream panels")
-        else:
-            for rep in range(cfg.repeats):
-                streams.append((REAL_DATASET, rep, real[rep * cfg.n:(rep + 1) * cfg.n]))
+        for rep, window in enumerate(realdata.gcide_windows(cfg.n, cfg.repeats, data, "zhao")):
+            streams.append((REAL_DATASET, rep, window))
     return streams
 
 
