@@ -38,6 +38,9 @@
 #include "bench_streams.hpp"
 #include "dpsketch/counters/misra_gries.hpp"
 #include "dpsketch/counters/space_saving.hpp"
+#include "dpsketch/common/slot_table.hpp"
+#include "legacy/misra_gries.hpp"
+#include "legacy/space_saving.hpp"
 #include "dpsketch/release/counter_release.hpp"
 #include "dpsketch/release/sketch_heavy_hitters.hpp"
 #include "dpsketch/sketches/linear_sketch.hpp"
@@ -99,30 +102,60 @@ struct ExactCount<std::string> {
 };
 
 // ---- probe-only floor --------------------------------------------------------------------------
-// The counters' per-update lower bound on a stream: the same table hash and SlotTable as
-// SpaceSaving / MisraGries, preloaded with the k most frequent keys of the stream (ties: smaller
-// key first); an update hashes, probes, and increments the slot's count on a hit, and does nothing
-// on a miss (no eviction, no count order to keep).
+// The counters' per-update lower bound on a stream: the same table hash and slot storage as
+// SpaceSaving / MisraGries (detail::FlatSlots: key and count side by side, CompactTable index),
+// preloaded with the k most frequent keys of the stream (ties: smaller key first); an update
+// hashes, probes, and increments the slot's count on a hit, and does nothing on a miss (no
+// eviction, no count order to keep). `ProbeFloorV1` is the same with the pre-issue-13 storage
+// (8-byte entries at load 1/8 and separate key / count arrays), for comparison across the redesign.
+template <class Key, class View>
+std::vector<View> top_keys(std::uint64_t k, const std::vector<View>& stream) {
+  std::unordered_map<View, std::uint64_t> freq;
+  for (const auto& x : stream) ++freq[x];
+  std::vector<std::pair<std::uint64_t, View>> by_count;
+  by_count.reserve(freq.size());
+  for (const auto& [x, c] : freq) by_count.emplace_back(c, x);
+  const std::size_t m = std::min<std::size_t>(k, by_count.size());
+  std::partial_sort(by_count.begin(), by_count.begin() + m, by_count.end(),
+                    [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::vector<View> out;
+  for (std::size_t i = 0; i < m; ++i) out.push_back(by_count[i].second);
+  return out;
+}
+
 template <class Key>
 class ProbeFloor {
   using Traits = KeyTraits<Key>;
   using View = typename Traits::view_type;
 
  public:
-  ProbeFloor(std::uint64_t k, const std::vector<View>& stream) : table_(static_cast<std::uint32_t>(k)) {
-    std::unordered_map<View, std::uint64_t> freq;
-    for (const auto& x : stream) ++freq[x];
-    std::vector<std::pair<std::uint64_t, View>> by_count;
-    by_count.reserve(freq.size());
-    for (const auto& [x, c] : freq) by_count.emplace_back(c, x);
-    const std::size_t m = std::min<std::size_t>(k, by_count.size());
-    std::partial_sort(by_count.begin(), by_count.begin() + m, by_count.end(),
-                      [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  ProbeFloor(std::uint64_t k, const std::vector<View>& stream) : slots_(static_cast<std::uint32_t>(k)) {
+    std::int32_t s = 0;
+    for (const auto& x : top_keys<Key>(k, stream)) slots_.place(s++, Key(x));
+  }
+  void update(const View& x) {
+    const auto found = slots_.probe(Traits::table_hash(x), x);
+    if (found.slot != detail::FlatSlots<Key>::kEmpty) ++slots_[found.slot].count;
+  }
+  std::size_t memory_bytes() const { return slots_.memory_bytes(); }
+
+ private:
+  detail::FlatSlots<Key> slots_;
+};
+
+template <class Key>
+class ProbeFloorV1 {
+  using Traits = KeyTraits<Key>;
+  using View = typename Traits::view_type;
+
+ public:
+  ProbeFloorV1(std::uint64_t k, const std::vector<View>& stream) : table_(static_cast<std::uint32_t>(k)) {
     keys_.resize(k);
     counts_.assign(k, 0);
-    for (std::size_t i = 0; i < m; ++i) {
-      Traits::assign(keys_[i], by_count[i].second);
-      table_.insert(Traits::table_hash(by_count[i].second), static_cast<std::int32_t>(i));
+    std::int32_t s = 0;
+    for (const auto& x : top_keys<Key>(k, stream)) {
+      Traits::assign(keys_[s], x);
+      table_.insert(Traits::table_hash(x), s++);
     }
   }
   void update(const View& x) {
@@ -287,6 +320,10 @@ void register_key_type() {
   add_update<Key>("SpaceSaving", [](std::uint64_t k) { return SpaceSaving<Key>(k); });
   add_update<Key>("MisraGries", [](std::uint64_t k) { return MisraGries<Key>(k); });
   add_update<Key>("ProbeFloor", [](std::uint64_t k, const auto& xs) { return ProbeFloor<Key>(k, xs); });
+  // The pre-issue-13 core and floor (tests/native/legacy/), for before/after ratios in one run.
+  add_update<Key>("SpaceSavingV1", [](std::uint64_t k) { return legacy::SpaceSaving<Key>(k); });
+  add_update<Key>("MisraGriesV1", [](std::uint64_t k) { return legacy::MisraGries<Key>(k); });
+  add_update<Key>("ProbeFloorV1", [](std::uint64_t k, const auto& xs) { return ProbeFloorV1<Key>(k, xs); });
   // Linear sketches: width k (the same counter budget per row as a k-counter summary).
   add_update<Key>("CountMin_d5", [](std::uint64_t k) { return CountMin<Key>(k, 5, 42); });
   add_update<Key>("CountSketch_d5", [](std::uint64_t k) { return CountSketch<Key>(k, 5, 42); });
@@ -320,20 +357,24 @@ class RatioReporter : public benchmark::ConsoleReporter {
     std::stable_sort(rows_.begin(), rows_.end(),
                      [](const auto& a, const auto& b) { return registry()[a.first].order < registry()[b.first].order; });
     std::map<std::string, double> base;
-    std::map<std::pair<std::string, std::uint64_t>, double> floor;  // (stream, k) -> ProbeFloor ns
+    std::map<std::pair<std::string, std::uint64_t>, double> floor, floor_v1;  // (stream, k) -> ProbeFloor(V1) ns
     for (auto& [name, row] : rows_) {
       if (name.rfind("Exact<", 0) == 0) base[registry()[name].stream] = row.ns;
       if (name.rfind("ProbeFloor<", 0) == 0) floor[{registry()[name].stream, registry()[name].capacity}] = row.ns;
+      if (name.rfind("ProbeFloorV1<", 0) == 0) floor_v1[{registry()[name].stream, registry()[name].capacity}] = row.ns;
     }
-    std::printf("\n| benchmark | ns/update | Mupdates/s | x exact | x floor | bytes | B/counter |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    std::printf("\n| benchmark | ns/update | Mupdates/s | x exact | x floor | x floor V1 | bytes | B/counter |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (auto& [name, row] : rows_) {
       if (row.ns <= 0) continue;
       const Entry& e = registry()[name];
       const double b = base.count(e.stream) ? base[e.stream] : 0;
       const auto fl = floor.find({e.stream, e.capacity});
       const double f = e.capacity && fl != floor.end() ? fl->second : 0;
-      std::printf("| %s | %.2f | %.1f | %s | %s | %.0f | %s |\n", name.c_str(), row.ns, 1e3 / row.ns,
+      const auto fl1 = floor_v1.find({e.stream, e.capacity});
+      const double f1 = e.capacity && fl1 != floor_v1.end() ? fl1->second : 0;
+      std::printf("| %s | %.2f | %.1f | %s | %s | %s | %.0f | %s |\n", name.c_str(), row.ns, 1e3 / row.ns,
                   b > 0 ? fmt("%.2f", row.ns / b).c_str() : "-", f > 0 ? fmt("%.2f", row.ns / f).c_str() : "-",
+                  f1 > 0 ? fmt("%.2f", row.ns / f1).c_str() : "-",
                   row.bytes, e.capacity ? fmt("%.1f", row.bytes / double(e.capacity)).c_str() : "-");
     }
     bool any_release = false;

@@ -13,22 +13,6 @@
 
 namespace dpsketch::detail {
 
-// Items hashed ahead per block by the summaries' update_many (a 512-byte stack buffer).
-inline constexpr std::size_t kHashBlock = 64;
-
-// Calls f(table_hash(x), x) for each x in [first, last), in order, hashing a block of items ahead
-// so that each update's hit/miss branch does not wait for its hash.
-template <class Traits, class It, class F>
-void for_each_hashed(It first, It last, F&& f) {
-  std::uint64_t hs[kHashBlock];
-  while (first != last) {
-    It it = first;
-    std::size_t m = 0;
-    for (; m < kHashBlock && it != last; ++m, ++it) hs[m] = Traits::table_hash(*it);
-    for (std::size_t i = 0; i < m; ++i, ++first) f(hs[i], *first);
-  }
-}
-
 template <class Key>
 class SlotTable {
   using Traits = KeyTraits<Key>;

@@ -6,13 +6,27 @@
 // decreases by 1 and x is not stored. A key whose count reaches 0 stays stored until its slot is
 // reused. Guarantee: f(x) - n/(m+1) <= c(x) <= f(x).
 //
-// O(1) per update (constant link surgery plus one slot-table probe, expected O(1) at load <= 1/8;
-// no step touches more than a constant number of slots): counts are group values minus a running
-// `base`, so "decrement all"
-// is base += 1. Groups at or below the base hold the zero-count slots, and they already are the
-// reuse stack: the highest such group reached 0 most recently, and within a group the newest slot
-// was incremented most recently. So a decrement that zeroes the minimum group just moves the
-// `zero_top_` marker onto it, and reuse takes the newest slot of the zero_top_ group.
+// Representation (issue 13, "counters v2"): flat per-slot arrays (detail::FlatSlots) holding
+// value = count + base and the time of the slot's last increment; "decrement all" is base += 1, so
+// a slot's count is 0 iff value <= base, and the value at which it reached 0 is its value. The
+// reuse order is therefore value descending (reached 0 most recently first), then time descending
+// (incremented most recently first); never-used slots have value 0 and times making the lowest
+// index the newest. A hit on a positive count is two stores. The order is kept only where needed:
+//   * zero_: a stack of the count-0 slots, reuse order from the top. A decrement that zeroes slots
+//     pushes them as a new layer (their value is the new base, above every older zero's value).
+//     Entries go stale when their slot leaves 0 (a hit, a reuse); an entry is valid iff its slot's
+//     value <= base: a slot zeroed again has a newer entry above the old one, which is popped (and
+//     the slot taken) first, so the old one is stale when reached. Stale entries are skipped when
+//     popped; when a layer would not fit (2 * capacity entries), the zeros are re-laid out from a
+//     scan (O(capacity log capacity), after >= capacity stale entries: O(log) amortized, rare).
+//   * next_: the slots that reached count 1 (value base + 1, by a reuse or a hit on a count-0 key)
+//     since the last decrement, in time order. A decrement zeroes exactly the count-1 slots: the
+//     still-valid next_ entries, after those that already had count 1 at the previous decrement
+//     (time < epoch_start_, sorted by time; they came down from count 2).
+//   * min_value_ <= the smallest positive value (exact after each scan; base + 1 after a reuse):
+//     a decrement zeroes nothing, and scans nothing, while base < min_value_. Scans happen at
+//     decrements only, and there are at most n / (m + 1) decrements, so their O(m) cost is O(n) in
+//     all: O(1) amortized per update. Nothing allocates after construction.
 //
 // merge() (docs/algorithms.md §8, Agarwal et al. "Mergeable summaries"): counts are added key-wise,
 // the (m+1)-th largest sum s is subtracted, the positive results are kept. decrements() is then the
@@ -33,10 +47,9 @@
 
 #include "dpsketch/common/errors.hpp"
 #include "dpsketch/common/key_traits.hpp"
-#include "dpsketch/common/serialization.hpp"
-#include "dpsketch/common/slot_table.hpp"
-#include "dpsketch/counters/count_groups.hpp"
 #include "dpsketch/common/limits.hpp"
+#include "dpsketch/common/serialization.hpp"
+#include "dpsketch/counters/flat_slots.hpp"
 #include "dpsketch/counters/mg_merge.hpp"
 
 namespace dpsketch {
@@ -45,17 +58,24 @@ template <class Key>
 class MisraGries {
   using Traits = KeyTraits<Key>;
   using View = typename Traits::view_type;
-  using Groups = detail::CountGroups;
-  static constexpr std::int32_t kNone = Groups::kNone;
+  using Slots = detail::FlatSlots<Key>;
+  static constexpr std::int32_t kNone = Slots::kEmpty;
+  static constexpr std::uint64_t kNoValue = ~std::uint64_t{0};
 
  public:
   using key_type = Key;
 
   explicit MisraGries(std::uint64_t capacity)
       : capacity_((check_capacity(capacity), static_cast<std::uint32_t>(capacity))),
-        keys_(capacity), groups_(capacity), table_(capacity) {
-    // All slots start with count 0 in one zero group, slot 0 newest (reused first).
-    for (std::uint32_t s = capacity_; s-- > 0;) push_zero(static_cast<std::int32_t>(s));
+        slots_(capacity_), keyed_(capacity_, 0), zero_(2 * std::size_t{capacity_}), next_(capacity_) {
+    // All slots start never used, with count 0 (value 0); slot 0 on top of the zero stack.
+    for (std::uint32_t i = 0; i < capacity_; ++i) {
+      const auto s = static_cast<std::int32_t>(capacity_ - 1 - i);
+      slots_.time(s) = ++clock_;
+      zero_[zero_len_++] = s;
+    }
+    scratch_.reserve(capacity_);
+    epoch_start_ = clock_ + 1;
   }
 
   // Throws StreamLimitError (nothing changed) when n would exceed kMaxStreamLength (limits.hpp).
@@ -65,12 +85,11 @@ class MisraGries {
   }
 
   // Same result as update() on each item in order, but all-or-nothing at the stream limit (the
-  // room for the whole batch is checked first). (Hashing a block ahead, as SpaceSaving does,
-  // measured ~9% slower here: 13.1 vs 12.0 ns/update on Zipf 1.1, k = 256.)
+  // room for the whole batch is checked first).
   template <class It>
   void update_many(It first, It last) {
     check_stream_room(n_, static_cast<std::uint64_t>(std::distance(first, last)));
-    for (; first != last; ++first) absorb(Traits::table_hash(*first), *first);
+    detail::for_each_hashed<Traits>(first, last, [this](std::uint64_t h, const auto& x) { absorb(h, x); });
   }
 
   // Throws StreamLimitError unless `more` updates still fit (for batches fed item by item).
@@ -83,50 +102,98 @@ class MisraGries {
   }
 
  private:
-  // The update itself; the caller has checked the stream limit, so group values (count + base
-  // <= 2n <= 2^63) never reach 2^64 - 1, the group list's sentinel value.
+  // The update itself; the caller has checked the stream limit, so values (count + base <= 2n <=
+  // 2^63) and times stay far from 2^64 - 1.
   void absorb(std::uint64_t h, const View& x) {
-    const auto found = table_.probe(h, x, keys_);
-    std::int32_t s = found.slot;
+    const auto found = slots_.probe(h, x);
     ++n_;
-    if (s != kNone) {
-      if (groups_.value_of(s) > base_) {
-        groups_.increment(s);
-      } else {  // stored with count 0
-        take_zero(s);
-        groups_.attach_above(zero_top_, s, base_ + 1);
+    const std::uint64_t t = ++clock_;
+    if (found.slot != kNone) {
+      auto& slot = slots_[found.slot];
+      slots_.time(found.slot) = t;
+      if (slot.count > base_) {
+        ++slot.count;
+      } else {  // stored with count 0: back to count 1 (its zero_ entry goes stale)
+        to_count_one(found.slot);
       }
-    } else if (zero_top_ != kNone) {
-      // Reuse the slot that reached 0 most recently (ties: incremented most recently), §2.
-      s = groups_.first_slot(zero_top_);
-      take_zero(s);
-      // x's entry goes where the probe ended, then the slot's old entry (if any) is erased by
-      // position: no second probe, no rehash of the old key.
-      const bool had_key = table_.has_entry(s);
-      const std::size_t old_entry = table_.position(s);
-      table_.insert_at(found.pos, h, s);
-      if (had_key) table_.erase_at(old_entry);
-      Traits::assign(keys_[s], x);
-      groups_.attach_above(zero_top_, s, base_ + 1);
     } else {
-      // Decrement all: every slot has a count >= 1, i.e. a group value >= base + 1.
-      ++base_;
-      ++decrements_;
-      const std::int32_t g = groups_.min_group();
-      if (groups_.value(g) == base_) zero_top_ = g;  // its slots now count 0: the top of the stack
+      miss(found.pos, h, x, t);
     }
   }
 
- public:
+  void to_count_one(std::int32_t s) noexcept {
+    slots_[s].count = base_ + 1;
+    next_[next_len_++] = s;
+    min_value_ = base_ + 1;
+  }
 
+  void miss(std::size_t pos, std::uint64_t h, const View& x, std::uint64_t t) {
+    while (zero_len_ > 0 && slots_[zero_[zero_len_ - 1]].count > base_) --zero_len_;  // stale
+    if (zero_len_ > 0) {
+      // Reuse the slot that reached 0 most recently (ties: incremented most recently), §2.
+      const std::int32_t s = zero_[--zero_len_];
+      if (keyed_[static_cast<std::size_t>(s)]) {
+        slots_.rekey(s, pos, h, x);
+      } else {
+        slots_.key_fresh(s, pos, h, x);
+        keyed_[static_cast<std::size_t>(s)] = 1;
+      }
+      slots_.time(s) = t;
+      to_count_one(s);
+    } else {
+      // Decrement all: every slot has a count >= 1, i.e. a value >= base + 1.
+      ++base_;
+      ++decrements_;
+      if (base_ == min_value_) zero_layer();
+      next_len_ = 0;  // every entry was zeroed (or moved on): the next epoch starts empty
+      epoch_start_ = t;
+    }
+  }
+
+  // After a decrement with base_ == min_value_: pushes the slots that just reached 0 (value ==
+  // base_) as the new top layer, time ascending, and makes min_value_ exact again.
+  void zero_layer() {
+    std::uint32_t layer = 0;  // first the count-1 slots of the previous decrement, into scratch_
+    std::uint64_t next_min = kNoValue;
+    scratch_.clear();
+    for (std::uint32_t i = 0; i < capacity_; ++i) {
+      const auto s = static_cast<std::int32_t>(i);
+      const std::uint64_t v = slots_[s].count;
+      if (v == base_ && slots_.time(s) < epoch_start_) scratch_.push_back(s);
+      if (v > base_) next_min = std::min(next_min, v);
+    }
+    layer = static_cast<std::uint32_t>(scratch_.size());
+    for (std::uint32_t j = 0; j < next_len_; ++j)
+      if (slots_[next_[j]].count == base_) ++layer;
+    if (zero_len_ + layer > zero_.size()) relayout_zeros();
+    slots_.sort_by_time(scratch_.data(), scratch_.data() + scratch_.size());
+    for (std::int32_t s : scratch_) zero_[zero_len_++] = s;
+    for (std::uint32_t j = 0; j < next_len_; ++j)  // the epoch's arrivals at count 1: newer, in order
+      if (slots_[next_[j]].count == base_) zero_[zero_len_++] = next_[j];
+    min_value_ = next_min;
+  }
+
+  // Lays the zero stack out afresh from a scan of the slots that were already zero before this
+  // decrement (value < base_), in reuse order from the top; drops every stale entry.
+  void relayout_zeros() {
+    zero_len_ = 0;
+    for (std::uint32_t i = 0; i < capacity_; ++i) {
+      const auto s = static_cast<std::int32_t>(i);
+      if (slots_[s].count < base_) zero_[zero_len_++] = s;
+    }
+    std::sort(zero_.begin(), zero_.begin() + zero_len_, [this](std::int32_t a, std::int32_t b) {
+      const std::uint64_t va = slots_[a].count, vb = slots_[b].count;
+      return va != vb ? va < vb : slots_.time(a) < slots_.time(b);
+    });
+  }
+
+ public:
   // Stored count of x (0 when not stored or stored with count 0).
   std::uint64_t estimate(const View& x) const {
-    const std::int32_t s = table_.find(Traits::table_hash(x), x, keys_);
-    return s == kNone || groups_.value_of(s) <= base_ ? 0 : groups_.value_of(s) - base_;
+    const std::int32_t s = slots_.find(x);
+    return s == kNone || slots_[s].count <= base_ ? 0 : slots_[s].count - base_;
   }
-  bool contains(const View& x) const {
-    return table_.find(Traits::table_hash(x), x, keys_) != kNone;
-  }
+  bool contains(const View& x) const { return slots_.find(x) != kNone; }
 
   std::uint64_t n() const noexcept { return n_; }
   std::uint32_t capacity() const noexcept { return capacity_; }
@@ -138,13 +205,10 @@ class MisraGries {
   // within a count), then the zero-count keys in stack order (next to be reused first).
   template <class Visit>
   void for_each(Visit&& visit, bool include_zero = true) const {
-    for (std::int32_t g = min_positive_group(); g != kNone; g = groups_.next_group(g))
-      for (std::int32_t s = groups_.first_slot(g); s != kNone; s = groups_.next_slot(s))
-        visit(keys_[s], groups_.value(g) - base_);
+    for_each_positive([&](std::int32_t s) { visit(slots_[s].key, slots_[s].count - base_); });
     if (include_zero)
-      for_each_zero([&](std::int32_t s) {
-        if (table_.has_entry(s)) visit(keys_[s], std::uint64_t{0});
-      });
+      for (std::int32_t s : zero_order())
+        if (keyed_[static_cast<std::size_t>(s)]) visit(slots_[s].key, std::uint64_t{0});
   }
 
   // True once this summary is (or was built from) the result of merge().
@@ -170,19 +234,15 @@ class MisraGries {
     for (auto& kv : all)
       if (kv.second > s) kept.emplace_back(kv.second - s, std::move(kv.first));
     std::sort(kept.begin(), kept.end());  // count ascending, then key ascending
-    MisraGries out(capacity_);
-    for (std::uint32_t t = 0; t < capacity_; ++t) out.groups_.detach(static_cast<std::int32_t>(t));
-    out.zero_top_ = kNone;
+    MisraGries out(capacity_, Rebuild{});
     std::int32_t slot = 0;
-    for (auto& [c, k] : kept) {
-      out.store_key(slot, std::move(k));
-      out.groups_.append_top(slot, c);  // appended as newest: the largest key of a count is newest
-      ++slot;
-    }
+    for (auto& [c, k] : kept) out.store_positive(slot++, std::move(k), c);  // appended as newest
+    // The rest are never used; the highest index is reused first (as the stack was built before).
     for (; slot < static_cast<std::int32_t>(capacity_); ++slot) out.push_zero(slot);
     out.n_ = n_ + other.n_;
     out.decrements_ = decrements_ + other.decrements_ + s;
     out.merged_ = true;
+    out.finish_rebuild();
     *this = std::move(out);
   }
 
@@ -193,9 +253,10 @@ class MisraGries {
   }
 
   std::size_t memory_bytes() const noexcept {
-    std::size_t b = sizeof(*this) + keys_.capacity() * sizeof(Key) +
-                    groups_.memory_bytes() + table_.memory_bytes();
-    for (std::uint32_t s = 0; s < capacity_; ++s) b += table_.has_entry(static_cast<std::int32_t>(s)) ? Traits::heap_bytes(keys_[s]) : 0;
+    std::size_t b = sizeof(*this) + slots_.memory_bytes() + keyed_.capacity() +
+                    (zero_.capacity() + next_.capacity() + scratch_.capacity()) * sizeof(std::int32_t);
+    for (std::uint32_t s = 0; s < capacity_; ++s)
+      if (keyed_[s]) b += slots_.key_heap_bytes(static_cast<std::int32_t>(s));
     return b;
   }
 
@@ -208,24 +269,18 @@ class MisraGries {
     w.u32(capacity_);
     w.u64(n_);
     w.u64(decrements_);
-    std::vector<std::int32_t> order;
-    for (std::int32_t g = min_positive_group(); g != kNone; g = groups_.next_group(g)) {
-      const std::size_t start = order.size();
-      for (std::int32_t s = groups_.first_slot(g); s != kNone; s = groups_.next_slot(s)) order.push_back(s);
-      std::reverse(order.begin() + static_cast<std::ptrdiff_t>(start), order.end());
+    const auto positive = positive_order();
+    w.u32(static_cast<std::uint32_t>(positive.size()));
+    for (std::int32_t s : positive) {
+      Traits::write(w, slots_[s].key);
+      w.u64(slots_[s].count - base_);
     }
-    w.u32(static_cast<std::uint32_t>(order.size()));
-    for (std::int32_t s : order) {
-      Traits::write(w, keys_[s]);
-      w.u64(groups_.value_of(s) - base_);
-    }
-    std::vector<std::int32_t> zeros;
-    for_each_zero([&](std::int32_t s) { zeros.push_back(s); });
+    const auto zeros = zero_order();
     w.u32(static_cast<std::uint32_t>(zeros.size()));
     for (auto it = zeros.rbegin(); it != zeros.rend(); ++it) {
-      const bool has = table_.has_entry(*it);
+      const bool has = keyed_[static_cast<std::size_t>(*it)];
       w.u8(has ? 1 : 0);
-      if (has) Traits::write(w, keys_[*it]);
+      if (has) Traits::write(w, slots_[*it].key);
     }
     return w.take();
   }
@@ -242,11 +297,9 @@ class MisraGries {
     const std::uint32_t positive = r.u32();
     if (positive > capacity) throw DeserializeError("more counters than capacity");
     r.need_records(positive, Traits::min_serialized_bytes + 8, "counters");
-    MisraGries mg(capacity);
-    // Empty the initial zero group; the serialized stack is rebuilt below, in one zero group (its
-    // order is all that matters) under the positive groups.
-    for (std::uint32_t t = 0; t < capacity; ++t) mg.groups_.detach(static_cast<std::int32_t>(t));
-    mg.zero_top_ = kNone;
+    // Rebuilt with base 0: positive slots take value = count; the zero stack (its order is all that
+    // matters) is rebuilt with value 0 under them, in the serialized order.
+    MisraGries mg(capacity, Rebuild{});
     std::int32_t next_slot = 0;
     std::uint64_t prev = 0, total = 0;
     for (std::uint32_t i = 0; i < positive; ++i) {
@@ -254,9 +307,7 @@ class MisraGries {
       const std::uint64_t c = r.u64();
       if (c == 0 || c < prev) throw DeserializeError("counts must be positive and non-decreasing");
       if (c > n - total) throw DeserializeError("counts exceed the stream length");
-      mg.store_key(next_slot, std::move(k));
-      mg.groups_.append_top(next_slot, c);
-      ++next_slot;
+      mg.store_positive(next_slot++, std::move(k), c);
       prev = c;
       total += c;
     }
@@ -280,47 +331,89 @@ class MisraGries {
     mg.n_ = n;
     mg.decrements_ = decrements;
     mg.merged_ = merged;
+    mg.finish_rebuild();
     return mg;
   }
 
  private:
+  struct Rebuild {};
+  // An empty summary to be filled by store_positive / push_zero (merge, deserialization): no slot
+  // is stacked yet, base 0.
+  MisraGries(std::uint32_t capacity, Rebuild)
+      : capacity_(capacity), slots_(capacity_), keyed_(capacity_, 0), zero_(2 * std::size_t{capacity_}), next_(capacity_) {
+    scratch_.reserve(capacity_);
+  }
+  // Ends a rebuild: every rebuilt slot predates the first epoch.
+  void finish_rebuild() noexcept { epoch_start_ = clock_ + 1; }
+
   void store_key(std::int32_t s, Key k) {
-    const std::uint64_t h = Traits::table_hash(k);
-    if (table_.find(h, k, keys_) != kNone) throw DeserializeError("duplicate key");
-    keys_[s] = std::move(k);
-    table_.insert(h, s);
+    if (!slots_.place(s, std::move(k))) throw DeserializeError("duplicate key");
+    keyed_[static_cast<std::size_t>(s)] = 1;
   }
-  // Puts s on top of the zero stack (as newest member of a bottom group of value 0 <= base).
-  // Only while the zero stack is the bottom group: construction and deserialization.
+  // Rebuild: s gets key k and count c (values arrive non-decreasing), as the newest slot.
+  void store_positive(std::int32_t s, Key k, std::uint64_t c) {
+    store_key(s, std::move(k));
+    slots_[s].count = c;
+    slots_.time(s) = ++clock_;
+    min_value_ = std::min(min_value_, c);
+  }
+  // Rebuild: s (count 0, value 0) goes on top of the zero stack.
   void push_zero(std::int32_t s) noexcept {
-    groups_.attach_above(kNone, s, 0);
-    zero_top_ = groups_.min_group();
+    slots_[s].count = 0;
+    slots_.time(s) = ++clock_;
+    zero_[zero_len_++] = s;
   }
-  // Takes a zero-count slot out of its group, moving zero_top_ down when that group empties.
-  void take_zero(std::int32_t s) noexcept {
-    const std::int32_t g = groups_.group_of(s);
-    const std::int32_t below = groups_.prev_group(g);
-    if (groups_.detach(s) && g == zero_top_) zero_top_ = below;
+
+  // Positive-count slots ordered (count ascending, time ascending): the serialized order.
+  std::vector<std::int32_t> positive_order() const {
+    std::vector<std::int32_t> out;
+    for (std::uint32_t i = 0; i < capacity_; ++i)
+      if (slots_[static_cast<std::int32_t>(i)].count > base_) out.push_back(static_cast<std::int32_t>(i));
+    std::sort(out.begin(), out.end(), [this](std::int32_t a, std::int32_t b) {
+      const std::uint64_t va = slots_[a].count, vb = slots_[b].count;
+      return va != vb ? va < vb : slots_.time(a) < slots_.time(b);
+    });
+    return out;
   }
-  std::int32_t min_positive_group() const noexcept {
-    return zero_top_ == kNone ? groups_.min_group() : groups_.next_group(zero_top_);
-  }
-  // Visits the zero-count slots in stack order (next to be reused first).
+  // Visits positive slots in structure order: count ascending, newest first within a count.
   template <class F>
-  void for_each_zero(F&& f) const {
-    for (std::int32_t g = zero_top_; g != kNone; g = groups_.prev_group(g))
-      for (std::int32_t s = groups_.first_slot(g); s != kNone; s = groups_.next_slot(s)) f(s);
+  void for_each_positive(F&& f) const {
+    const auto order = positive_order();
+    for (std::size_t lo = 0; lo < order.size();) {
+      std::size_t hi = lo;
+      while (hi < order.size() && slots_[order[hi]].count == slots_[order[lo]].count) ++hi;
+      for (std::size_t j = hi; j-- > lo;) f(order[j]);
+      lo = hi;
+    }
+  }
+  // Count-0 slots in reuse order (next reused first): value descending, then time descending.
+  std::vector<std::int32_t> zero_order() const {
+    std::vector<std::int32_t> out;
+    for (std::uint32_t i = 0; i < capacity_; ++i)
+      if (slots_[static_cast<std::int32_t>(i)].count <= base_) out.push_back(static_cast<std::int32_t>(i));
+    std::sort(out.begin(), out.end(), [this](std::int32_t a, std::int32_t b) {
+      const std::uint64_t va = slots_[a].count, vb = slots_[b].count;
+      return va != vb ? va > vb : slots_.time(a) > slots_.time(b);
+    });
+    return out;
   }
 
   std::uint32_t capacity_;
   std::uint64_t n_ = 0;
   std::uint64_t base_ = 0;
   std::uint64_t decrements_ = 0;
-  std::int32_t zero_top_ = kNone;  // highest group with value <= base_ (count 0), or kNone
   bool merged_ = false;
-  std::vector<Key> keys_;
-  Groups groups_;
-  detail::SlotTable<Key> table_;
+  Slots slots_;                        // .count holds the value count + base_
+  std::vector<std::uint8_t> keyed_;    // 1 once the slot has a key (never-used slots: 0)
+  std::uint64_t clock_ = 0;            // times: one tick per update (and per rebuilt slot)
+  // Reuse order and decrement bookkeeping (header comment).
+  std::vector<std::int32_t> zero_;     // 2 * capacity entries
+  std::uint32_t zero_len_ = 0;
+  std::vector<std::int32_t> next_;
+  std::uint32_t next_len_ = 0;
+  std::vector<std::int32_t> scratch_;  // zero_layer's old count-1 slots (reserved: no allocation)
+  std::uint64_t min_value_ = kNoValue;
+  std::uint64_t epoch_start_ = 0;
 };
 
 }  // namespace dpsketch

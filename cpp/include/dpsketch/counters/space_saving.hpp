@@ -2,9 +2,26 @@
 //
 // update(x): tracked -> c[x] += 1; else a free slot -> c[x] = 1; else evict, among the items with
 // the minimum count, the one whose most recent occurrence is latest, and give x its slot with
-// c[x] = c_min + 1. O(1) per update: one slot-table probe (expected O(1) at load <= 1/8) plus
-// constant link surgery.
-// Guarantees: f(x) <= c(x) <= f(x) + c_min,  c_min <= n / capacity,  sum of counts == n.
+// c[x] = c_min + 1. Guarantees: f(x) <= c(x) <= f(x) + c_min,  c_min <= n / capacity,  sum of
+// counts == n.
+//
+// Representation (issue 13, "counters v2"): flat per-slot arrays -- key and count side by side,
+// and the time of the slot's last increment -- plus a compact slot table. Every update increments
+// exactly one slot and makes it the newest (a hit: the item's slot; a miss: the victim's), so the
+// state is fully described by (count, time) per slot: the structure order is count ascending,
+// time descending within a count, and the next victim is its first element. A hit is two stores.
+// Only the eviction candidates are kept in order, in `stage` form:
+//   * min_stack_: the slots with count == cmin_ (the minimum), time ascending (top = newest). A hit
+//     on one of them leaves a stale entry (its count moved on; counts never decrease), skipped when
+//     popped.
+//   * next_: the slots that reached cmin_ + 1 during the current stage, in time order (appended by
+//     the hit on a count-cmin_ slot and by each eviction).
+// When min_stack_ runs dry the stage ends: one scan finds the new minimum m; if m == cmin_ + 1 its
+// slots are the still-valid next_ entries (already in time order) after the slots that had count m
+// before the stage began (time < stage_start_, sorted by time -- few: they reached m by hits before
+// the minimum caught up); otherwise all slots with count m, sorted by time. A stage ends only when
+// the minimum rises, and the minimum is <= n / capacity, so the scans cost O(n) in all: O(1)
+// amortized per update. Nothing allocates after construction.
 //
 // merge() (docs/algorithms.md §8) goes through the isomorphism with Misra-Gries (Agarwal et al.):
 // each side's MG form is g_i(x) = c_i(x) - m_i (0 if untracked), m_i = min_count(); the MG forms
@@ -29,10 +46,9 @@
 #include "dpsketch/common/errors.hpp"
 #include "dpsketch/common/key_traits.hpp"
 #include "dpsketch/common/limits.hpp"
-#include "dpsketch/counters/mg_merge.hpp"
 #include "dpsketch/common/serialization.hpp"
-#include "dpsketch/common/slot_table.hpp"
-#include "dpsketch/counters/count_groups.hpp"
+#include "dpsketch/counters/flat_slots.hpp"
+#include "dpsketch/counters/mg_merge.hpp"
 
 namespace dpsketch {
 
@@ -40,14 +56,16 @@ template <class Key>
 class SpaceSaving {
   using Traits = KeyTraits<Key>;
   using View = typename Traits::view_type;
-  using Groups = detail::CountGroups;
+  using Slots = detail::FlatSlots<Key>;
+  static constexpr std::int32_t kEmpty = Slots::kEmpty;
+  static constexpr std::uint64_t kNoStage = ~std::uint64_t{0};  // cmin_ before the first eviction
 
  public:
   using key_type = Key;
 
   explicit SpaceSaving(std::uint64_t capacity)
       : capacity_((check_capacity(capacity), static_cast<std::uint32_t>(capacity))),
-        keys_(capacity), groups_(capacity), table_(capacity) {}
+        slots_(capacity_), min_stack_(capacity_), next_(std::size_t{capacity_} + 1) {}
 
   // Throws StreamLimitError (nothing changed) when n would exceed kMaxStreamLength (limits.hpp).
   void update(const View& x) {
@@ -74,46 +92,89 @@ class SpaceSaving {
   }
 
  private:
-  // The update itself; the caller has checked the stream limit (so no count can reach 2^64 - 1,
-  // the group list's sentinel value).
+  // The update itself; the caller has checked the stream limit (so counts, times and n stay
+  // below 2^63).
   void absorb(std::uint64_t h, const View& x) {
-    const auto found = table_.probe(h, x, keys_);
+    const auto found = slots_.probe(h, x);
     ++n_;
-    if (found.slot != detail::SlotTable<Key>::kEmpty) {
-      groups_.increment(found.slot);
+    const std::uint64_t t = ++clock_;
+    if (found.slot != kEmpty) {
+      auto& slot = slots_[found.slot];
+      const std::uint64_t c = slot.count;
+      slot.count = c + 1;
+      slots_.time(found.slot) = t;
+      // It reached cmin_ + 1 in this stage iff it had cmin_: append without a branch (next_ has a
+      // spare entry; the length grows only then). Never true before the first eviction.
+      next_[next_len_] = found.slot;
+      next_len_ += c == cmin_;
     } else if (size_ < capacity_) {
       const auto s = static_cast<std::int32_t>(size_++);
-      Traits::assign(keys_[s], x);
-      table_.insert_at(found.pos, h, s);
-      groups_.attach_above(Groups::kNone, s, floor_ + 1);  // floor_ is 0 unless merged
+      slots_.key_fresh(s, found.pos, h, x);
+      slots_[s].count = floor_ + 1;  // floor_ is 0 unless merged
+      slots_.time(s) = t;
     } else {
-      // Eviction register: newest slot of the minimum group (the recency tie rule). x's entry goes
-      // where the probe ended before the victim's is erased by position: no second probe, no
-      // rehash of the victim's key.
-      const std::int32_t s = groups_.min_first_slot();
-      const std::size_t victim_entry = table_.position(s);
-      table_.insert_at(found.pos, h, s);
-      table_.erase_at(victim_entry);
-      Traits::assign(keys_[s], x);
-      groups_.increment(s);  // c[x] = c_min + 1, and x becomes newest of its group
+      evict(found.pos, h, x, t);
     }
   }
 
- public:
+  // Miss on a full summary: the victim is the newest slot with the minimum count (the recency
+  // tie rule); x takes its slot with count c_min + 1, as the newest.
+  void evict(std::size_t pos, std::uint64_t h, const View& x, std::uint64_t t) {
+    std::int32_t v;
+    do {
+      if (min_top_ == 0) start_stage(t);
+      v = min_stack_[--min_top_];
+    } while (slots_[v].count != cmin_);  // stale: hit since it was stacked
+    slots_.rekey(v, pos, h, x);
+    slots_[v].count = cmin_ + 1;
+    slots_.time(v) = t;
+    next_[next_len_++] = v;
+  }
 
+  // Rebuilds the eviction candidates when min_stack_ is empty (header comment); `t` is the time
+  // of the update that needs a victim. Precondition: the summary is full.
+  void start_stage(std::uint64_t t) {
+    std::uint64_t m = ~std::uint64_t{0};
+    for (std::uint32_t s = 0; s < capacity_; ++s) m = std::min(m, slots_[static_cast<std::int32_t>(s)].count);
+    const bool follows = cmin_ != kNoStage && m == cmin_ + 1;
+    std::uint32_t top = 0;
+    for (std::uint32_t s = 0; s < capacity_; ++s) {
+      const auto i = static_cast<std::int32_t>(s);
+      if (slots_[i].count == m && !(follows && slots_.time(i) >= stage_start_)) min_stack_[top++] = i;
+    }
+    slots_.sort_by_time(min_stack_.data(), min_stack_.data() + top);
+    if (follows)  // the stage's arrivals at m, still there, already in time order and all newer
+      for (std::uint32_t j = 0; j < next_len_; ++j)
+        if (slots_[next_[j]].count == m) min_stack_[top++] = next_[j];
+    min_top_ = top;
+    next_len_ = 0;
+    cmin_ = m;
+    stage_start_ = t;
+  }
+
+  // Forgets the eviction candidates (after a rebuild of the state): the next eviction starts a
+  // stage from a full scan.
+  void reset_stage() noexcept {
+    min_top_ = next_len_ = 0;
+    cmin_ = kNoStage;
+    stage_start_ = 0;
+  }
+
+ public:
   // Tracked count of x, or 0 if x is not tracked (then f(x) <= min_count()).
   std::uint64_t estimate(const View& x) const {
-    const std::int32_t s = table_.find(Traits::table_hash(x), x, keys_);
-    return s == detail::SlotTable<Key>::kEmpty ? 0 : groups_.value_of(s);
+    const std::int32_t s = slots_.find(x);
+    return s == kEmpty ? 0 : slots_[s].count;
   }
-  bool contains(const View& x) const {
-    return table_.find(Traits::table_hash(x), x, keys_) != detail::SlotTable<Key>::kEmpty;
-  }
+  bool contains(const View& x) const { return slots_.find(x) != kEmpty; }
 
   // Minimum tracked count when all slots are used, else the floor (0 unless merged). Every
-  // untracked item has f(x) <= min_count().
+  // untracked item has f(x) <= min_count(). O(capacity).
   std::uint64_t min_count() const noexcept {
-    return size_ < capacity_ ? floor_ : groups_.value(groups_.min_group());
+    if (size_ < capacity_) return floor_;
+    std::uint64_t m = ~std::uint64_t{0};
+    for (std::uint32_t s = 0; s < capacity_; ++s) m = std::min(m, slots_[static_cast<std::int32_t>(s)].count);
+    return m;
   }
 
   bool merged() const noexcept { return merged_; }
@@ -141,11 +202,7 @@ class SpaceSaving {
       if (kv.second > s) kept.emplace_back(kv.second - s + e, std::move(kv.first));
     std::sort(kept.begin(), kept.end());  // count ascending, then key ascending
     SpaceSaving out(capacity_);
-    for (auto& [c, k] : kept) {
-      const auto slot = static_cast<std::int32_t>(out.size_++);
-      out.place(slot, Traits::table_hash(k), k);
-      out.groups_.append_top(slot, c);  // appended as newest
-    }
+    for (auto& [c, k] : kept) out.append(std::move(k), c);  // appended as newest
     out.n_ = n_ + other.n_;
     out.floor_ = e;
     out.merged_ = true;
@@ -160,9 +217,8 @@ class SpaceSaving {
   // (so the first visited item is the next eviction victim).
   template <class Visit>
   void for_each(Visit&& visit) const {
-    for (std::int32_t g = groups_.min_group(); g != Groups::kNone; g = groups_.next_group(g))
-      for (std::int32_t s = groups_.first_slot(g); s != Groups::kNone; s = groups_.next_slot(s))
-        visit(keys_[s], groups_.value(g));
+    const auto order = structure_order();
+    for (std::int32_t s : order) visit(slots_[s].key, slots_[s].count);
   }
 
   std::vector<std::pair<Key, std::uint64_t>> items() const {
@@ -173,15 +229,15 @@ class SpaceSaving {
   }
 
   std::size_t memory_bytes() const noexcept {
-    std::size_t b = sizeof(*this) + keys_.capacity() * sizeof(Key) + groups_.memory_bytes() + table_.memory_bytes();
-    for (std::uint32_t s = 0; s < size_; ++s) b += Traits::heap_bytes(keys_[s]);
+    std::size_t b = sizeof(*this) + slots_.memory_bytes() + (min_stack_.capacity() + next_.capacity()) * sizeof(std::int32_t);
+    for (std::uint32_t s = 0; s < size_; ++s) b += slots_.key_heap_bytes(static_cast<std::int32_t>(s));
     return b;
   }
 
   // Payload: capacity u32, n u64, size u32, then `size` records (key, count) in structure order
-  // reversed within each count (oldest first), so a replay of push-to-front restores the order;
-  // then, only when more than kUnbackedFreeSlots slots are free, one zero byte per free slot (so
-  // the reader's allocation is backed by the input's length, limits.hpp).
+  // reversed within each count (oldest first), so replaying them as successive newest arrivals
+  // restores the order; then, only when more than kUnbackedFreeSlots slots are free, one zero byte
+  // per free slot (so the reader's allocation is backed by the input's length, limits.hpp).
   std::string serialize() const {
     ByteWriter w;
     w.header(Family::space_saving, Traits::tag, merged_ ? kFlagMerged : 0);
@@ -189,13 +245,9 @@ class SpaceSaving {
     w.u64(n_);
     if (merged_) w.u64(floor_);  // only in merged bytes: unmerged bytes keep the original layout
     w.u32(size_);
-    for (std::int32_t g = groups_.min_group(); g != Groups::kNone; g = groups_.next_group(g)) {
-      std::vector<std::int32_t> members;
-      for (std::int32_t s = groups_.first_slot(g); s != Groups::kNone; s = groups_.next_slot(s)) members.push_back(s);
-      for (auto it = members.rbegin(); it != members.rend(); ++it) {
-        Traits::write(w, keys_[*it]);
-        w.u64(groups_.value(g));
-      }
+    for (std::int32_t s : slots_.by_count_then_time(size_)) {
+      Traits::write(w, slots_[s].key);
+      w.u64(slots_[s].count);
     }
     if (capacity_ - size_ > kUnbackedFreeSlots) w.raw(std::string(capacity_ - size_, '\0').data(), capacity_ - size_);
     return w.take();
@@ -227,12 +279,7 @@ class SpaceSaving {
       const std::uint64_t c = r.u64();
       if (c <= floor || c < prev) throw DeserializeError("counts must exceed the floor and be non-decreasing");
       if (c - floor > budget - total) throw DeserializeError("counts exceed the stream length");
-      const std::uint64_t h = Traits::table_hash(k);
-      if (ss.table_.find(h, k, ss.keys_) != detail::SlotTable<Key>::kEmpty)
-        throw DeserializeError("duplicate key");
-      const auto s = static_cast<std::int32_t>(ss.size_++);
-      ss.place(s, h, k);
-      ss.groups_.append_top(s, c);
+      if (!ss.append(std::move(k), c)) throw DeserializeError("duplicate key");
       prev = c;
       total += c - floor;
     }
@@ -249,9 +296,27 @@ class SpaceSaving {
   }
 
  private:
-  void place(std::int32_t s, std::uint64_t h, const View& x) {
-    Traits::assign(keys_[s], x);
-    table_.insert(h, s);
+  // Rebuild support (merge, deserialization): k takes the next free slot with count c, as the
+  // newest item. Returns false (nothing changed) if k is already tracked.
+  bool append(Key k, std::uint64_t c) {
+    const auto s = static_cast<std::int32_t>(size_);
+    if (!slots_.place(s, std::move(k))) return false;
+    ++size_;
+    slots_[s].count = c;
+    slots_.time(s) = ++clock_;
+    return true;
+  }
+
+  // Slot indices in structure order: count ascending, newest (largest time) first within a count.
+  std::vector<std::int32_t> structure_order() const {
+    auto order = slots_.by_count_then_time(size_);
+    for (auto lo = order.begin(); lo != order.end();) {  // reverse each run of equal counts
+      auto hi = lo;
+      while (hi != order.end() && slots_[*hi].count == slots_[*lo].count) ++hi;
+      std::reverse(lo, hi);
+      lo = hi;
+    }
+    return order;
   }
 
   std::uint32_t capacity_;
@@ -259,9 +324,15 @@ class SpaceSaving {
   std::uint64_t n_ = 0;
   std::uint64_t floor_ = 0;  // count floor after a merge (header comment)
   bool merged_ = false;
-  std::vector<Key> keys_;
-  Groups groups_;
-  detail::SlotTable<Key> table_;
+  Slots slots_;
+  std::uint64_t clock_ = 0;  // times: one tick per update (and per rebuilt slot)
+  // Eviction candidates (header comment).
+  std::vector<std::int32_t> min_stack_;
+  std::uint32_t min_top_ = 0;
+  std::vector<std::int32_t> next_;  // capacity + 1: the branch-free append writes one past the end
+  std::uint32_t next_len_ = 0;
+  std::uint64_t cmin_ = kNoStage;
+  std::uint64_t stage_start_ = 0;
 };
 
 }  // namespace dpsketch

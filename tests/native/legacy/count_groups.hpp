@@ -1,3 +1,6 @@
+// Frozen copy of the counter core before issue 13 (commit a10a47b), kept only as the oracle of
+// tests/native/counters_differential.cpp (old vs new core on random operation sequences) and
+// for before/after benchmarks. Not part of the library.
 // The stream-summary of Metwally et al.: slots grouped by count value, groups in ascending value
 // order in a doubly linked list, each group's slots in a doubly linked list ordered newest first.
 // A slot enters a group only when it is incremented (or inserted), i.e. at its latest occurrence,
@@ -10,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace dpsketch::detail {
+namespace dpsketch::legacy::detail {
 
 class CountGroups {
  public:
