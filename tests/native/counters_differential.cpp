@@ -33,10 +33,26 @@ std::uint64_t g_sequence = 0;
   std::exit(1);
 }
 
+// In one sequence of 4 (int keys), keys are crafted so that their slot-table hashes share the low
+// 4 bits: they crowd a few buckets, so entries are displaced and the table's overflow paths run.
+bool g_colliding = false;
+
+// Inverse of KeyTraits<int64>::table_hash: h = m ^ (m >> 32) with m = k * golden (both bijections).
+std::int64_t key_with_hash(std::uint64_t h) {
+  const std::uint64_t m = h ^ (h >> 32);
+  std::uint64_t inv = 0x9e3779b97f4a7c15ULL;  // Newton iteration for the inverse of an odd number mod 2^64
+  for (int i = 0; i < 6; ++i) inv *= 2 - 0x9e3779b97f4a7c15ULL * inv;
+  return static_cast<std::int64_t>(m * inv);
+}
+
 template <class Key>
 Key make_key(std::uint64_t v) {
-  if constexpr (std::is_same_v<Key, std::string>) return "k" + std::to_string(v);
-  else return static_cast<std::int64_t>(v) - 3;  // some negative keys too
+  if constexpr (std::is_same_v<Key, std::string>) {
+    return "k" + std::to_string(v);
+  } else {
+    if (g_colliding) return key_with_hash((v * 0x2545F4914F6CDD1DULL) << 4 | 5);  // low 4 bits fixed
+    return static_cast<std::int64_t>(v) - 3;  // some negative keys too
+  }
 }
 
 struct SsPair {
@@ -99,6 +115,7 @@ struct Run {
   }
 
   static void sequence(Rng& rng) {
+    g_colliding = rng() % 4 == 0;
     const std::uint32_t capacity = rng() % 16 == 0 ? 1 + rng() % 300 : 1 + rng() % 12;
     const std::uint64_t universe = 1 + rng() % (3 * capacity + 4);
     New a(capacity);
@@ -146,6 +163,11 @@ int main(int argc, char** argv) {
   }
   const std::uint64_t sequences = std::strtoull(argv[1], nullptr, 10);
   const std::uint64_t seed = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 20261130;
+  for (std::uint64_t v = 0; v < 1000; ++v)  // the crafted keys really collide
+    if ((dpsketch::KeyTraits<std::int64_t>::table_hash(key_with_hash(v << 4 | 5)) & 15) != 5) {
+      std::fprintf(stderr, "key_with_hash is not the inverse of table_hash\n");
+      return 1;
+    }
   Rng rng(seed);
   std::uint64_t per[4] = {0, 0, 0, 0};
   for (g_sequence = 0; g_sequence < sequences; ++g_sequence) {

@@ -1,8 +1,21 @@
-// The storage shared by SpaceSaving and MisraGries (issue 13): per slot, the key and its count
-// side by side (a probe's key comparison brings the count's cache line with it), the time of the
-// slot's last increment, and a CompactTable from key to slot. String keys also keep their table
-// hash, since rehashing a string to move its table entry would cost a pass over its bytes; int
-// keys recompute theirs (two instructions). No operation allocates after construction.
+// The storage shared by SpaceSaving and MisraGries (issue 13).
+//
+// FlatSlots: per slot, the key and its count side by side (a probe's key comparison brings the
+// count's cache line with it), the time of the slot's last increment, and a CompactTable from key
+// to slot. String keys also keep their table hash, since rehashing a string to move its table
+// entry would cost a pass over its bytes; int keys recompute theirs (two instructions).
+//
+// Times are 32-bit ticks of a logical clock, one per update. Only their order matters (they order
+// slots of equal count), so when the clock reaches kClockLimit they are renumbered by rank,
+// 1..capacity, in O(capacity log capacity) once per ~4 * 10^9 updates, and the owner's stage /
+// epoch boundary is translated with them (a boundary b becomes 1 + #slots with time < b).
+//
+// SplitStack: one buffer holding two stacks that grow toward each other, so the summaries' two
+// candidate lists share 1.25 * capacity entries instead of taking 2 * capacity: a "low" stack of
+// eviction / reuse candidates, popped from its top, and a "high" list of the slots that arrived at
+// the next count during the current stage, in arrival order.
+//
+// Nothing allocates after construction.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +26,11 @@
 
 #include "dpsketch/common/compact_table.hpp"
 #include "dpsketch/common/key_traits.hpp"
+
+// Test hook: tests/native/counters_differential.cpp lowers it to run the renumbering constantly.
+#ifndef DPSKETCH_COUNTER_CLOCK_LIMIT
+#define DPSKETCH_COUNTER_CLOCK_LIMIT 0xFFFFFFF0u
+#endif
 
 namespace dpsketch::detail {
 
@@ -32,7 +50,6 @@ void for_each_hashed(It first, It last, F&& f) {
   }
 }
 
-
 template <class Key>
 class FlatSlots {
   using Traits = KeyTraits<Key>;
@@ -41,6 +58,7 @@ class FlatSlots {
 
  public:
   static constexpr std::int32_t kEmpty = CompactTable<Key>::kEmpty;
+  static constexpr std::uint32_t kClockLimit = DPSKETCH_COUNTER_CLOCK_LIMIT;
   struct Slot {
     Key key{};
     std::uint64_t count = 0;  // SpaceSaving: the count; MisraGries: count + base (see there)
@@ -55,10 +73,17 @@ class FlatSlots {
   }
   std::int32_t find(const View& x) const noexcept { return probe(Traits::table_hash(x), x).slot; }
 
+  std::uint32_t capacity() const noexcept { return static_cast<std::uint32_t>(slots_.size()); }
   Slot& operator[](std::int32_t s) noexcept { return slots_[static_cast<std::size_t>(s)]; }
   const Slot& operator[](std::int32_t s) const noexcept { return slots_[static_cast<std::size_t>(s)]; }
-  std::uint64_t& time(std::int32_t s) noexcept { return time_[static_cast<std::size_t>(s)]; }
-  std::uint64_t time(std::int32_t s) const noexcept { return time_[static_cast<std::size_t>(s)]; }
+  std::uint32_t& time(std::int32_t s) noexcept { return time_[static_cast<std::size_t>(s)]; }
+  std::uint32_t time(std::int32_t s) const noexcept { return time_[static_cast<std::size_t>(s)]; }
+
+  // The next time (renumbering first when the clock is at its limit; `boundary` is translated).
+  std::uint32_t tick(std::uint32_t& boundary) {
+    if (clock_ >= kClockLimit) renumber(boundary);
+    return ++clock_;
+  }
 
   // Gives the keyless slot s the key x (hash h), whose probe ended at the empty entry `pos`.
   void key_fresh(std::int32_t s, std::size_t pos, std::uint64_t h, const View& x) {
@@ -66,13 +91,13 @@ class FlatSlots {
     set_key(s, h, x);
   }
 
-  // Replaces slot s's key by x (hash h, absent; its probe ended at `pos`): x's entry goes where the
-  // probe ended, then s's old entry is erased (backward shift) -- one probe, for the new key only.
+  // Replaces slot s's key by x (hash h, absent; its probe ended at the free lane `pos`): s's old
+  // entry is cleared (the erase may need the old key's hash, so it goes first; it moves no other
+  // entry), and x's entry goes where the probe ended -- one probe, for the new key only.
   void rekey(std::int32_t s, std::size_t pos, std::uint64_t h, const View& x) {
-    const std::size_t old_entry = table_.position(hash_of(s), s);
+    table_.erase_at(table_.position(s), [this](std::int32_t t) { return hash_of(t); });
     table_.insert_at(pos, h, s);
-    set_key(s, h, x);  // before the erase: its backward shift may move x's entry, homed by x's hash
-    table_.erase_at(old_entry, [this](std::int32_t t) { return hash_of(t); });
+    set_key(s, h, x);
   }
 
   // Gives the keyless slot s the key k (deserialization, merge). Returns false, changing nothing,
@@ -87,15 +112,13 @@ class FlatSlots {
     return true;
   }
 
-  // Slots in [0, n) ordered by (count ascending, time ascending) -- the serialized order.
-  std::vector<std::int32_t> by_count_then_time(std::uint32_t n) const {
-    std::vector<std::int32_t> order(n);
-    for (std::uint32_t s = 0; s < n; ++s) order[s] = static_cast<std::int32_t>(s);
-    std::sort(order.begin(), order.end(), [this](std::int32_t a, std::int32_t b) {
+  // Sorts slot indices by count, then time, each ascending or descending (structure orders).
+  void sort_slots(std::vector<std::int32_t>& order, bool count_ascending, bool time_ascending) const {
+    std::sort(order.begin(), order.end(), [this, count_ascending, time_ascending](std::int32_t a, std::int32_t b) {
       const std::uint64_t ca = (*this)[a].count, cb = (*this)[b].count;
-      return ca != cb ? ca < cb : time(a) < time(b);
+      if (ca != cb) return (ca < cb) == count_ascending;
+      return (time(a) < time(b)) == time_ascending && time(a) != time(b);
     });
-    return order;
   }
 
   // Sorts slot indices [first, last) by time ascending.
@@ -104,7 +127,7 @@ class FlatSlots {
   }
 
   std::size_t memory_bytes() const noexcept {
-    return slots_.capacity() * sizeof(Slot) + time_.capacity() * sizeof(std::uint64_t) +
+    return slots_.capacity() * sizeof(Slot) + time_.capacity() * sizeof(std::uint32_t) +
            hash_.capacity() * sizeof(std::uint64_t) + table_.memory_bytes();
   }
   std::size_t key_heap_bytes(std::int32_t s) const noexcept { return Traits::heap_bytes((*this)[s].key); }
@@ -119,11 +142,94 @@ class FlatSlots {
     if constexpr (kStoreHash) hash_[static_cast<std::size_t>(s)] = h;
     (void)h;
   }
+  // Times become ranks 1..capacity (distinct times keep their order; equal ones -- unused slots'
+  // zeros -- stay equal in effect, as nothing compares them).
+  void renumber(std::uint32_t& boundary) {
+    std::vector<std::int32_t> order(slots_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int32_t>(i);
+    sort_by_time(order.data(), order.data() + order.size());
+    std::uint32_t below = 0;
+    for (std::int32_t s : order) below += time(s) < boundary;
+    for (std::size_t r = 0; r < order.size(); ++r) time(order[r]) = static_cast<std::uint32_t>(r + 1);
+    boundary = below + 1;
+    clock_ = static_cast<std::uint32_t>(order.size());
+  }
 
   std::vector<Slot> slots_;
-  std::vector<std::uint64_t> time_;
+  std::vector<std::uint32_t> time_;
   std::vector<std::uint64_t> hash_;  // string keys only
   CompactTable<Key> table_;
+  std::uint32_t clock_ = 0;
+};
+
+// Two stacks of slot indices in one buffer (header comment). The owner keeps low + high <= size.
+class SplitStack {
+ public:
+  explicit SplitStack(std::uint32_t capacity) : buf_(std::size_t{capacity} + capacity / 4 + 2) {}
+
+  std::uint32_t size() const noexcept { return static_cast<std::uint32_t>(buf_.size()); }
+  std::uint32_t used() const noexcept { return low_ + high_; }
+
+  // Low stack.
+  std::uint32_t low() const noexcept { return low_; }
+  std::int32_t* low_data() noexcept { return buf_.data(); }
+  const std::int32_t* low_data() const noexcept { return buf_.data(); }
+  std::int32_t top() const noexcept { return buf_[low_ - 1]; }
+  std::int32_t pop() noexcept { return buf_[--low_]; }
+  void push(std::int32_t s) noexcept { buf_[low_++] = s; }
+  void set_low(std::uint32_t n) noexcept { low_ = n; }
+  // Branch-free push: stores s at the top and keeps it only if `keep` (needs used() < size()).
+  void push_if(std::int32_t s, bool keep) noexcept {
+    buf_[low_] = s;
+    low_ += keep;
+  }
+
+  // High list, in arrival order (stored downward from the end of the buffer). push_high_if stores
+  // unconditionally and counts the entry only if `keep` (no branch); both need used() < size().
+  void push_high(std::int32_t s) noexcept { high_end()[-static_cast<std::ptrdiff_t>(high_++)] = s; }
+  void push_high_if(std::int32_t s, bool keep) noexcept {
+    high_end()[-static_cast<std::ptrdiff_t>(high_)] = s;
+    high_ += keep;
+  }
+  std::uint32_t high() const noexcept { return high_; }
+  void clear_high() noexcept { high_ = 0; }
+
+  // Appends the high entries satisfying `keep`, in arrival order, to the low stack, and empties the
+  // high list. The high region is reversed in place first, so the copy runs forward with the read
+  // position never behind the write position.
+  template <class Keep>
+  void move_high_to_low(Keep&& keep) {
+    const std::size_t start = buf_.size() - high_;
+    std::reverse(buf_.begin() + static_cast<std::ptrdiff_t>(start), buf_.end());
+    std::int32_t* b = buf_.data();
+    std::uint32_t w = low_;
+    for (std::size_t r = start; r < buf_.size(); ++r) {
+      b[w] = b[r];  // w <= r
+      w += keep(b[r]) ? 1u : 0u;
+    }
+    low_ = w;
+    high_ = 0;
+  }
+
+  // Keeps the low entries satisfying `keep`, in order.
+  template <class Keep>
+  void filter_low(Keep&& keep) {
+    std::int32_t* b = buf_.data();
+    std::uint32_t w = 0;
+    for (std::uint32_t r = 0; r < low_; ++r) {
+      b[w] = b[r];
+      w += keep(b[r]) ? 1u : 0u;
+    }
+    low_ = w;
+  }
+
+  std::size_t memory_bytes() const noexcept { return buf_.capacity() * sizeof(std::int32_t); }
+
+ private:
+  std::int32_t* high_end() noexcept { return buf_.data() + buf_.size() - 1; }
+
+  std::vector<std::int32_t> buf_;
+  std::uint32_t low_ = 0, high_ = 0;
 };
 
 }  // namespace dpsketch::detail

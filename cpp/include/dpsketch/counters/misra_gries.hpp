@@ -11,17 +11,19 @@
 // a slot's count is 0 iff value <= base, and the value at which it reached 0 is its value. The
 // reuse order is therefore value descending (reached 0 most recently first), then time descending
 // (incremented most recently first); never-used slots have value 0 and times making the lowest
-// index the newest. A hit on a positive count is two stores. The order is kept only where needed:
-//   * zero_: a stack of the count-0 slots, reuse order from the top. A decrement that zeroes slots
-//     pushes them as a new layer (their value is the new base, above every older zero's value).
-//     Entries go stale when their slot leaves 0 (a hit, a reuse); an entry is valid iff its slot's
-//     value <= base: a slot zeroed again has a newer entry above the old one, which is popped (and
-//     the slot taken) first, so the old one is stale when reached. Stale entries are skipped when
-//     popped; when a layer would not fit (2 * capacity entries), the zeros are re-laid out from a
-//     scan (O(capacity log capacity), after >= capacity stale entries: O(log) amortized, rare).
-//   * next_: the slots that reached count 1 (value base + 1, by a reuse or a hit on a count-0 key)
-//     since the last decrement, in time order. A decrement zeroes exactly the count-1 slots: the
-//     still-valid next_ entries, after those that already had count 1 at the previous decrement
+// index the newest. A hit on a positive count is two stores. The order is kept only where needed,
+// in one detail::SplitStack (cands_):
+//   * low stack: the count-0 slots, reuse order from the top. A decrement that zeroes slots pushes
+//     them as a new layer (their value is the new base, above every older zero's value). Entries go
+//     stale when their slot leaves 0 (a hit, a reuse); an entry is valid iff its slot's value <=
+//     base and no entry above it names the same slot: a slot zeroed again has a newer entry above
+//     the old one, which is popped (and the slot taken) first, so the old one is stale by the time
+//     it is reached. Popping skips entries whose slot is not at count 0; when the buffer fills, the
+//     stale entries (duplicates included) are dropped in O(capacity), after >= capacity / 4 of
+//     them were made.
+//   * high list: the slots that reached count 1 (value base + 1, by a reuse or a hit on a count-0
+//     key) since the last decrement, in time order. A decrement zeroes exactly the count-1 slots:
+//     the still-valid high entries, after those that already had count 1 at the previous decrement
 //     (time < epoch_start_, sorted by time; they came down from count 2).
 //   * min_value_ <= the smallest positive value (exact after each scan; base + 1 after a reuse):
 //     a decrement zeroes nothing, and scans nothing, while base < min_value_. Scans happen at
@@ -66,16 +68,10 @@ class MisraGries {
   using key_type = Key;
 
   explicit MisraGries(std::uint64_t capacity)
-      : capacity_((check_capacity(capacity), static_cast<std::uint32_t>(capacity))),
-        slots_(capacity_), keyed_(capacity_, 0), zero_(2 * std::size_t{capacity_}), next_(capacity_) {
+      : MisraGries((check_capacity(capacity), static_cast<std::uint32_t>(capacity)), std::uint32_t{0}) {
     // All slots start never used, with count 0 (value 0); slot 0 on top of the zero stack.
-    for (std::uint32_t i = 0; i < capacity_; ++i) {
-      const auto s = static_cast<std::int32_t>(capacity_ - 1 - i);
-      slots_.time(s) = ++clock_;
-      zero_[zero_len_++] = s;
-    }
-    scratch_.reserve(capacity_);
-    epoch_start_ = clock_ + 1;
+    for (std::uint32_t i = capacity_; i-- > 0;) push_zero(static_cast<std::int32_t>(i));
+    finish_rebuild();
   }
 
   // Throws StreamLimitError (nothing changed) when n would exceed kMaxStreamLength (limits.hpp).
@@ -103,49 +99,52 @@ class MisraGries {
 
  private:
   // The update itself; the caller has checked the stream limit, so values (count + base <= 2n <=
-  // 2^63) and times stay far from 2^64 - 1.
+  // 2^63) stay far from 2^64 - 1.
   void absorb(std::uint64_t h, const View& x) {
     const auto found = slots_.probe(h, x);
     ++n_;
-    const std::uint64_t t = ++clock_;
+    const std::uint32_t t = slots_.tick(epoch_start_);
     if (found.slot != kNone) {
       auto& slot = slots_[found.slot];
       slots_.time(found.slot) = t;
       if (slot.count > base_) {
         ++slot.count;
-      } else {  // stored with count 0: back to count 1 (its zero_ entry goes stale)
-        to_count_one(found.slot);
+      } else {  // stored with count 0: back to count 1 (its zero-stack entry goes stale)
+        slot.count = base_ + 1;
+        if (cands_.used() == cands_.size()) drop_stale_zeros(base_);  // frees this slot's entry at least
+        arrive_at_one(found.slot);
       }
     } else {
       miss(found.pos, h, x, t);
     }
   }
 
-  void to_count_one(std::int32_t s) noexcept {
-    slots_[s].count = base_ + 1;
-    next_[next_len_++] = s;
+  void arrive_at_one(std::int32_t s) noexcept {
+    cands_.push_high(s);
     min_value_ = base_ + 1;
   }
 
-  void miss(std::size_t pos, std::uint64_t h, const View& x, std::uint64_t t) {
-    while (zero_len_ > 0 && slots_[zero_[zero_len_ - 1]].count > base_) --zero_len_;  // stale
-    if (zero_len_ > 0) {
-      // Reuse the slot that reached 0 most recently (ties: incremented most recently), §2.
-      const std::int32_t s = zero_[--zero_len_];
-      if (keyed_[static_cast<std::size_t>(s)]) {
+  void miss(std::size_t pos, std::uint64_t h, const View& x, std::uint32_t t) {
+    while (cands_.low() > 0 && slots_[cands_.top()].count > base_) cands_.pop();  // stale
+    if (cands_.low() > 0) {
+      // Reuse the slot that reached 0 most recently (ties: incremented most recently), §2. The pop
+      // frees the entry the arrival takes.
+      const std::int32_t s = cands_.pop();
+      if (keyed_[static_cast<std::size_t>(s)] & 1) {
         slots_.rekey(s, pos, h, x);
       } else {
         slots_.key_fresh(s, pos, h, x);
         keyed_[static_cast<std::size_t>(s)] = 1;
       }
       slots_.time(s) = t;
-      to_count_one(s);
+      slots_[s].count = base_ + 1;
+      arrive_at_one(s);
     } else {
       // Decrement all: every slot has a count >= 1, i.e. a value >= base + 1.
       ++base_;
       ++decrements_;
       if (base_ == min_value_) zero_layer();
-      next_len_ = 0;  // every entry was zeroed (or moved on): the next epoch starts empty
+      cands_.clear_high();  // every arrival was zeroed just now (or moved on): a new epoch
       epoch_start_ = t;
     }
   }
@@ -153,37 +152,48 @@ class MisraGries {
   // After a decrement with base_ == min_value_: pushes the slots that just reached 0 (value ==
   // base_) as the new top layer, time ascending, and makes min_value_ exact again.
   void zero_layer() {
-    std::uint32_t layer = 0;  // first the count-1 slots of the previous decrement, into scratch_
+    std::uint32_t old_ones = 0;  // count-1 slots of the previous decrement (not in the high list)
     std::uint64_t next_min = kNoValue;
-    scratch_.clear();
     for (std::uint32_t i = 0; i < capacity_; ++i) {
       const auto s = static_cast<std::int32_t>(i);
       const std::uint64_t v = slots_[s].count;
-      if (v == base_ && slots_.time(s) < epoch_start_) scratch_.push_back(s);
-      if (v > base_) next_min = std::min(next_min, v);
+      old_ones += (v == base_) & (slots_.time(s) < epoch_start_);
+      next_min = std::min(next_min, v > base_ ? v : kNoValue);
     }
-    layer = static_cast<std::uint32_t>(scratch_.size());
-    for (std::uint32_t j = 0; j < next_len_; ++j)
-      if (slots_[next_[j]].count == base_) ++layer;
-    if (zero_len_ + layer > zero_.size()) relayout_zeros();
-    slots_.sort_by_time(scratch_.data(), scratch_.data() + scratch_.size());
-    for (std::int32_t s : scratch_) zero_[zero_len_++] = s;
-    for (std::uint32_t j = 0; j < next_len_; ++j)  // the epoch's arrivals at count 1: newer, in order
-      if (slots_[next_[j]].count == base_) zero_[zero_len_++] = next_[j];
+    std::uint32_t first = cands_.low();
+    if (old_ones > 0) {
+      // Earlier zeros, old count-1 and high-list slots are distinct: once the entries of every
+      // slot not zero before this decrement are dropped, they fit, with one entry to spare for
+      // the branch-free push.
+      if (cands_.used() + old_ones >= cands_.size()) {
+        drop_stale_zeros(base_ - 1);
+        first = cands_.low();
+      }
+      for (std::uint32_t i = 0; i < capacity_; ++i) {
+        const auto s = static_cast<std::int32_t>(i);
+        cands_.push_if(s, (slots_[s].count == base_) & (slots_.time(s) < epoch_start_));
+      }
+    }
+    slots_.sort_by_time(cands_.low_data() + first, cands_.low_data() + cands_.low());
+    // The epoch's arrivals at count 1 still there: newer, in order.
+    cands_.move_high_to_low([this](std::int32_t s) { return slots_[s].count == base_; });
     min_value_ = next_min;
   }
 
-  // Lays the zero stack out afresh from a scan of the slots that were already zero before this
-  // decrement (value < base_), in reuse order from the top; drops every stale entry.
-  void relayout_zeros() {
-    zero_len_ = 0;
-    for (std::uint32_t i = 0; i < capacity_; ++i) {
-      const auto s = static_cast<std::int32_t>(i);
-      if (slots_[s].count < base_) zero_[zero_len_++] = s;
+  // Drops every zero-stack entry that is not valid (slot value above `limit` -- base_, or base_ - 1
+  // while a new layer is being made -- or a lower duplicate), keeping the order. Uses bit 1 of
+  // keyed_ as a scratch mark.
+  void drop_stale_zeros(std::uint64_t limit) {
+    std::int32_t* z = cands_.low_data();
+    for (std::uint32_t r = cands_.low(); r-- > 0;) {  // from the top: the first entry of a slot is its valid one
+      auto& mark = keyed_[static_cast<std::size_t>(z[r])];
+      if (slots_[z[r]].count > limit || (mark & 2)) z[r] = kNone;
+      else mark |= 2;
     }
-    std::sort(zero_.begin(), zero_.begin() + zero_len_, [this](std::int32_t a, std::int32_t b) {
-      const std::uint64_t va = slots_[a].count, vb = slots_[b].count;
-      return va != vb ? va < vb : slots_.time(a) < slots_.time(b);
+    cands_.filter_low([this](std::int32_t s) {
+      if (s == kNone) return false;
+      keyed_[static_cast<std::size_t>(s)] &= 1;
+      return true;
     });
   }
 
@@ -205,10 +215,10 @@ class MisraGries {
   // within a count), then the zero-count keys in stack order (next to be reused first).
   template <class Visit>
   void for_each(Visit&& visit, bool include_zero = true) const {
-    for_each_positive([&](std::int32_t s) { visit(slots_[s].key, slots_[s].count - base_); });
+    for (std::int32_t s : positive_order(false)) visit(slots_[s].key, slots_[s].count - base_);
     if (include_zero)
       for (std::int32_t s : zero_order())
-        if (keyed_[static_cast<std::size_t>(s)]) visit(slots_[s].key, std::uint64_t{0});
+        if (keyed_[static_cast<std::size_t>(s)] & 1) visit(slots_[s].key, std::uint64_t{0});
   }
 
   // True once this summary is (or was built from) the result of merge().
@@ -253,10 +263,9 @@ class MisraGries {
   }
 
   std::size_t memory_bytes() const noexcept {
-    std::size_t b = sizeof(*this) + slots_.memory_bytes() + keyed_.capacity() +
-                    (zero_.capacity() + next_.capacity() + scratch_.capacity()) * sizeof(std::int32_t);
+    std::size_t b = sizeof(*this) + slots_.memory_bytes() + keyed_.capacity() + cands_.memory_bytes();
     for (std::uint32_t s = 0; s < capacity_; ++s)
-      if (keyed_[s]) b += slots_.key_heap_bytes(static_cast<std::int32_t>(s));
+      if (keyed_[s] & 1) b += slots_.key_heap_bytes(static_cast<std::int32_t>(s));
     return b;
   }
 
@@ -278,7 +287,7 @@ class MisraGries {
     const auto zeros = zero_order();
     w.u32(static_cast<std::uint32_t>(zeros.size()));
     for (auto it = zeros.rbegin(); it != zeros.rend(); ++it) {
-      const bool has = keyed_[static_cast<std::size_t>(*it)];
+      const bool has = keyed_[static_cast<std::size_t>(*it)] & 1;
       w.u8(has ? 1 : 0);
       if (has) Traits::write(w, slots_[*it].key);
     }
@@ -339,12 +348,11 @@ class MisraGries {
   struct Rebuild {};
   // An empty summary to be filled by store_positive / push_zero (merge, deserialization): no slot
   // is stacked yet, base 0.
-  MisraGries(std::uint32_t capacity, Rebuild)
-      : capacity_(capacity), slots_(capacity_), keyed_(capacity_, 0), zero_(2 * std::size_t{capacity_}), next_(capacity_) {
-    scratch_.reserve(capacity_);
-  }
+  MisraGries(std::uint32_t capacity, Rebuild) : MisraGries(capacity, capacity) {}
+  MisraGries(std::uint32_t capacity, std::uint32_t)
+      : capacity_(capacity), slots_(capacity_), keyed_(capacity_, 0), cands_(capacity_) {}
   // Ends a rebuild: every rebuilt slot predates the first epoch.
-  void finish_rebuild() noexcept { epoch_start_ = clock_ + 1; }
+  void finish_rebuild() noexcept { epoch_start_ = slots_.tick(epoch_start_) + 1; }
 
   void store_key(std::int32_t s, Key k) {
     if (!slots_.place(s, std::move(k))) throw DeserializeError("duplicate key");
@@ -354,47 +362,31 @@ class MisraGries {
   void store_positive(std::int32_t s, Key k, std::uint64_t c) {
     store_key(s, std::move(k));
     slots_[s].count = c;
-    slots_.time(s) = ++clock_;
+    slots_.time(s) = slots_.tick(epoch_start_);
     min_value_ = std::min(min_value_, c);
   }
   // Rebuild: s (count 0, value 0) goes on top of the zero stack.
   void push_zero(std::int32_t s) noexcept {
     slots_[s].count = 0;
-    slots_.time(s) = ++clock_;
-    zero_[zero_len_++] = s;
+    slots_.time(s) = slots_.tick(epoch_start_);
+    cands_.push(s);
   }
 
-  // Positive-count slots ordered (count ascending, time ascending): the serialized order.
-  std::vector<std::int32_t> positive_order() const {
+  // Positive-count slots by count ascending, then time ascending (oldest first: the serialized
+  // order) or descending (newest first: the structure order).
+  std::vector<std::int32_t> positive_order(bool oldest_first = true) const {
     std::vector<std::int32_t> out;
     for (std::uint32_t i = 0; i < capacity_; ++i)
       if (slots_[static_cast<std::int32_t>(i)].count > base_) out.push_back(static_cast<std::int32_t>(i));
-    std::sort(out.begin(), out.end(), [this](std::int32_t a, std::int32_t b) {
-      const std::uint64_t va = slots_[a].count, vb = slots_[b].count;
-      return va != vb ? va < vb : slots_.time(a) < slots_.time(b);
-    });
+    slots_.sort_slots(out, true, oldest_first);
     return out;
-  }
-  // Visits positive slots in structure order: count ascending, newest first within a count.
-  template <class F>
-  void for_each_positive(F&& f) const {
-    const auto order = positive_order();
-    for (std::size_t lo = 0; lo < order.size();) {
-      std::size_t hi = lo;
-      while (hi < order.size() && slots_[order[hi]].count == slots_[order[lo]].count) ++hi;
-      for (std::size_t j = hi; j-- > lo;) f(order[j]);
-      lo = hi;
-    }
   }
   // Count-0 slots in reuse order (next reused first): value descending, then time descending.
   std::vector<std::int32_t> zero_order() const {
     std::vector<std::int32_t> out;
     for (std::uint32_t i = 0; i < capacity_; ++i)
       if (slots_[static_cast<std::int32_t>(i)].count <= base_) out.push_back(static_cast<std::int32_t>(i));
-    std::sort(out.begin(), out.end(), [this](std::int32_t a, std::int32_t b) {
-      const std::uint64_t va = slots_[a].count, vb = slots_[b].count;
-      return va != vb ? va > vb : slots_.time(a) > slots_.time(b);
-    });
+    slots_.sort_slots(out, false, false);
     return out;
   }
 
@@ -403,17 +395,12 @@ class MisraGries {
   std::uint64_t base_ = 0;
   std::uint64_t decrements_ = 0;
   bool merged_ = false;
-  Slots slots_;                        // .count holds the value count + base_
-  std::vector<std::uint8_t> keyed_;    // 1 once the slot has a key (never-used slots: 0)
-  std::uint64_t clock_ = 0;            // times: one tick per update (and per rebuilt slot)
+  Slots slots_;                      // .count holds the value count + base_
+  std::vector<std::uint8_t> keyed_;  // bit 0: the slot has a key (never-used slots: 0); bit 1: scratch
   // Reuse order and decrement bookkeeping (header comment).
-  std::vector<std::int32_t> zero_;     // 2 * capacity entries
-  std::uint32_t zero_len_ = 0;
-  std::vector<std::int32_t> next_;
-  std::uint32_t next_len_ = 0;
-  std::vector<std::int32_t> scratch_;  // zero_layer's old count-1 slots (reserved: no allocation)
+  detail::SplitStack cands_;         // low: the zero stack; high: this epoch's arrivals at count 1
   std::uint64_t min_value_ = kNoValue;
-  std::uint64_t epoch_start_ = 0;
+  std::uint32_t epoch_start_ = 0;    // time of the last decrement
 };
 
 }  // namespace dpsketch

@@ -5,19 +5,19 @@
 // c[x] = c_min + 1. Guarantees: f(x) <= c(x) <= f(x) + c_min,  c_min <= n / capacity,  sum of
 // counts == n.
 //
-// Representation (issue 13, "counters v2"): flat per-slot arrays -- key and count side by side,
+// Representation (issue 13, "counters v2"): flat per-slot arrays (detail::FlatSlots) -- key and count side by side,
 // and the time of the slot's last increment -- plus a compact slot table. Every update increments
 // exactly one slot and makes it the newest (a hit: the item's slot; a miss: the victim's), so the
 // state is fully described by (count, time) per slot: the structure order is count ascending,
 // time descending within a count, and the next victim is its first element. A hit is two stores.
 // Only the eviction candidates are kept in order, in `stage` form:
-//   * min_stack_: the slots with count == cmin_ (the minimum), time ascending (top = newest). A hit
-//     on one of them leaves a stale entry (its count moved on; counts never decrease), skipped when
-//     popped.
-//   * next_: the slots that reached cmin_ + 1 during the current stage, in time order (appended by
-//     the hit on a count-cmin_ slot and by each eviction).
-// When min_stack_ runs dry the stage ends: one scan finds the new minimum m; if m == cmin_ + 1 its
-// slots are the still-valid next_ entries (already in time order) after the slots that had count m
+//   * the low stack of cands_: the slots with count == cmin_ (the minimum), time ascending (top =
+//     newest). A hit on one of them leaves a stale entry (its count moved on; counts never
+//     decrease), skipped when popped, or dropped when the buffer fills.
+//   * the high list of cands_: the slots that reached cmin_ + 1 during the current stage, in time
+//     order (appended by the hit on a count-cmin_ slot and by each eviction).
+// When the low stack runs dry the stage ends: one scan finds the new minimum m; if m == cmin_ + 1 its
+// slots are the still-valid high-list entries (already in time order) after the slots that had count m
 // before the stage began (time < stage_start_, sorted by time -- few: they reached m by hits before
 // the minimum caught up); otherwise all slots with count m, sorted by time. A stage ends only when
 // the minimum rises, and the minimum is <= n / capacity, so the scans cost O(n) in all: O(1)
@@ -64,8 +64,7 @@ class SpaceSaving {
   using key_type = Key;
 
   explicit SpaceSaving(std::uint64_t capacity)
-      : capacity_((check_capacity(capacity), static_cast<std::uint32_t>(capacity))),
-        slots_(capacity_), min_stack_(capacity_), next_(std::size_t{capacity_} + 1) {}
+      : capacity_((check_capacity(capacity), static_cast<std::uint32_t>(capacity))), slots_(capacity_), cands_(capacity_) {}
 
   // Throws StreamLimitError (nothing changed) when n would exceed kMaxStreamLength (limits.hpp).
   void update(const View& x) {
@@ -92,21 +91,21 @@ class SpaceSaving {
   }
 
  private:
-  // The update itself; the caller has checked the stream limit (so counts, times and n stay
-  // below 2^63).
+  // The update itself; the caller has checked the stream limit (so counts and n stay below 2^63).
   void absorb(std::uint64_t h, const View& x) {
     const auto found = slots_.probe(h, x);
     ++n_;
-    const std::uint64_t t = ++clock_;
+    const std::uint32_t t = slots_.tick(stage_start_);
     if (found.slot != kEmpty) {
       auto& slot = slots_[found.slot];
       const std::uint64_t c = slot.count;
       slot.count = c + 1;
       slots_.time(found.slot) = t;
-      // It reached cmin_ + 1 in this stage iff it had cmin_: append without a branch (next_ has a
-      // spare entry; the length grows only then). Never true before the first eviction.
-      next_[next_len_] = found.slot;
-      next_len_ += c == cmin_;
+      // It reached cmin_ + 1 in this stage iff it had cmin_: appended without a branch (never true
+      // before the first eviction). A full buffer drops the low stack's stale entries (this slot's
+      // among them): O(capacity) after >= capacity / 4 hits.
+      cands_.push_high_if(found.slot, c == cmin_);
+      if (cands_.used() == cands_.size()) cands_.filter_low([this](std::int32_t s) { return slots_[s].count == cmin_; });
     } else if (size_ < capacity_) {
       const auto s = static_cast<std::int32_t>(size_++);
       slots_.key_fresh(s, found.pos, h, x);
@@ -119,45 +118,43 @@ class SpaceSaving {
 
   // Miss on a full summary: the victim is the newest slot with the minimum count (the recency
   // tie rule); x takes its slot with count c_min + 1, as the newest.
-  void evict(std::size_t pos, std::uint64_t h, const View& x, std::uint64_t t) {
+  void evict(std::size_t pos, std::uint64_t h, const View& x, std::uint32_t t) {
     std::int32_t v;
     do {
-      if (min_top_ == 0) start_stage(t);
-      v = min_stack_[--min_top_];
+      if (cands_.low() == 0) start_stage(t);
+      v = cands_.pop();
     } while (slots_[v].count != cmin_);  // stale: hit since it was stacked
     slots_.rekey(v, pos, h, x);
     slots_[v].count = cmin_ + 1;
     slots_.time(v) = t;
-    next_[next_len_++] = v;
+    cands_.push_high(v);
   }
 
-  // Rebuilds the eviction candidates when min_stack_ is empty (header comment); `t` is the time
+  // Rebuilds the eviction candidates when the low stack is empty (header comment); `t` is the time
   // of the update that needs a victim. Precondition: the summary is full.
-  void start_stage(std::uint64_t t) {
+  void start_stage(std::uint32_t t) {
+    // One pass: the new minimum m, and the slots that had count cmin_ + 1 before the stage (the
+    // candidates if m == cmin_ + 1, the usual case; no count is 0, so none before the first
+    // stage). They are distinct from the high list's slots (times >= stage_start_), so both fit.
+    const std::uint64_t next = cmin_ + 1;
     std::uint64_t m = ~std::uint64_t{0};
-    for (std::uint32_t s = 0; s < capacity_; ++s) m = std::min(m, slots_[static_cast<std::int32_t>(s)].count);
-    const bool follows = cmin_ != kNoStage && m == cmin_ + 1;
-    std::uint32_t top = 0;
     for (std::uint32_t s = 0; s < capacity_; ++s) {
       const auto i = static_cast<std::int32_t>(s);
-      if (slots_[i].count == m && !(follows && slots_.time(i) >= stage_start_)) min_stack_[top++] = i;
+      const std::uint64_t c = slots_[i].count;
+      m = std::min(m, c);
+      cands_.push_if(i, (c == next) & (slots_.time(i) < stage_start_));
     }
-    slots_.sort_by_time(min_stack_.data(), min_stack_.data() + top);
-    if (follows)  // the stage's arrivals at m, still there, already in time order and all newer
-      for (std::uint32_t j = 0; j < next_len_; ++j)
-        if (slots_[next_[j]].count == m) min_stack_[top++] = next_[j];
-    min_top_ = top;
-    next_len_ = 0;
+    if (cmin_ == kNoStage || m != next) {  // a count value was skipped (or the first stage): all of m
+      cands_.set_low(0);
+      cands_.clear_high();
+      for (std::uint32_t s = 0; s < capacity_; ++s)
+        cands_.push_if(static_cast<std::int32_t>(s), slots_[static_cast<std::int32_t>(s)].count == m);
+    }
+    slots_.sort_by_time(cands_.low_data(), cands_.low_data() + cands_.low());
+    // Then the stage's arrivals at m that are still there: in time order, and all newer.
+    cands_.move_high_to_low([this, m](std::int32_t s) { return slots_[s].count == m; });
     cmin_ = m;
     stage_start_ = t;
-  }
-
-  // Forgets the eviction candidates (after a rebuild of the state): the next eviction starts a
-  // stage from a full scan.
-  void reset_stage() noexcept {
-    min_top_ = next_len_ = 0;
-    cmin_ = kNoStage;
-    stage_start_ = 0;
   }
 
  public:
@@ -217,8 +214,7 @@ class SpaceSaving {
   // (so the first visited item is the next eviction victim).
   template <class Visit>
   void for_each(Visit&& visit) const {
-    const auto order = structure_order();
-    for (std::int32_t s : order) visit(slots_[s].key, slots_[s].count);
+    for (std::int32_t s : ordered(false)) visit(slots_[s].key, slots_[s].count);
   }
 
   std::vector<std::pair<Key, std::uint64_t>> items() const {
@@ -229,7 +225,7 @@ class SpaceSaving {
   }
 
   std::size_t memory_bytes() const noexcept {
-    std::size_t b = sizeof(*this) + slots_.memory_bytes() + (min_stack_.capacity() + next_.capacity()) * sizeof(std::int32_t);
+    std::size_t b = sizeof(*this) + slots_.memory_bytes() + cands_.memory_bytes();
     for (std::uint32_t s = 0; s < size_; ++s) b += slots_.key_heap_bytes(static_cast<std::int32_t>(s));
     return b;
   }
@@ -245,7 +241,7 @@ class SpaceSaving {
     w.u64(n_);
     if (merged_) w.u64(floor_);  // only in merged bytes: unmerged bytes keep the original layout
     w.u32(size_);
-    for (std::int32_t s : slots_.by_count_then_time(size_)) {
+    for (std::int32_t s : ordered(true)) {
       Traits::write(w, slots_[s].key);
       w.u64(slots_[s].count);
     }
@@ -303,19 +299,16 @@ class SpaceSaving {
     if (!slots_.place(s, std::move(k))) return false;
     ++size_;
     slots_[s].count = c;
-    slots_.time(s) = ++clock_;
+    slots_.time(s) = slots_.tick(stage_start_);
     return true;
   }
 
-  // Slot indices in structure order: count ascending, newest (largest time) first within a count.
-  std::vector<std::int32_t> structure_order() const {
-    auto order = slots_.by_count_then_time(size_);
-    for (auto lo = order.begin(); lo != order.end();) {  // reverse each run of equal counts
-      auto hi = lo;
-      while (hi != order.end() && slots_[*hi].count == slots_[*lo].count) ++hi;
-      std::reverse(lo, hi);
-      lo = hi;
-    }
+  // Tracked slots by count ascending, then time ascending (oldest first: the serialized order) or
+  // descending (newest first: the structure order).
+  std::vector<std::int32_t> ordered(bool oldest_first) const {
+    std::vector<std::int32_t> order(size_);
+    for (std::uint32_t s = 0; s < size_; ++s) order[s] = static_cast<std::int32_t>(s);
+    slots_.sort_slots(order, true, oldest_first);
     return order;
   }
 
@@ -325,14 +318,10 @@ class SpaceSaving {
   std::uint64_t floor_ = 0;  // count floor after a merge (header comment)
   bool merged_ = false;
   Slots slots_;
-  std::uint64_t clock_ = 0;  // times: one tick per update (and per rebuilt slot)
-  // Eviction candidates (header comment).
-  std::vector<std::int32_t> min_stack_;
-  std::uint32_t min_top_ = 0;
-  std::vector<std::int32_t> next_;  // capacity + 1: the branch-free append writes one past the end
-  std::uint32_t next_len_ = 0;
+  // Eviction candidates (header comment); cmin_ is kNoStage until the first eviction.
+  detail::SplitStack cands_;
   std::uint64_t cmin_ = kNoStage;
-  std::uint64_t stage_start_ = 0;
+  std::uint32_t stage_start_ = 0;  // time of the update that started the stage
 };
 
 }  // namespace dpsketch
