@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "bench_streams.hpp"
+#include "probe_floor.hpp"
 #include "dpsketch/counters/misra_gries.hpp"
 #include "dpsketch/counters/space_saving.hpp"
 #include "dpsketch/release/counter_release.hpp"
@@ -98,44 +99,8 @@ struct ExactCount<std::string> {
   std::size_t memory_bytes() const { return m.bucket_count() * 8 + m.size() * 48; }
 };
 
-// ---- probe-only floor --------------------------------------------------------------------------
-// The counters' per-update lower bound on a stream: the same table hash and SlotTable as
-// SpaceSaving / MisraGries, preloaded with the k most frequent keys of the stream (ties: smaller
-// key first); an update hashes, probes, and increments the slot's count on a hit, and does nothing
-// on a miss (no eviction, no count order to keep).
-template <class Key>
-class ProbeFloor {
-  using Traits = KeyTraits<Key>;
-  using View = typename Traits::view_type;
-
- public:
-  ProbeFloor(std::uint64_t k, const std::vector<View>& stream) : table_(static_cast<std::uint32_t>(k)) {
-    std::unordered_map<View, std::uint64_t> freq;
-    for (const auto& x : stream) ++freq[x];
-    std::vector<std::pair<std::uint64_t, View>> by_count;
-    by_count.reserve(freq.size());
-    for (const auto& [x, c] : freq) by_count.emplace_back(c, x);
-    const std::size_t m = std::min<std::size_t>(k, by_count.size());
-    std::partial_sort(by_count.begin(), by_count.begin() + m, by_count.end(),
-                      [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
-    keys_.resize(k);
-    counts_.assign(k, 0);
-    for (std::size_t i = 0; i < m; ++i) {
-      Traits::assign(keys_[i], by_count[i].second);
-      table_.insert(Traits::table_hash(by_count[i].second), static_cast<std::int32_t>(i));
-    }
-  }
-  void update(const View& x) {
-    const std::int32_t s = table_.find(Traits::table_hash(x), x, keys_);
-    if (s != detail::SlotTable<Key>::kEmpty) ++counts_[static_cast<std::size_t>(s)];
-  }
-  std::size_t memory_bytes() const { return keys_.capacity() * sizeof(Key) + counts_.capacity() * 8 + table_.memory_bytes(); }
-
- private:
-  detail::SlotTable<Key> table_;
-  std::vector<Key> keys_;
-  std::vector<std::uint64_t> counts_;
-};
+// ---- probe-only floor: bench/probe_floor.hpp ----------------------------------------------
+using dpsketch::bench::ProbeFloor;
 
 // ---- registration ------------------------------------------------------------------------------
 struct Entry {
