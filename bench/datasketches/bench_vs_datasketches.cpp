@@ -24,8 +24,10 @@
 // and medians of the same-round ratios DataSketches / dpsketch.
 //
 // Usage: bench_vs_datasketches [--rounds R] [--n-log2 L] [--passes P] [--k 256,1024,4096]
-//                              [--streams 1.1,0.8,uniform] [--no-floor]
-//   defaults: R = 11, L = 20 (n = 2^20), P = max(1, 2^22 / n) passes per timing.
+//                              [--streams 1.1,0.8,uniform] [--no-floor] [--ds-lg-offset D]
+//   defaults: R = 11, L = 20 (n = 2^20), P = max(1, 2^22 / n) passes per timing, D = 0.
+//   --ds-lg-offset D gives DataSketches lg_max_map_size = (same-bound value) + D: a sensitivity
+//   check only; with D < 0 its bound is looser than ours (D = -1: 1.75 n/k~), no longer the same.
 #include <time.h>
 
 #include <algorithm>
@@ -142,14 +144,14 @@ std::vector<std::string> split(const std::string& s) {
 
 [[noreturn]] void usage_error(const std::string& what) {
   std::fprintf(stderr, "bench_vs_datasketches: %s\nusage: bench_vs_datasketches [--rounds R] [--n-log2 L] [--passes P] "
-               "[--k 256,1024,4096] [--streams 1.1,0.8,uniform] [--no-floor]\n", what.c_str());
+               "[--k 256,1024,4096] [--streams 1.1,0.8,uniform] [--no-floor] [--ds-lg-offset D]\n", what.c_str());
   std::exit(2);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rounds = 11, n_log2 = 20, passes = 0;
+  int rounds = 11, n_log2 = 20, passes = 0, ds_lg_offset = 0;
   bool with_floor = true;
   std::vector<std::uint64_t> ks = {256, 1024, 4096};
   std::vector<double> skews = {1.1, 0.8, 0.0};
@@ -163,6 +165,7 @@ int main(int argc, char** argv) {
     else if (a == "--n-log2") n_log2 = std::atoi(value().c_str());
     else if (a == "--passes") passes = std::atoi(value().c_str());
     else if (a == "--no-floor") with_floor = false;
+    else if (a == "--ds-lg-offset") ds_lg_offset = std::atoi(value().c_str());
     else if (a == "--k") {
       ks.clear();
       for (const auto& s : split(value())) ks.push_back(std::strtoull(s.c_str(), nullptr, 10));
@@ -172,8 +175,11 @@ int main(int argc, char** argv) {
     } else usage_error("unknown argument " + a);
   }
   if (rounds < 1 || n_log2 < 10 || n_log2 > 26 || passes < 0 || ks.empty() || skews.empty()) usage_error("bad parameter value");
-  for (std::uint64_t k : ks)
+  for (std::uint64_t k : ks) {
     if (k < 1 || k > (std::uint64_t{1} << 24)) usage_error("k~ must be in [1, 2^24]");
+    const int lg = datasketches_lg_for(k) + ds_lg_offset;
+    if (lg < DsSketch::LG_MIN_MAP_SIZE || lg > 28) usage_error("--ds-lg-offset puts lg_max_map_size outside [3, 28]");
+  }
   const std::size_t n = std::size_t{1} << n_log2;
   if (passes == 0) passes = std::max(1, 1 << std::max(0, 22 - n_log2));
   const double updates_per_timing = double(n) * passes;
@@ -181,6 +187,9 @@ int main(int argc, char** argv) {
   std::printf("# dpsketch counters vs DataSketches frequent_items_sketch<int64_t> (DataSketches %s)\n", DATASKETCHES_VERSION_STRING);
   std::printf("# n = 2^%d items per stream, universe 10^5 keys, %d rounds, %d pass(es) of the stream per timing; "
               "CPU time per update, steady state (one untimed pass first)\n", n_log2, rounds, passes);
+  if (ds_lg_offset != 0)
+    std::printf("# --ds-lg-offset %d: DataSketches lg_max_map_size = same-bound value %+d; NOT the same error bound\n", ds_lg_offset,
+                ds_lg_offset);
   std::fflush(stdout);
 
   std::vector<Row> rows;
@@ -188,7 +197,7 @@ int main(int argc, char** argv) {
     const std::vector<std::int64_t> xs =
         dpsketch::bench::zipf_ints(n, skew, kUniverse, 0x5eed0000 + std::uint64_t(skew * 10));  // dpsketch_bench's seeds
     for (std::uint64_t k : ks) {
-      const int lg = datasketches_lg_for(k);
+      const int lg = datasketches_lg_for(k) + ds_lg_offset;
       dpsketch::SpaceSaving<std::int64_t> ss(k);
       dpsketch::MisraGries<std::int64_t> mg(k);
       DsSketch ds(static_cast<std::uint8_t>(lg));
@@ -263,8 +272,9 @@ int main(int argc, char** argv) {
                 r.ds_over_mg_lo, r.ds_over_mg_hi);
   }
 
-  std::printf("\nSame error bound: DataSketches lg_max_map_size = smallest lg with 3.5 / 2^lg <= 1/(k~+1) "
-              "(SpaceSaving n/k~, MisraGries n/(k~+1); docs/algorithms.md §3, §2).\n");
+  std::printf("\n%s: DataSketches lg_max_map_size = smallest lg with 3.5 / 2^lg <= 1/(k~+1)%s "
+              "(SpaceSaving n/k~, MisraGries n/(k~+1); docs/algorithms.md §3, §2).\n",
+              ds_lg_offset == 0 ? "Same error bound" : "NOT the same error bound", ds_lg_offset == 0 ? "" : ", plus --ds-lg-offset");
   std::printf("\n| k~ | stream | DS lg_max_map_size | DS epsilon | 1/k~ | DS max error / n at the end | DS items held | "
               "SS B/counter | MG B/counter | DS bytes | DS B per k~ | floor B/counter |\n");
   std::printf("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
