@@ -1,0 +1,86 @@
+// The counters' probe-only floor, shared by dpsketch_bench (bench_main.cpp) and
+// bench/datasketches/bench_vs_datasketches.cpp: the counters' per-update lower bound on a stream.
+// ProbeFloor uses the same table hash and slot storage as SpaceSaving / MisraGries
+// (detail::FlatSlots: key and count side by side, CompactTable index), preloaded with the k most
+// frequent keys of the stream (ties: smaller key first); an update hashes, probes, and increments
+// the slot's count on a hit, and does nothing on a miss (no eviction, no count order to keep).
+// ProbeFloorV1 is the same with the pre-issue-13 storage (8-byte entries at load 1/8, separate key
+// and count arrays), for comparisons across the redesign. Both use the counters' internals.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "dpsketch/common/key_traits.hpp"
+#include "dpsketch/common/slot_table.hpp"
+#include "dpsketch/counters/flat_slots.hpp"
+
+namespace dpsketch::bench {
+
+template <class Key, class View>
+std::vector<View> top_keys(std::uint64_t k, const std::vector<View>& stream) {
+  std::unordered_map<View, std::uint64_t> freq;
+  for (const auto& x : stream) ++freq[x];
+  std::vector<std::pair<std::uint64_t, View>> by_count;
+  by_count.reserve(freq.size());
+  for (const auto& [x, c] : freq) by_count.emplace_back(c, x);
+  const std::size_t m = std::min<std::size_t>(k, by_count.size());
+  std::partial_sort(by_count.begin(), by_count.begin() + m, by_count.end(),
+                    [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::vector<View> out;
+  for (std::size_t i = 0; i < m; ++i) out.push_back(by_count[i].second);
+  return out;
+}
+
+template <class Key>
+class ProbeFloor {
+  using Traits = KeyTraits<Key>;
+  using View = typename Traits::view_type;
+
+ public:
+  ProbeFloor(std::uint64_t k, const std::vector<View>& stream) : slots_(static_cast<std::uint32_t>(k)) {
+    std::int32_t s = 0;
+    for (const auto& x : top_keys<Key>(k, stream)) slots_.place(s++, Key(x));
+  }
+  void update(const View& x) {
+    const auto found = slots_.probe(Traits::table_hash(x), x);
+    if (found.slot != detail::FlatSlots<Key>::kEmpty) ++slots_[found.slot].count;
+  }
+  std::size_t memory_bytes() const { return slots_.memory_bytes(); }
+
+ private:
+  detail::FlatSlots<Key> slots_;
+};
+
+template <class Key>
+class ProbeFloorV1 {
+  using Traits = KeyTraits<Key>;
+  using View = typename Traits::view_type;
+
+ public:
+  ProbeFloorV1(std::uint64_t k, const std::vector<View>& stream) : table_(static_cast<std::uint32_t>(k)) {
+    keys_.resize(k);
+    counts_.assign(k, 0);
+    std::int32_t s = 0;
+    for (const auto& x : top_keys<Key>(k, stream)) {
+      Traits::assign(keys_[s], x);
+      table_.insert(Traits::table_hash(x), s++);
+    }
+  }
+  void update(const View& x) {
+    const std::int32_t s = table_.find(Traits::table_hash(x), x, keys_);
+    if (s != detail::SlotTable<Key>::kEmpty) ++counts_[static_cast<std::size_t>(s)];
+  }
+  std::size_t memory_bytes() const { return keys_.capacity() * sizeof(Key) + counts_.capacity() * 8 + table_.memory_bytes(); }
+
+ private:
+  detail::SlotTable<Key> table_;
+  std::vector<Key> keys_;
+  std::vector<std::uint64_t> counts_;
+};
+
+}  // namespace dpsketch::bench
