@@ -1,8 +1,8 @@
 // Dependency-free timing program for the CI regression check (driven by bench/timing_check.py).
 //
-// Times a few key update paths on one Zipf(1.1) stream over 10^5 keys and expresses each as a
-// ratio to an exact counter (std::unordered_map increment) timed on the same stream in the same
-// round. Rounds interleave baseline and paths, so slow phases of a loaded machine hit both; the
+// Times a few key update paths on a Zipf(1.1) stream over 10^5 keys (and the counters also on a
+// uniform one, their miss-heavy regime) and expresses each as a ratio to an exact counter
+// (std::unordered_map increment) timed on the same stream in the same round. Rounds interleave baseline and paths, so slow phases of a loaded machine hit both; the
 // per-path figure is the median over rounds. Prints one JSON object.
 //
 // Usage: dpsketch_timing [rounds] [items] [dump.bin]
@@ -58,9 +58,11 @@ struct ExactStr {
   std::uint64_t n() const { return count; }
 };
 
+enum class Base { zipf_int, zipf_str, uniform_int };  // the exact baseline a path is compared with
+
 struct Path {
   std::string name;
-  bool str;                     // compared with the string-keyed baseline
+  Base base;
   std::function<double()> run;  // one timed pass, seconds
   std::vector<double> ratios, ns;
 };
@@ -72,6 +74,7 @@ int main(int argc, char** argv) {
   const std::size_t items = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : (std::size_t{1} << 20);
   const auto ints = bench::zipf_ints(items, 1.1, 100000, 0x5eed000b);
   const auto strs = bench::to_strings(ints);
+  const auto uniform = bench::zipf_ints(items, 0.0, 100000, 0x5eed0000);
   if (argc > 3) {
     std::FILE* f = std::fopen(argv[3], "wb");
     if (!f || std::fwrite(ints.data(), sizeof(std::int64_t), ints.size(), f) != ints.size()) {
@@ -81,37 +84,43 @@ int main(int argc, char** argv) {
     std::fclose(f);
   }
 
-  ExactInt exact_int;
+  ExactInt exact_int, exact_uniform;
   ExactStr exact_str;
-  SpaceSaving<std::int64_t> ss(256);
-  MisraGries<std::int64_t> mg(256);
+  SpaceSaving<std::int64_t> ss(256), ss4096(4096), ss_uniform(256);
+  MisraGries<std::int64_t> mg(256), mg4096(4096), mg_uniform(256);
   CountMin<std::int64_t> cm(2048, 5, 42);
   CountSketch<std::int64_t> cs(2048, 5, 42);
   CountMin<std::int64_t> cm32(256, 32, 42);
   SpaceSaving<std::string> ss_str(256);
 
   std::vector<Path> paths;
-  paths.push_back({"spacesaving_int_k256", false, [&] { return pass(ss, ints); }, {}, {}});
-  paths.push_back({"misragries_int_k256", false, [&] { return pass(mg, ints); }, {}, {}});
-  paths.push_back({"countmin_int_2048x5", false, [&] { return pass(cm, ints); }, {}, {}});
-  paths.push_back({"countsketch_int_2048x5", false, [&] { return pass(cs, ints); }, {}, {}});
-  paths.push_back({"countmin_int_256x32", false, [&] { return pass(cm32, ints); }, {}, {}});
-  paths.push_back({"spacesaving_str_k256", true, [&] { return pass(ss_str, strs.keys); }, {}, {}});
+  paths.push_back({"spacesaving_int_k256", Base::zipf_int, [&] { return pass(ss, ints); }, {}, {}});
+  paths.push_back({"misragries_int_k256", Base::zipf_int, [&] { return pass(mg, ints); }, {}, {}});
+  paths.push_back({"spacesaving_int_k4096", Base::zipf_int, [&] { return pass(ss4096, ints); }, {}, {}});
+  paths.push_back({"misragries_int_k4096", Base::zipf_int, [&] { return pass(mg4096, ints); }, {}, {}});
+  paths.push_back({"spacesaving_uniform_k256", Base::uniform_int, [&] { return pass(ss_uniform, uniform); }, {}, {}});
+  paths.push_back({"misragries_uniform_k256", Base::uniform_int, [&] { return pass(mg_uniform, uniform); }, {}, {}});
+  paths.push_back({"countmin_int_2048x5", Base::zipf_int, [&] { return pass(cm, ints); }, {}, {}});
+  paths.push_back({"countsketch_int_2048x5", Base::zipf_int, [&] { return pass(cs, ints); }, {}, {}});
+  paths.push_back({"countmin_int_256x32", Base::zipf_int, [&] { return pass(cm32, ints); }, {}, {}});
+  paths.push_back({"spacesaving_str_k256", Base::zipf_str, [&] { return pass(ss_str, strs.keys); }, {}, {}});
 
   // Warm-up: fills the maps and summaries (steady state from the first timed round on).
   pass(exact_int, ints);
   pass(exact_str, strs.keys);
+  pass(exact_uniform, uniform);
   for (auto& p : paths) p.run();
 
   std::vector<double> base_int_ns, base_str_ns;
   for (int r = 0; r < rounds; ++r) {
     const double bi = pass(exact_int, ints);
     const double bs = pass(exact_str, strs.keys);
+    const double bu = pass(exact_uniform, uniform);
     base_int_ns.push_back(bi * 1e9 / double(items));
     base_str_ns.push_back(bs * 1e9 / double(items));
     for (auto& p : paths) {
       const double t = p.run();
-      p.ratios.push_back(t / (p.str ? bs : bi));
+      p.ratios.push_back(t / (p.base == Base::zipf_str ? bs : p.base == Base::uniform_int ? bu : bi));
       p.ns.push_back(t * 1e9 / double(items));
     }
   }
