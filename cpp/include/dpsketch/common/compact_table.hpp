@@ -6,10 +6,16 @@
 // limits.hpp). A key lives in its home bucket (low bits of the hash) unless that bucket is full;
 // then in the first later bucket with a free lane, and every bucket it passed counts it in its
 // overflow counter (Poisson(1) keys per bucket: a full home bucket has probability ~10^-5).
-//   * A lookup compares the 7 tags of the home bucket at once (SSE2; a scalar loop elsewhere),
-//     checks the key of each tag match (a non-matching entry matches the tag 1 time in 128), and
-//     goes on to the next bucket only while the overflow counter is non-zero. No loop whose exit
-//     depends on the data: the hit/miss outcome is the only unpredictable branch.
+//   * A lookup checks lane 0 first (insertions take the lowest free lane, so most keys are
+//     there), then compares the other 6 tags at once (SSE2; a scalar loop elsewhere), checks the
+//     key of each tag match (a non-matching entry matches the tag 1 time in 128), and goes on to
+//     the next bucket only while the overflow counter is non-zero.
+//   * Why buckets and not linear probing (the 4-byte-entry linear-probing table at load 1/8, with
+//     backward-shift deletion, was measured in the same binary): on a miss, linear probing's probe
+//     and its backward shift each end in a data-dependent loop exit; the buckets have none, and
+//     evictions got 1.2-1.3x cheaper (uniform, Zipf 0.8). Hits cost more -- lane 0 holds ~63% of
+//     the keys, the rest take the SIMD path -- so on Zipf 1.1 the linear table was 1.05-1.15x
+//     faster (docs/benchmarks.md §Counters v2).
 //   * An insertion on a miss takes the first free lane the lookup saw; an erasure clears the lane
 //     (where_ maps each slot to its entry), and only a displaced entry -- which the global count
 //     of displaced entries reveals -- walks back to its home to uncount itself.

@@ -4,7 +4,7 @@
 // (or an absurdly long stream) could carry a count whose next increment wraps, hits a sentinel
 // value or overflows int64 in a release. With the bounds below every quantity keeps headroom:
 //   * counter summaries: n <= kMaxStreamLength = 2^62 (n = number of updates absorbed), so every
-//     count (<= n), Misra-Gries group value (count + base <= 2n <= 2^63) and noisy release value
+//     count (<= n), Misra-Gries value (count + base <= 2n <= 2^63) and noisy release value
 //     (count + noise) stays far from 2^64 - 1 and from INT64_MAX.
 //   * linear sketches (sketches/linear_sketch.hpp, kMaxCellMass = 2^62): the mass -- total |count|
 //     absorbed plus the starting max |cell| (noise, restored cells) -- bounds every |cell| and |n|
