@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the sanitized unit driver, then each fuzz target for a bounded time from its committed seed
+# Runs the sanitized unit driver and the counter differential test (FUZZ_DIFF_SEQUENCES, default
+# 20000, under the sanitizers), then each fuzz target for a bounded time from its committed seed
 # corpus (fuzz/corpus/<target>/, read-only: new inputs go to a scratch directory). Fails on any
 # crash, sanitizer report, failed check or timeout.
 #   FUZZ_SECONDS  seconds per target (default 60)
@@ -15,6 +16,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 "$OUT/sanitized_units"
+"$OUT/counters_differential" "${FUZZ_DIFF_SEQUENCES:-20000}"
 
 mkdir -p "$OUT/artifacts"
 for target in ${FUZZ_TARGETS:-fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes}; do

@@ -171,7 +171,7 @@ class MisraGries {
       }
       for (std::uint32_t i = 0; i < capacity_; ++i) {
         const auto s = static_cast<std::int32_t>(i);
-        cands_.push_if(s, (slots_[s].count == base_) & (slots_.time(s) < epoch_start_));
+        cands_.push_if(s, (unsigned{slots_[s].count == base_} & unsigned{slots_.time(s) < epoch_start_}) != 0);
       }
     }
     slots_.sort_by_time(cands_.low_data() + first, cands_.low_data() + cands_.low());

@@ -142,7 +142,7 @@ class SpaceSaving {
       const auto i = static_cast<std::int32_t>(s);
       const std::uint64_t c = slots_[i].count;
       m = std::min(m, c);
-      cands_.push_if(i, (c == next) & (slots_.time(i) < stage_start_));
+      cands_.push_if(i, (unsigned{c == next} & unsigned{slots_.time(i) < stage_start_}) != 0);
     }
     if (cmin_ == kNoStage || m != next) {  // a count value was skipped (or the first stage): all of m
       cands_.set_low(0);
