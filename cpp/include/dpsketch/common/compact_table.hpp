@@ -103,6 +103,19 @@ class CompactTable {
     }
   }
 
+  // Moves the entry at `pos` to lane 0 of its bucket (swapping with what is there), so that a key
+  // found elsewhere in its bucket is found by the scalar lane-0 check next time: the keys a
+  // stream hits often gather there. Entries stay in their bucket, so overflow counts hold.
+  void promote(std::size_t pos) noexcept {
+    const std::size_t first = pos - pos % kLanes;
+    const std::uint32_t e = buckets_[pos], f = buckets_[first];
+    buckets_[first] = e;
+    buckets_[pos] = f;
+    where_[static_cast<std::size_t>(slot_of(e))] = static_cast<std::uint32_t>(first);
+    if (f != 0) where_[static_cast<std::size_t>(slot_of(f))] = static_cast<std::uint32_t>(pos);
+  }
+  static bool in_first_lane(std::size_t pos) noexcept { return pos % kLanes == 0; }
+
   // Precondition: the key is absent.
   void insert(std::uint64_t h, std::int32_t slot) noexcept {
     std::size_t b = h & mask_;

@@ -85,6 +85,12 @@ class FlatSlots {
     return ++clock_;
   }
 
+  // After a hit at table position `pos`: keeps often-hit keys in their bucket's first lane (the
+  // cheap lookup path; CompactTable::promote). A rarely taken branch.
+  void touch(std::size_t pos) noexcept {
+    if (!CompactTable<Key>::in_first_lane(pos)) table_.promote(pos);
+  }
+
   // Gives the keyless slot s the key x (hash h), whose probe ended at the empty entry `pos`.
   void key_fresh(std::int32_t s, std::size_t pos, std::uint64_t h, const View& x) {
     table_.insert_at(pos, h, s);

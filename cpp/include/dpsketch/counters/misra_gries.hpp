@@ -107,6 +107,7 @@ class MisraGries {
     if (found.slot != kNone) {
       auto& slot = slots_[found.slot];
       slots_.time(found.slot) = t;
+      slots_.touch(found.pos);
       if (slot.count > base_) {
         ++slot.count;
       } else {  // stored with count 0: back to count 1 (its zero-stack entry goes stale)

@@ -101,6 +101,7 @@ class SpaceSaving {
       const std::uint64_t c = slot.count;
       slot.count = c + 1;
       slots_.time(found.slot) = t;
+      slots_.touch(found.pos);
       // It reached cmin_ + 1 in this stage iff it had cmin_: appended without a branch (never true
       // before the first eviction). A full buffer drops the low stack's stale entries (this slot's
       // among them): O(capacity) after >= capacity / 4 hits.
