@@ -11,11 +11,11 @@
 //     key of each tag match (a non-matching entry matches the tag 1 time in 128), and goes on to
 //     the next bucket only while the overflow counter is non-zero.
 //   * Why buckets and not linear probing (the 4-byte-entry linear-probing table at load 1/8, with
-//     backward-shift deletion, was measured in the same binary): on a miss, linear probing's probe
-//     and its backward shift each end in a data-dependent loop exit; the buckets have none, and
-//     evictions got 1.2-1.3x cheaper (uniform, Zipf 0.8). Hits cost more -- lane 0 holds ~63% of
-//     the keys, the rest take the SIMD path -- so on Zipf 1.1 the linear table was 1.05-1.15x
-//     faster (docs/benchmarks.md §Counters v2).
+//     backward-shift deletion, was measured against it): on a miss, linear probing's probe and its
+//     backward shift each end in a data-dependent loop exit; the buckets have none, and
+//     the counters got 1.15-1.3x faster on uniform and Zipf 0.8 streams. Hits cost more (a key
+//     outside lane 0 takes the SIMD path; promote() moves often-hit keys to lane 0), so on Zipf
+//     1.1 the linear table stayed 1.02-1.08x faster (docs/benchmarks.md §Counters v2).
 //   * An insertion on a miss takes the first free lane the lookup saw; an erasure clears the lane
 //     (where_ maps each slot to its entry), and only a displaced entry -- which the global count
 //     of displaced entries reveals -- walks back to its home to uncount itself.
