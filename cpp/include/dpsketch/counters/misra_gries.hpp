@@ -11,7 +11,8 @@
 // a slot's count is 0 iff value <= base, and the value at which it reached 0 is its value. The
 // reuse order is therefore value descending (reached 0 most recently first), then time descending
 // (incremented most recently first); never-used slots have value 0 and times making the lowest
-// index the newest. A hit on a positive count is two stores. The order is kept only where needed,
+// index the newest. A hit on a positive count writes the value and the time. The order is kept
+// only where needed,
 // in one detail::SplitStack (cands_):
 //   * low stack: the count-0 slots, reuse order from the top. A decrement that zeroes slots pushes
 //     them as a new layer (their value is the new base, above every older zero's value). Entries go

@@ -5,21 +5,22 @@
 // c[x] = c_min + 1. Guarantees: f(x) <= c(x) <= f(x) + c_min,  c_min <= n / capacity,  sum of
 // counts == n.
 //
-// Representation (issue 13, "counters v2"): flat per-slot arrays (detail::FlatSlots) -- key and count side by side,
-// and the time of the slot's last increment -- plus a compact slot table. Every update increments
-// exactly one slot and makes it the newest (a hit: the item's slot; a miss: the victim's), so the
-// state is fully described by (count, time) per slot: the structure order is count ascending,
-// time descending within a count, and the next victim is its first element. A hit is two stores.
-// Only the eviction candidates are kept in order, in `stage` form:
+// Representation (issue 13, "counters v2"): flat per-slot arrays (detail::FlatSlots) -- key and
+// count side by side, and the time of the slot's last increment -- plus a compact slot table.
+// Every update increments exactly one slot and makes it the newest (a hit: the item's slot; a
+// miss: the victim's), so the state is fully described by (count, time) per slot: the structure
+// order is count ascending, time descending within a count, and the next victim is its first
+// element. A hit writes the count and the time (and appends to a list without a branch). Only the
+// eviction candidates are kept in order, in `stage` form:
 //   * the low stack of cands_: the slots with count == cmin_ (the minimum), time ascending (top =
 //     newest). A hit on one of them leaves a stale entry (its count moved on; counts never
 //     decrease), skipped when popped, or dropped when the buffer fills.
 //   * the high list of cands_: the slots that reached cmin_ + 1 during the current stage, in time
 //     order (appended by the hit on a count-cmin_ slot and by each eviction).
-// When the low stack runs dry the stage ends: one scan finds the new minimum m; if m == cmin_ + 1 its
-// slots are the still-valid high-list entries (already in time order) after the slots that had count m
-// before the stage began (time < stage_start_, sorted by time -- few: they reached m by hits before
-// the minimum caught up); otherwise all slots with count m, sorted by time. A stage ends only when
+// When the low stack runs dry the stage ends: one scan finds the new minimum m; if m == cmin_ + 1
+// its slots are the still-valid high-list entries (already in time order) after the slots that had
+// count m before the stage began (time < stage_start_, sorted by time -- few: they reached m by
+// hits before the minimum caught up); otherwise all slots with count m, sorted by time. A stage ends only when
 // the minimum rises, and the minimum is <= n / capacity, so the scans cost O(n) in all: O(1)
 // amortized per update. Nothing allocates after construction.
 //
