@@ -1,6 +1,7 @@
 // Frozen copy of the counter core before issue 13 (commit a10a47b), kept only as the oracle of
-// tests/native/counters_differential.cpp (old vs new core on random operation sequences) and
-// for before/after benchmarks. Not part of the library.
+// tests/native/counters_differential.cpp (old vs new core on random operation sequences) and for
+// before/after benchmarks. Not part of the library. Its slot table (common/slot_table.hpp, still
+// used by SketchHeavyHitters) and merge step are the live ones: issue 13 left them unchanged.
 // SpaceSaving with the exact recency tie rule (docs/algorithms.md §3; Holland, Algorithm 2).
 //
 // update(x): tracked -> c[x] += 1; else a free slot -> c[x] = 1; else evict, among the items with
@@ -34,7 +35,8 @@
 #include "dpsketch/common/limits.hpp"
 #include "dpsketch/counters/mg_merge.hpp"
 #include "dpsketch/common/serialization.hpp"
-#include "slot_table.hpp"
+#include "dpsketch/common/slot_table.hpp"  // unchanged by issue 13: the live table
+#include "dpsketch/counters/flat_slots.hpp"  // for_each_hashed, moved there unchanged
 #include "count_groups.hpp"
 
 namespace dpsketch::legacy {
@@ -64,7 +66,7 @@ class SpaceSaving {
   template <class It>
   void update_many(It first, It last) {
     check_stream_room(n_, static_cast<std::uint64_t>(std::distance(first, last)));
-    detail::for_each_hashed<Traits>(first, last, [this](std::uint64_t h, const auto& x) { absorb(h, x); });
+    dpsketch::detail::for_each_hashed<Traits>(first, last, [this](std::uint64_t h, const auto& x) { absorb(h, x); });
   }
 
   // Throws StreamLimitError unless `more` updates still fit (for batches fed item by item).
@@ -82,7 +84,7 @@ class SpaceSaving {
   void absorb(std::uint64_t h, const View& x) {
     const auto found = table_.probe(h, x, keys_);
     ++n_;
-    if (found.slot != detail::SlotTable<Key>::kEmpty) {
+    if (found.slot != dpsketch::detail::SlotTable<Key>::kEmpty) {
       groups_.increment(found.slot);
     } else if (size_ < capacity_) {
       const auto s = static_cast<std::int32_t>(size_++);
@@ -107,10 +109,10 @@ class SpaceSaving {
   // Tracked count of x, or 0 if x is not tracked (then f(x) <= min_count()).
   std::uint64_t estimate(const View& x) const {
     const std::int32_t s = table_.find(Traits::table_hash(x), x, keys_);
-    return s == detail::SlotTable<Key>::kEmpty ? 0 : groups_.value_of(s);
+    return s == dpsketch::detail::SlotTable<Key>::kEmpty ? 0 : groups_.value_of(s);
   }
   bool contains(const View& x) const {
-    return table_.find(Traits::table_hash(x), x, keys_) != detail::SlotTable<Key>::kEmpty;
+    return table_.find(Traits::table_hash(x), x, keys_) != dpsketch::detail::SlotTable<Key>::kEmpty;
   }
 
   // Minimum tracked count when all slots are used, else the floor (0 unless merged). Every
@@ -231,7 +233,7 @@ class SpaceSaving {
       if (c <= floor || c < prev) throw DeserializeError("counts must exceed the floor and be non-decreasing");
       if (c - floor > budget - total) throw DeserializeError("counts exceed the stream length");
       const std::uint64_t h = Traits::table_hash(k);
-      if (ss.table_.find(h, k, ss.keys_) != detail::SlotTable<Key>::kEmpty)
+      if (ss.table_.find(h, k, ss.keys_) != dpsketch::detail::SlotTable<Key>::kEmpty)
         throw DeserializeError("duplicate key");
       const auto s = static_cast<std::int32_t>(ss.size_++);
       ss.place(s, h, k);
@@ -264,7 +266,7 @@ class SpaceSaving {
   bool merged_ = false;
   std::vector<Key> keys_;
   Groups groups_;
-  detail::SlotTable<Key> table_;
+  dpsketch::detail::SlotTable<Key> table_;
 };
 
 }  // namespace dpsketch

@@ -116,17 +116,6 @@ class CompactTable {
   }
   static bool in_first_lane(std::size_t pos) noexcept { return pos % kLanes == 0; }
 
-  // Precondition: the key is absent.
-  void insert(std::uint64_t h, std::int32_t slot) noexcept {
-    std::size_t b = h & mask_;
-    for (;;) {
-      const std::uint32_t* B = buckets_ + b * kLanes;
-      for (std::size_t lane = 0; lane < kEntryLanes; ++lane)
-        if (B[lane] == 0) return insert_at(b * kLanes + lane, h, slot);
-      b = (b + 1) & mask_;
-    }
-  }
-
   // Position of slot's entry (re-keying: read it before insert_at of the new key, then erase_at
   // it; the slot briefly has two entries, and erase_at works by position).
   std::size_t position(std::int32_t slot) const noexcept { return where_[static_cast<std::size_t>(slot)]; }

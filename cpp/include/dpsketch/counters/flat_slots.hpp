@@ -73,7 +73,6 @@ class FlatSlots {
   }
   std::int32_t find(const View& x) const noexcept { return probe(Traits::table_hash(x), x).slot; }
 
-  std::uint32_t capacity() const noexcept { return static_cast<std::uint32_t>(slots_.size()); }
   Slot& operator[](std::int32_t s) noexcept { return slots_[static_cast<std::size_t>(s)]; }
   const Slot& operator[](std::int32_t s) const noexcept { return slots_[static_cast<std::size_t>(s)]; }
   std::uint32_t& time(std::int32_t s) noexcept { return time_[static_cast<std::size_t>(s)]; }
@@ -197,7 +196,6 @@ class SplitStack {
     high_end()[-static_cast<std::ptrdiff_t>(high_)] = s;
     high_ += keep;
   }
-  std::uint32_t high() const noexcept { return high_; }
   void clear_high() noexcept { high_ = 0; }
 
   // Appends the high entries satisfying `keep`, in arrival order, to the low stack, and empties the

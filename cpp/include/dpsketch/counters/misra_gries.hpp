@@ -69,7 +69,7 @@ class MisraGries {
   using key_type = Key;
 
   explicit MisraGries(std::uint64_t capacity)
-      : MisraGries((check_capacity(capacity), static_cast<std::uint32_t>(capacity)), std::uint32_t{0}) {
+      : MisraGries((check_capacity(capacity), static_cast<std::uint32_t>(capacity)), Rebuild{}) {
     // All slots start never used, with count 0 (value 0); slot 0 on top of the zero stack.
     for (std::uint32_t i = capacity_; i-- > 0;) push_zero(static_cast<std::int32_t>(i));
     finish_rebuild();
@@ -350,8 +350,7 @@ class MisraGries {
   struct Rebuild {};
   // An empty summary to be filled by store_positive / push_zero (merge, deserialization): no slot
   // is stacked yet, base 0.
-  MisraGries(std::uint32_t capacity, Rebuild) : MisraGries(capacity, capacity) {}
-  MisraGries(std::uint32_t capacity, std::uint32_t)
+  MisraGries(std::uint32_t capacity, Rebuild)
       : capacity_(capacity), slots_(capacity_), keyed_(capacity_, 0), cands_(capacity_) {}
   // Ends a rebuild: every rebuilt slot predates the first epoch.
   void finish_rebuild() noexcept { epoch_start_ = slots_.tick(epoch_start_) + 1; }
