@@ -21,7 +21,8 @@
 
 namespace dpsketch::bench {
 
-template <class Key, class View>
+// The k most frequent keys of the stream (ties: smaller key first).
+template <class View>
 std::vector<View> top_keys(std::uint64_t k, const std::vector<View>& stream) {
   std::unordered_map<View, std::uint64_t> freq;
   for (const auto& x : stream) ++freq[x];
@@ -44,7 +45,7 @@ class ProbeFloor {
  public:
   ProbeFloor(std::uint64_t k, const std::vector<View>& stream) : slots_(static_cast<std::uint32_t>(k)) {
     std::int32_t s = 0;
-    for (const auto& x : top_keys<Key>(k, stream)) slots_.place(s++, Key(x));
+    for (const auto& x : top_keys(k, stream)) slots_.place(s++, Key(x));
   }
   void update(const View& x) {
     const auto found = slots_.probe(Traits::table_hash(x), x);
@@ -69,7 +70,7 @@ class ProbeFloorV1 {
     keys_.resize(k);
     counts_.assign(k, 0);
     std::int32_t s = 0;
-    for (const auto& x : top_keys<Key>(k, stream)) {
+    for (const auto& x : top_keys(k, stream)) {
       Traits::assign(keys_[s], x);
       table_.insert(Traits::table_hash(x), s++);
     }
