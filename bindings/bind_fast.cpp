@@ -13,7 +13,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <new>
@@ -29,39 +29,65 @@ using namespace dpsketch;
 namespace {
 
 // ---- ObjectLock ----------------------------------------------------------------------------
+// Its state (owner, count, waiters) is only read and written with the GIL held -- every acquire and
+// release comes from Python code or from fast_call, both under the GIL -- so the uncontended path
+// is two plain loads and stores, no atomic read-modify-write. A thread that must wait releases the
+// GIL and sleeps on a condition variable; a release that sees waiters bumps a generation counter
+// under the mutex and wakes them (the waiter read the generation before letting the GIL go, so no
+// wake-up is lost). Batches keep the lock while they run C++ with the GIL released.
 
 struct LockObject {
   PyObject_HEAD
+  PyThreadState* owner;  // GIL-protected
+  long count;            // GIL-protected
+  long waiters;          // GIL-protected
+  std::uint64_t generation;  // guarded by mu
   std::mutex* mu;
-  std::atomic<unsigned long> owner;
-  long count;
+  std::condition_variable* cv;
 };
 
-// Acquire re-entrantly; wait with the GIL released (a batch holding the lock runs without the GIL).
-bool lock_acquire(LockObject* l) {
-  const unsigned long me = PyThread_get_thread_ident();
-  if (l->owner.load(std::memory_order_relaxed) == me) {
-    ++l->count;
-    return true;
-  }
-  if (!l->mu->try_lock()) {
+void lock_acquire(LockObject* l) {
+  PyThreadState* const me = PyThreadState_Get();
+  for (;;) {
+    if (l->owner == nullptr) {
+      l->owner = me;
+      l->count = 1;
+      return;
+    }
+    if (l->owner == me) {
+      ++l->count;
+      return;
+    }
+    std::uint64_t seen;
+    {
+      std::lock_guard<std::mutex> g(*l->mu);
+      seen = l->generation;
+    }
+    ++l->waiters;
     Py_BEGIN_ALLOW_THREADS
-    l->mu->lock();
+    {
+      std::unique_lock<std::mutex> g(*l->mu);
+      l->cv->wait(g, [&] { return l->generation != seen; });
+    }
     Py_END_ALLOW_THREADS
+    --l->waiters;
   }
-  l->owner.store(me, std::memory_order_relaxed);
-  l->count = 1;
-  return true;
 }
 
 bool lock_release(LockObject* l) {
-  if (l->owner.load(std::memory_order_relaxed) != PyThread_get_thread_ident() || l->count <= 0) {
+  if (l->owner != PyThreadState_Get() || l->count <= 0) {
     PyErr_SetString(PyExc_RuntimeError, "cannot release an ObjectLock this thread does not hold");
     return false;
   }
   if (--l->count == 0) {
-    l->owner.store(0, std::memory_order_relaxed);
-    l->mu->unlock();
+    l->owner = nullptr;
+    if (l->waiters > 0) {
+      {
+        std::lock_guard<std::mutex> g(*l->mu);
+        ++l->generation;
+      }
+      l->cv->notify_all();
+    }
   }
   return true;
 }
@@ -69,19 +95,23 @@ bool lock_release(LockObject* l) {
 PyObject* lock_new(PyTypeObject* type, PyObject*, PyObject*) {
   auto* self = reinterpret_cast<LockObject*>(type->tp_alloc(type, 0));
   if (!self) return nullptr;
+  self->owner = nullptr;
+  self->count = 0;
+  self->waiters = 0;
+  self->generation = 0;
   self->mu = new (std::nothrow) std::mutex();
-  if (!self->mu) {
-    Py_DECREF(self);
+  self->cv = new (std::nothrow) std::condition_variable();
+  if (!self->mu || !self->cv) {
+    Py_DECREF(self);  // lock_dealloc deletes whichever was made
     return PyErr_NoMemory();
   }
-  new (&self->owner) std::atomic<unsigned long>(0);
-  self->count = 0;
   return reinterpret_cast<PyObject*>(self);
 }
 
 void lock_dealloc(PyObject* o) {
   auto* self = reinterpret_cast<LockObject*>(o);
   delete self->mu;
+  delete self->cv;
   PyTypeObject* tp = Py_TYPE(o);
   tp->tp_free(o);
   Py_DECREF(tp);
@@ -154,22 +184,25 @@ int update_str(void* native, PyObject* key) {
   return 0;
 }
 
-// The native state of one public object's fast path: its native structure, its lock, and the
-// update function for that structure's class. Stored in the object's __dict__ as '_fast'; it holds
-// no reference to the object itself (no reference cycle: `del obj` frees the native memory).
+// The native state of one public object's fast path, and the only place its `_impl` and
+// `_key_type_fixed` live: Keyed exposes both as properties over this object, so whatever replaces
+// the native structure or fixes the key type goes through cache_set_impl / cache_set_fixed and
+// the fast path can never update a structure the object no longer uses. Kept in the object's
+// `_fast` slot; it holds the native structure and the object's lock, never the object itself (no
+// reference cycle: `del obj` frees the native memory at once).
 struct CacheObject {
   PyObject_HEAD
-  PyObject* impl;  // the native pybind11 object (strong)
+  PyObject* impl;  // the native pybind11 object or None (strong)
   PyObject* lock;  // the owner's ObjectLock (strong)
   void* native;
-  UpdateFn fn;
+  UpdateFn fn;     // null: impl's class has no fast path
+  int fixed;       // the owner's key type is fixed
 };
 
-PyObject* g_impl_name = nullptr;
-PyObject* g_fixed_name = nullptr;
-PyObject* g_fast_name = nullptr;
 PyTypeObject* g_lock_type = nullptr;
 PyTypeObject* g_cache_type = nullptr;
+PyTypeObject* g_keyed_type = nullptr;  // dpsketch._keyed.Keyed, once registered
+Py_ssize_t g_fast_offset = 0;          // offset of its `_fast` slot in an instance
 
 bool match_any(const py::handle& impl, void*& native, UpdateFn& fn);
 
@@ -182,8 +215,11 @@ void cache_dealloc(PyObject* o) {
   Py_DECREF(tp);
 }
 
-// rebind(impl): follow a new native structure (after the key type changed).
-PyObject* cache_rebind(PyObject* o, PyObject* impl) {
+int cache_set_impl(PyObject* o, PyObject* impl, void*) {
+  if (impl == nullptr) {
+    PyErr_SetString(PyExc_AttributeError, "the native structure cannot be deleted");
+    return -1;
+  }
   auto* self = reinterpret_cast<CacheObject*>(o);
   void* native = nullptr;
   UpdateFn fn = nullptr;
@@ -191,29 +227,43 @@ PyObject* cache_rebind(PyObject* o, PyObject* impl) {
     if (!match_any(impl, native, fn)) fn = nullptr;
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_TypeError, e.what());
-    return nullptr;
+    return -1;
   }
   Py_INCREF(impl);
   Py_SETREF(self->impl, impl);
   self->native = native;
   self->fn = fn;
-  Py_RETURN_NONE;
+  return 0;
 }
 
-PyMethodDef cache_methods[] = {
-    {"rebind", cache_rebind, METH_O, "Follow a new native structure."},
-    {nullptr, nullptr, 0, nullptr},
-};
+PyObject* cache_get_impl(PyObject* o, void*) {
+  PyObject* impl = reinterpret_cast<CacheObject*>(o)->impl;
+  Py_INCREF(impl);
+  return impl;
+}
 
-PyMemberDef cache_members[] = {
-    {"impl", T_OBJECT, static_cast<Py_ssize_t>(offsetof(CacheObject, impl)), READONLY, "the native structure updated"},
-    {nullptr, 0, 0, 0, nullptr},
+int cache_set_fixed(PyObject* o, PyObject* value, void*) {
+  if (value == nullptr) {
+    PyErr_SetString(PyExc_AttributeError, "the key-type flag cannot be deleted");
+    return -1;
+  }
+  const int t = PyObject_IsTrue(value);
+  if (t < 0) return -1;
+  reinterpret_cast<CacheObject*>(o)->fixed = t;
+  return 0;
+}
+
+PyObject* cache_get_fixed(PyObject* o, void*) { return PyBool_FromLong(reinterpret_cast<CacheObject*>(o)->fixed); }
+
+PyGetSetDef cache_getset[] = {
+    {"impl", cache_get_impl, cache_set_impl, "the native structure (setting it re-targets the fast path)", nullptr},
+    {"fixed", cache_get_fixed, cache_set_fixed, "whether the owner's key type is fixed", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
 PyType_Slot cache_slots[] = {
     {Py_tp_dealloc, reinterpret_cast<void*>(cache_dealloc)},
-    {Py_tp_members, cache_members},
-    {Py_tp_methods, cache_methods},
+    {Py_tp_getset, cache_getset},
     {Py_tp_doc, const_cast<char*>("Native state of one object's fast update path.")},
     {0, nullptr},
 };
@@ -232,25 +282,21 @@ struct FastUpdateObject {
 
 PyObject* fast_call(PyObject* o, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<FastUpdateObject*>(o);
-  if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == nullptr) {
-    PyObject** slot = _PyObject_GetDictPtr(args[0]);
-    PyObject* dict = slot ? *slot : nullptr;
-    PyObject* cache = dict ? PyDict_GetItemWithError(dict, g_fast_name) : nullptr;
-    if (cache && Py_TYPE(cache) == g_cache_type) {
+  if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == nullptr && g_keyed_type != nullptr &&
+      PyObject_TypeCheck(args[0], g_keyed_type)) {
+    PyObject* cache = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(args[0]) + g_fast_offset);
+    if (cache != nullptr && Py_TYPE(cache) == g_cache_type) {
       auto* c = reinterpret_cast<CacheObject*>(cache);
-      if (c->fn != nullptr && PyDict_GetItemWithError(dict, g_impl_name) == c->impl &&
-          PyDict_GetItemWithError(dict, g_fixed_name) == Py_True) {
-        Py_INCREF(cache);  // the call below may run code that replaces dict entries
+      if (c->fn != nullptr && c->fixed) {
+        // The update runs no Python code (no allocation callbacks, no GIL release), so `cache`
+        // cannot be replaced under it; the lock keeps batches on other threads out.
         auto* lock = reinterpret_cast<LockObject*>(c->lock);
         lock_acquire(lock);
         const int r = c->fn(c->native, args[1]);
-        const bool released = lock_release(lock);
-        Py_DECREF(cache);
-        if (!released) return nullptr;
+        if (!lock_release(lock)) return nullptr;
         if (r == 0) Py_RETURN_NONE;
       }
     }
-    if (PyErr_Occurred()) return nullptr;
   }
   return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
 }
@@ -367,7 +413,22 @@ py::object make_fast_state(py::object impl, py::object lock) {
   self->lock = lock.release().ptr();
   self->native = native;
   self->fn = fn;
+  self->fixed = 0;
   return py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(self));
+}
+
+// register_keyed(cls): the class whose instances carry the fast-path state in a `_fast` slot.
+void register_keyed(py::object cls) {
+  if (!PyType_Check(cls.ptr())) throw py::type_error("register_keyed expects a class");
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  PyObject* descr = PyDict_GetItemString(type->tp_dict, "_fast");
+  if (descr == nullptr || Py_TYPE(descr) != &PyMemberDescr_Type)
+    throw py::type_error("register_keyed expects a class with a `_fast` slot");
+  const PyMemberDef* member = reinterpret_cast<PyMemberDescrObject*>(descr)->d_member;
+  if (member->type != T_OBJECT_EX || member->offset <= 0) throw py::type_error("`_fast` is not an object slot");
+  Py_INCREF(cls.ptr());
+  Py_XSETREF(g_keyed_type, type);
+  g_fast_offset = member->offset;
 }
 
 // A list/tuple of exact ints -> int64 array in one C pass; None when some element is not an
@@ -399,9 +460,6 @@ void bind_lines(py::module_& m);  // bind_lines.cpp
 
 void bind_fast(py::module_& m) {
   bind_lines(m);
-  g_impl_name = PyUnicode_InternFromString("_impl");
-  g_fixed_name = PyUnicode_InternFromString("_key_type_fixed");
-  g_fast_name = PyUnicode_InternFromString("_fast");
   g_lock_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&lock_spec));
   if (!g_lock_type) throw py::error_already_set();
   g_cache_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&cache_spec));
@@ -412,5 +470,6 @@ void bind_fast(py::module_& m) {
   m.attr("FastUpdateState") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(g_cache_type));
   m.attr("FastUpdate") = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(fast_type));
   m.def("make_fast_state", &make_fast_state, py::arg("impl"), py::arg("lock"));
+  m.def("register_keyed", &register_keyed, py::arg("cls"));
   m.def("int_list_to_array", &int_list_to_array, py::arg("items"));
 }

@@ -25,7 +25,8 @@ def test_per_item_equals_batch(make, keys):
         one.update(k)
     batch.update_many(keys)
     assert one.to_bytes() == batch.to_bytes()
-    assert isinstance(vars(one)["_fast"], _core.FastUpdateState) and vars(one)["_fast"].impl is one._impl
+    assert isinstance(one._fast, _core.FastUpdateState) and one._fast.impl is one._impl
+    assert "_impl" not in vars(one) and "_key_type_fixed" not in vars(one)  # one source of truth
 
 
 def test_unusual_keys_take_the_checked_path():
@@ -90,6 +91,36 @@ def test_fast_path_follows_a_replaced_native_structure():
     s._impl = type(s._impl)(8)  # anything that swaps the native object must not be updated behind
     s.update(1)
     assert s.n == 1
+
+
+def test_key_type_flag_and_structure_live_in_the_fast_state():
+    s = d.SpaceSaving(8)
+    assert s.key_type is None and s._fast.fixed is False
+    s.update("a")  # the first update fixes the key type (Python path), then C takes over
+    assert s.key_type == "str" and s._fast.fixed is True and s._fast.impl is s._impl
+    with pytest.raises(TypeError, match="str keys"):
+        s.update(1)
+    with pytest.raises(AttributeError):
+        del s._fast.impl
+    t = d.SpaceSaving(8, key_type="int")
+    t._key_type_fixed = False  # a flag cleared from Python sends updates back to the checked path
+    t.update("x")  # ... which may switch the key type while the summary is empty
+    assert t.key_type == "str" and t.estimate("x") == 1
+
+
+def test_a_waiting_update_runs_after_the_holder_releases():
+    s = d.SpaceSaving(8)
+    s.update(1)
+    order = []
+    s._lock.acquire()
+    t = threading.Thread(target=lambda: (s.update(2), order.append("update")))
+    t.start()
+    t.join(0.2)
+    assert t.is_alive() and s.n == 1  # waits for the lock (with the GIL released)
+    order.append("release")
+    s._lock.release()
+    t.join(5)
+    assert not t.is_alive() and order == ["release", "update"] and s.n == 2
 
 
 def test_concurrent_single_updates_and_batches():

@@ -50,13 +50,37 @@ def locked(method: _F) -> _F:
 class Keyed:
     """Shared machinery. Subclasses set ``_natives`` and implement ``_make(key_type)``."""
 
+    # `_fast` (a _core.FastUpdateState) is a slot so that the native `update` finds it at a fixed
+    # offset; it is also the only storage of `_impl` and `_key_type_fixed` (properties below), so
+    # the fast path always updates the structure the object uses, under the object's lock.
+    __slots__ = ("_fast", "__dict__", "__weakref__")
+
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         obj = super().__new__(cls)
         obj._lock = _core.ObjectLock()
+        obj._fast = _core.make_fast_state(None, obj._lock)
         return obj
 
     _lock: Any  # _core.ObjectLock
-    _impl: Any
+    _fast: Any  # _core.FastUpdateState
+
+    @property
+    def _impl(self) -> Any:
+        """The native structure (stored in the fast-path state)."""
+        return self._fast.impl
+
+    @_impl.setter
+    def _impl(self, impl: Any) -> None:
+        self._fast.impl = impl
+
+    @property
+    def _key_type_fixed(self) -> bool:
+        return self._fast.fixed  # type: ignore[no-any-return]
+
+    @_key_type_fixed.setter
+    def _key_type_fixed(self, fixed: bool) -> None:
+        self._fast.fixed = fixed
+
     _natives: ClassVar[dict[str, Any]]
     _family: ClassVar[int]
     # Release state (docs/privacy.md §Publishing and the release-once rule): it is serialized with
@@ -72,7 +96,6 @@ class Keyed:
         self._key_type_fixed = key_type is not None
         self._key_type = key_type or "int"
         self._impl = self._make(self._key_type)
-        self._bind_fast_update()
 
     # -- subclass hooks -------------------------------------------------------------------------
     def _make(self, key_type: str) -> Any:  # pragma: no cover - abstract
@@ -107,24 +130,13 @@ class Keyed:
             if c != 1:
                 self._update_counted(item, c)
                 return
-        # Plain ints and strs of a fixed key type normally never get here: after the key type is
-        # fixed, obj.update is the native Updater (see _bind_fast_update).
+        # Plain ints and strs of a fixed key type normally never get here: once the key type is
+        # fixed, `Keyed.update` (a _core.FastUpdate, see the end of this module) updates in C.
         kt = key_type_of(item)
         key = as_int_key(item) if kt == "int" else as_str_key(item)
         with self._unchanged_on_error():
             self._settle(kt)
             self._impl.update(key)
-        self._bind_fast_update()
-
-    def _bind_fast_update(self) -> None:
-        """Point the native fast path (``Keyed.update`` is a ``_core.FastUpdate`` descriptor, see
-        below) at this object's current native structure. The state holds the structure and the
-        lock, never the object: no reference cycle."""
-        fast = self.__dict__.get("_fast")
-        if fast is None:
-            self.__dict__["_fast"] = _core.make_fast_state(self._impl, self._lock)
-        elif fast.impl is not self._impl:
-            fast.rebind(self._impl)
 
     @locked
     def update_many(self, items: Any, counts: Any = None) -> None:
@@ -283,7 +295,6 @@ class Keyed:
         obj.__dict__["_release_guard"] = ReleaseGuard(state.count)
         obj._published = state.published
         obj._reproducible_not_secret = state.seeded
-        obj._bind_fast_update()
         return obj
 
     def _restore_params(self) -> None:
@@ -312,6 +323,7 @@ class Keyed:
 # `obj.update(x)`: one plain int/str with the key type fixed runs in C under the object's lock; any
 # other call (counts, other types, errors, a changed native structure) runs the Python method above.
 Keyed.update = _core.FastUpdate(Keyed.update)  # type: ignore[method-assign]
+_core.register_keyed(Keyed)
 
 def _restore(cls, data, key_type_fixed):
     """Unpickle/copy (kept for pickles made before the untyped tag existed)."""

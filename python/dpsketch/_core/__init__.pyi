@@ -9,7 +9,7 @@ import typing
 from . import noise
 from . import release
 from . import dyadic
-__all__: list[str] = ['CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'FastUpdate', 'FastUpdateState', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_CELL_MASS', 'MAX_DEPTH', 'MAX_STREAM_LENGTH', 'MisraGriesInt', 'MisraGriesStr', 'ObjectLock', 'SpaceSavingInt', 'SpaceSavingStr', 'dyadic', 'int_list_to_array', 'make_fast_state', 'noise', 'release', 'split_lines']
+__all__: list[str] = ['CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'FastUpdate', 'FastUpdateState', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_CELL_MASS', 'MAX_DEPTH', 'MAX_STREAM_LENGTH', 'MisraGriesInt', 'MisraGriesStr', 'ObjectLock', 'SpaceSavingInt', 'SpaceSavingStr', 'dyadic', 'int_list_to_array', 'make_fast_state', 'noise', 'register_keyed', 'release', 'split_lines']
 class SpaceSavingInt:
     @staticmethod
     def from_bytes(data: bytes) -> SpaceSavingInt:
@@ -341,11 +341,6 @@ class FastUpdateState:
     """
     Native state of one object's fast update path.
     """
-    @staticmethod
-    def rebind(*args, **kwargs):
-        """
-        Follow a new native structure.
-        """
 class FastUpdate:
     @staticmethod
     def __new__(type, *args, **kwargs):
@@ -367,6 +362,8 @@ class FastUpdate:
 def int_list_to_array(items: typing.Any) -> typing.Any:
     ...
 def make_fast_state(impl: typing.Any, lock: typing.Any) -> typing.Any:
+    ...
+def register_keyed(cls: typing.Any) -> None:
     ...
 def split_lines(block: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], final: bool, max_line_bytes: typing.SupportsInt | typing.SupportsIndex) -> dict:
     """
