@@ -104,6 +104,26 @@ def test_wide_numpy_str_with_inner_nul_and_non_ascii():
     assert dict(obj.items()) == {"a\x00b": 2, "é" * 40: 1, "x": 1, "日本": 1}
 
 
+@pytest.mark.parametrize("width", [1, 7, 15, 16, 17, 31, 32, 33, 64, 128, 129, 130, 143, 144, 145, 499, 600])
+def test_numpy_str_lengths_at_every_scan_boundary(width):
+    """Element lengths come from two scans (from the end for <= 128 code points, front to back in
+    16-code-point blocks above) and feeding goes one by one (<= 32) or in chunks of 256: every
+    length 0..width, with NULs inside and at block edges, must come out as the list path does."""
+    rng = np.random.default_rng(width)
+    keys = []
+    for i in range(700):
+        n = int(rng.integers(0, width + 1)) if i % 3 else min(width, 16 * int(rng.integers(0, 40)) + int(rng.integers(-1, 2)))
+        n = max(0, min(width, n))
+        chars = rng.choice(["a", "\x00", "é", "日", "\U0001F600"], size=n, p=[0.6, 0.15, 0.1, 0.1, 0.05])
+        keys.append("".join(chars).rstrip("\x00"))  # numpy drops trailing NULs itself
+    arr = np.array(keys, dtype=f"U{width}")
+    assert arr.tolist() == keys
+    by_array, by_list = d.SpaceSaving(1024), d.SpaceSaving(1024)
+    by_array.update_many(arr)
+    by_list.update_many(keys)
+    assert by_array.to_bytes() == by_list.to_bytes()
+
+
 @pytest.mark.parametrize("table", [
     lambda: pd.DataFrame({"page": ["a", "b"], "user": [1, 2]}),
     lambda: pa.table({"page": ["a", "b"]}),
