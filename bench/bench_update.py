@@ -60,6 +60,8 @@ def measure(repeats):
             lambda: ds.frequent_strings_sketch(11), strs)
         out["datasketches frequent_items_sketch(11).update(str)"] = per_item(
             lambda: ds.frequent_items_sketch(11), strs)
+        out["datasketches frequent_items_sketch(11).update(int)"] = per_item(
+            lambda: ds.frequent_items_sketch(11), ints)
         out["datasketches count_min_sketch(5, 2048).update(str)"] = per_item(
             lambda: ds.count_min_sketch(5, 2048), strs)
     except ImportError:
