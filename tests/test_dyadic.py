@@ -204,6 +204,29 @@ def test_wide_levels_scalar_and_batch_agree(rng):
     assert s1.rank(2**64) == s1.n == 3000
 
 
+@pytest.mark.parametrize("counted", [False, True])
+def test_batches_of_every_size_equal_item_by_item(rng, counted):
+    """update_many splits batches into chunks of 16,384 and builds the small exact levels of a chunk
+    from one histogram when the chunk is long enough (>= 16 items): any split of a stream into
+    batches, around every threshold, must give the bytes of item-by-item updates."""
+    L, n = 18, 40_000
+    x = np.concatenate([rng.integers(0, 2**L, n // 2), rng.integers(0, 40, n // 2) * 977]).astype(np.uint64)
+    rng.shuffle(x)
+    c = rng.integers(-4, 5, n) if counted else None
+    ref = dp.DyadicCountSketch(L, width=257, depth=3, seed=11)  # budget 771: levels 1..9 exact
+    assert ref.exact_levels == 9
+    for i, v in enumerate(x.tolist()):
+        ref.update(v, int(c[i])) if counted else ref.update(v)
+    for size in (1, 7, 15, 16, 17, 63, 64, 1000, 16_383, 16_384, 16_385, n):
+        s = dp.DyadicCountSketch(L, width=257, depth=3, seed=11)
+        for start in range(0, n, size):
+            if counted:
+                s.update_many(x[start:start + size], counts=c[start:start + size])
+            else:
+                s.update_many(x[start:start + size])
+        assert s.to_bytes() == ref.to_bytes(), size
+
+
 def test_insert_then_delete_returns_previous_cells(rng):
     base = rng.integers(0, 2**20, 5000)
     batch = rng.integers(0, 2**20, 3000)
