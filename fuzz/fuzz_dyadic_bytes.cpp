@@ -5,7 +5,10 @@
 // Whatever the input, deserialize either throws DeserializeError or returns an object that
 // re-serializes to exactly the parsed bytes and survives queries, merges and updates (which fail
 // only with ParameterError / StreamLimitError, leaving the object unchanged).
+#include <algorithm>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dpsketch/dyadic/dyadic_count_sketch.hpp"
 #include "dpsketch/dyadic/private_dyadic.hpp"
@@ -41,6 +44,30 @@ void exercise(DyadicCountSketch& s) {
       s.update(hi / 5, c);
     } catch (const std::overflow_error&) {  // the 2^62 mass limit (StreamLimitError derives from it)
       FUZZ_CHECK(s.serialize() == before);
+    }
+  }
+  {  // a batch long enough for the folded exact levels (add_chunk) equals the same updates one by one
+    std::vector<std::uint64_t> xs;
+    std::vector<std::int64_t> cs;
+    for (std::uint64_t k = 0; k < 100; ++k) {
+      xs.push_back(std::min(hi, (hi / 97) * (k % 13) + k % 3));
+      cs.push_back(static_cast<std::int64_t>(k % 5) - 2);
+    }
+    for (const bool counted : {false, true}) {
+      DyadicCountSketch one = s, many = s;
+      bool one_ok = true, many_ok = true;
+      try {
+        for (std::size_t k = 0; k < xs.size(); ++k) one.update(xs[k], counted ? cs[k] : 1);
+      } catch (const std::overflow_error&) {
+        one_ok = false;
+      }
+      try {
+        many.update_many(xs.data(), counted ? cs.data() : nullptr, xs.size());
+      } catch (const std::overflow_error&) {
+        many_ok = false;
+        FUZZ_CHECK(many.serialize() == s.serialize());  // all-or-nothing
+      }
+      if (many_ok) FUZZ_CHECK(one_ok && one.serialize() == many.serialize());
     }
   }
   auto again = DyadicCountSketch::deserialize(s.serialize());
