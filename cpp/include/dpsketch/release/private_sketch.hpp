@@ -78,7 +78,8 @@ class PrivateSketch {
     check_counted();
     sketch_.update(x, count);
   }
-  void update_many_counted(const std::int64_t* items, const std::int64_t* counts, std::size_t m) {
+  template <class Items>
+  void update_many_counted(const Items& items, const std::int64_t* counts, std::size_t m) {
     check_counted();
     sketch_.update_many_counted(items, counts, m);
   }

@@ -115,10 +115,13 @@ class LinearSketch {
   }
   // For callers that reserved the batch's mass first (reserve_mass(batch_mass(...))).
   void add_reserved(const View& x, std::int64_t count) noexcept { add_fp(fingerprint(x), count); }
-  // A counted batch, all-or-nothing: the total |count| is checked before any cell changes.
-  void update_many_counted(const std::int64_t* items, const std::int64_t* counts, std::size_t m) {
+  // A counted batch, all-or-nothing: the total |count| is checked before any cell changes. `items`
+  // is anything indexable whose elements convert to View (int64 for int keys, string views for
+  // string keys); a template, so explicit instantiations of either key type compile.
+  template <class Items>
+  void update_many_counted(const Items& items, const std::int64_t* counts, std::size_t m) {
     reserve_mass(batch_mass(counts, m));
-    for (std::size_t k = 0; k < m; ++k) add_fp(Traits::fingerprint(items[k], poly_seed_), counts[k]);
+    for (std::size_t k = 0; k < m; ++k) add_fp(fingerprint(items[k]), counts[k]);
   }
   // Σ|count| of a batch, or std::overflow_error beyond the mass bound.
   static std::uint64_t batch_mass(const std::int64_t* counts, std::size_t m) {
