@@ -1,13 +1,12 @@
 // Per-item update at C speed. The public Python classes lock every call with an ObjectLock (a
 // re-entrant lock that waits with the GIL released); their class attribute `update` is a
 // FastUpdate method descriptor: for obj.update(x) with the key type fixed it takes the same lock,
-// converts a plain int or str in C and calls the native update (state in obj.__dict__['_fast']) --
-// no Python frame, no pybind11 dispatch, no bound-method object.
-// Anything unusual (another type, a subclass, an int outside int64, a str that is not valid
-// UTF-8, a native exception, or an object whose native structure was replaced) goes to the Python
-// slow path, which raises the documented errors. Also: a direct conversion of a list of ints.
+// converts a plain int or str in C and calls the native update (state in the object's `_fast`
+// slot, read at a fixed offset) -- no Python frame, no dict lookup, no pybind11 dispatch, no
+// bound-method object. Anything unusual (another type, a subclass, an int outside int64, a str
+// that is not valid UTF-8, a native exception, a key type not fixed yet) goes to the Python slow
+// path, which raises the documented errors. Also: a direct conversion of a list of ints.
 #include <Python.h>
-#include <pythread.h>
 #include <structmember.h>
 
 #include <pybind11/numpy.h>
@@ -34,7 +33,9 @@ namespace {
 // is two plain loads and stores, no atomic read-modify-write. A thread that must wait releases the
 // GIL and sleeps on a condition variable; a release that sees waiters bumps a generation counter
 // under the mutex and wakes them (the waiter read the generation before letting the GIL go, so no
-// wake-up is lost). Batches keep the lock while they run C++ with the GIL released.
+// wake-up is lost). Batches keep the lock while they run C++ with the GIL released. (The module
+// does not declare free-threading support, so a free-threaded CPython re-enables the GIL when it
+// imports it: the GIL-protected state stays protected there too.)
 
 struct LockObject {
   PyObject_HEAD
