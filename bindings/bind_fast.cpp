@@ -289,12 +289,15 @@ PyObject* fast_call(PyObject* o, PyObject* const* args, size_t nargsf, PyObject*
     if (cache != nullptr && Py_TYPE(cache) == g_cache_type) {
       auto* c = reinterpret_cast<CacheObject*>(cache);
       if (c->fn != nullptr && c->fixed) {
-        // The update runs no Python code (no allocation callbacks, no GIL release), so `cache`
-        // cannot be replaced under it; the lock keeps batches on other threads out.
+        // Waiting for the lock releases the GIL, so other threads may run meanwhile: hold the
+        // state (and with it the lock) alive, and read fn/native only once the lock is held.
+        Py_INCREF(cache);
         auto* lock = reinterpret_cast<LockObject*>(c->lock);
         lock_acquire(lock);
-        const int r = c->fn(c->native, args[1]);
-        if (!lock_release(lock)) return nullptr;
+        const int r = (c->fn != nullptr && c->fixed) ? c->fn(c->native, args[1]) : 1;
+        const bool released = lock_release(lock);
+        Py_DECREF(cache);
+        if (!released) return nullptr;
         if (r == 0) Py_RETURN_NONE;
       }
     }
