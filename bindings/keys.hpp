@@ -112,6 +112,34 @@ inline std::size_t ucs4_length(const std::uint32_t* s, std::size_t width) {
   return len;
 }
 
+// A tuple of the elements of a 1-D numpy object array, read straight from its buffer (iterating
+// the array would build each element through the array's item protocol, ~2x the cost); an empty
+// handle for anything else.
+inline py::tuple object_array_tuple(const py::object& items) {
+  if (!py::isinstance<py::array>(items)) return py::reinterpret_steal<py::tuple>(py::handle());
+  const auto arr = py::reinterpret_borrow<py::array>(items);
+  if (arr.dtype().kind() != 'O' || arr.ndim() != 1) return py::reinterpret_steal<py::tuple>(py::handle());
+  const auto n = static_cast<std::size_t>(arr.shape(0));
+  const Py_ssize_t stride = arr.strides(0);
+  const char* base = static_cast<const char*>(arr.data());
+  py::tuple tup(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    PyObject* o = *reinterpret_cast<PyObject* const*>(base + static_cast<Py_ssize_t>(i) * stride);
+    if (o == nullptr) o = Py_None;  // numpy allows NULL object slots in fresh arrays: they read as None
+    Py_INCREF(o);
+    PyTuple_SET_ITEM(tup.ptr(), static_cast<Py_ssize_t>(i), o);
+  }
+  return tup;
+}
+
+// None, a float NaN, or pandas' NA / NaT: a missing value rather than a wrong key type.
+inline bool is_null_like(PyObject* o) {
+  if (o == Py_None) return true;
+  if (PyFloat_Check(o)) return PyFloat_AS_DOUBLE(o) != PyFloat_AS_DOUBLE(o);
+  const std::string_view name = Py_TYPE(o)->tp_name;
+  return name == "NAType" || name == "NaTType";
+}
+
 // Default "room" check of the batch feeders: none.
 struct NoRoomCheck {
   void operator()(std::size_t) const noexcept {}
@@ -189,17 +217,23 @@ void for_each_str(const py::object& items, F&& f, Room&& room = Room{}) {
   }
   if (py::isinstance<py::str>(items) || py::isinstance<py::bytes>(items))
     throw py::type_error("update_many takes a sequence of keys, not a single string; use update(key)");
-  // A tuple holds strong references to every element while the GIL is released.
-  py::tuple tup = py::reinterpret_steal<py::tuple>(PySequence_Tuple(items.ptr()));
+  // A tuple holds strong references to every element while the GIL is released (another thread
+  // may replace a list's or an array's elements meanwhile).
+  py::tuple tup = object_array_tuple(items);
+  if (!tup) tup = py::reinterpret_steal<py::tuple>(PySequence_Tuple(items.ptr()));
   if (!tup) throw py::error_already_set();
   const auto n = static_cast<std::size_t>(tup.size());
   std::vector<std::string_view> views;
   views.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
     PyObject* o = PyTuple_GET_ITEM(tup.ptr(), static_cast<Py_ssize_t>(i));
-    if (!PyUnicode_Check(o))
+    if (!PyUnicode_Check(o)) {
+      if (is_null_like(o))
+        throw py::value_error("element " + std::to_string(i) + " is a null (" + Py_TYPE(o)->tp_name +
+                              "); keys contain nulls: drop or fill them before updating");
       throw py::type_error("element " + std::to_string(i) + " has type " + std::string(Py_TYPE(o)->tp_name) +
                            ", but this summary's keys are str");
+    }
     Py_ssize_t len = 0;
     const char* p = PyUnicode_AsUTF8AndSize(o, &len);
     if (!p) {

@@ -104,6 +104,15 @@ def test_wide_numpy_str_with_inner_nul_and_non_ascii():
     assert dict(obj.items()) == {"a\x00b": 2, "é" * 40: 1, "x": 1, "日本": 1}
 
 
+def test_strided_object_arrays_and_lists_feed_the_same():
+    words = np.array([f"w{i % 37}" for i in range(5000)], dtype=object)
+    for view in (words, words[::3], words[::-2], words.reshape(50, 100)[:, 7]):
+        a, b = d.MisraGries(16), d.MisraGries(16)
+        a.update_many(view)
+        b.update_many(view.tolist())
+        assert a.to_bytes() == b.to_bytes()
+
+
 @pytest.mark.parametrize("width", [1, 7, 15, 16, 17, 31, 32, 33, 64, 128, 129, 130, 143, 144, 145, 499, 600])
 def test_numpy_str_lengths_at_every_scan_boundary(width):
     """Element lengths come from two scans (from the end for <= 128 code points, front to back in
@@ -145,6 +154,9 @@ def test_polars_dataframe_is_a_type_error():
 @pytest.mark.parametrize("bad", [
     lambda: pd.Series(["a", None, "b"], dtype="string[pyarrow]"),
     lambda: pd.Series(["a", None, "b"], dtype=object),
+    lambda: pd.Series(["a", None, "b"], dtype="string[python]"),
+    lambda: pd.Series([None, "a"], dtype="string[python]"),
+    lambda: np.array(["a", float("nan")], dtype=object),
     lambda: pd.Series([1, None, 2], dtype="Int64"),
     lambda: pa.array(["a", None]),
     lambda: pa.array(["a", None]).dictionary_encode(),
