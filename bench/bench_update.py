@@ -72,7 +72,7 @@ def measure(repeats):
     containers = {"numpy int64": lambda: keys, "list of int": lambda: keys.tolist(),
                   "numpy U8": lambda: words.astype("U8"), "numpy U32": lambda: words.astype("U32"),
                   "numpy U128": lambda: words.astype("U128"), "numpy U499": lambda: words.astype("U499"),
-                  "list of str": lambda: words.tolist()}
+                  "numpy object": lambda: words.astype(object), "list of str": lambda: words.tolist()}
     try:
         import pandas as pd
         import pyarrow as pa
