@@ -321,9 +321,12 @@ void def_counted(Cls& c) {
     c.def("update_many_counted", [](T& s, const py::object& items, const IntArray& counts) {
       check_counts_array(counts, static_cast<std::size_t>(py::len(items)));
       const std::int64_t* q = counts.data();
-      s.reserve_mass(T::batch_mass(q, static_cast<std::size_t>(counts.shape(0))));  // throws before any change
+      const std::uint64_t mass = T::batch_mass(q, static_cast<std::size_t>(counts.shape(0)));  // throws first
       std::size_t k = 0;
-      for_each_str(items, [&](std::string_view x) { s.add_reserved(x, q[k++]); });
+      // The mass is reserved once every key has been validated (for_each_str's room callback), so
+      // a rejected batch leaves the sketch exactly as it was.
+      for_each_str(items, [&](std::string_view x) { s.add_reserved(x, q[k++]); },
+                   [&](std::size_t) { s.reserve_mass(mass); });
     });
   }
 }

@@ -90,6 +90,19 @@ def test_mass_bound_refuses_overflow():
     assert s.n == 2**62  # the refused batch changed nothing
 
 
+@pytest.mark.parametrize("cls", [dp.CountMin, dp.CountSketch])
+def test_a_rejected_string_batch_reserves_no_mass(cls):
+    """The mass bound (Σ|count| <= 2^62) is reserved only after every key is validated: a batch
+    rejected for a bad key must leave room for the full remaining mass."""
+    s = cls(8, 2, seed=1)
+    s.update("a", 2**62 - 10)
+    for bad in (["x", 3], ["x", None], ["x", "lone \ud800"]):
+        with pytest.raises((TypeError, ValueError)):
+            s.update_many(bad, counts=np.array([5, 5]))
+    s.update_many(["y"], counts=np.array([10]))  # exactly the room left
+    assert s.n == 2**62
+
+
 # -- replace neighbours --------------------------------------------------------------------------
 
 
