@@ -21,6 +21,7 @@
 #include "bench_streams.hpp"
 #include "dpsketch/counters/misra_gries.hpp"
 #include "dpsketch/counters/space_saving.hpp"
+#include "dpsketch/dyadic/dyadic_count_sketch.hpp"
 #include "dpsketch/sketches/linear_sketch.hpp"
 
 namespace {
@@ -92,6 +93,12 @@ int main(int argc, char** argv) {
   CountSketch<std::int64_t> cs(2048, 5, 42);
   CountMin<std::int64_t> cm32(256, 32, 42);
   SpaceSaving<std::string> ss_str(256);
+  // Zhao's shape for L = 32, gamma = 1% (9 x 1608, 13 exact levels), fed through its batch path on
+  // 32-bit items (the uniform stream's values spread over [0, 2^32) by a fixed odd multiplier).
+  dyadic::DyadicCountSketch dyadic32(32, 1608, 9, 42);
+  std::vector<std::uint64_t> items32(uniform.size());
+  for (std::size_t i = 0; i < uniform.size(); ++i)
+    items32[i] = (static_cast<std::uint64_t>(uniform[i]) * 0x9E3779B1u) & 0xFFFFFFFFu;
 
   std::vector<Path> paths;
   paths.push_back({"spacesaving_int_k256", Base::zipf_int, [&] { return pass(ss, ints); }, {}, {}});
@@ -104,6 +111,13 @@ int main(int argc, char** argv) {
   paths.push_back({"countsketch_int_2048x5", Base::zipf_int, [&] { return pass(cs, ints); }, {}, {}});
   paths.push_back({"countmin_int_256x32", Base::zipf_int, [&] { return pass(cm32, ints); }, {}, {}});
   paths.push_back({"spacesaving_str_k256", Base::zipf_str, [&] { return pass(ss_str, strs.keys); }, {}, {}});
+  paths.push_back({"dyadic_l32_batch", Base::uniform_int, [&] {
+                     const double t0 = bench::now_seconds();
+                     dyadic32.update_many(items32.data(), nullptr, items32.size());
+                     const double t1 = bench::now_seconds();
+                     g_sink = g_sink + static_cast<std::uint64_t>(dyadic32.n());
+                     return t1 - t0;
+                   }, {}, {}});
 
   // Warm-up: fills the maps and summaries (steady state from the first timed round on).
   pass(exact_int, ints);

@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "bench" / "timing_baseline.json"
 PY_PATH = "python_spacesaving_int_k256"
+PY_ITEM_PATH = "python_update_int_k256"  # per-item SpaceSaving.update(int) through the native fast path
 
 
 def cpu_model() -> str:
@@ -54,6 +55,28 @@ def build(tmp: Path) -> Path:
                  str(ROOT / "bench" / "timing_check.cpp"), "-o", str(exe)]
     subprocess.run(cmd, check=True)
     return exe
+
+
+def time_python_per_item(stream_file: Path, reps: int) -> float | None:
+    """Median ns/item of SpaceSaving(256).update(x) called per item on the first 2^17 items of the
+    dumped stream (list comprehension included), or None without dpsketch."""
+    try:
+        import numpy as np
+
+        import dpsketch
+    except ImportError:
+        return None
+    xs = np.fromfile(stream_file, dtype=np.int64)[: 1 << 17].tolist()
+    ss = dpsketch.SpaceSaving(256)
+    upd = ss.update
+    for x in xs:  # warm-up: steady state
+        upd(x)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        [upd(x) for x in xs]
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e9 / len(xs)
 
 
 def time_python(stream_file: Path, reps: int) -> float | None:
@@ -102,6 +125,10 @@ def main() -> int:
             if py_ns is not None:
                 ratios[PY_PATH] = py_ns / res["exact_int_ns"]
                 ns[PY_PATH] = py_ns
+            item_ns = time_python_per_item(stream, args.rounds)
+            if item_ns is not None:
+                ratios[PY_ITEM_PATH] = item_ns / res["exact_int_ns"]
+                ns[PY_ITEM_PATH] = item_ns
             return res, ratios, ns
 
         if args.update:
