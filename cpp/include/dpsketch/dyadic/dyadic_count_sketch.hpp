@@ -396,14 +396,18 @@ class DyadicCountSketch {
   static constexpr std::size_t kBatchChunk = 16384;
   struct Scratch {
     explicit Scratch(std::size_t len)
-        : buf(new std::uint64_t[2 * len + len / 4 + 4]),  // uninitialised: every use writes first
+        : buf(new std::uint64_t[4 * len + len / 4 + 4]),  // uninitialised: every use writes first
           idx(buf.get()),
           val(reinterpret_cast<std::int64_t*>(buf.get() + len)),
+          idx2(buf.get() + 2 * len + len / 4 + 4),
+          val2(reinterpret_cast<std::int64_t*>(buf.get() + 3 * len + len / 4 + 4)),
           hist(reinterpret_cast<std::int64_t*>(buf.get() + 2 * len)),
           hist_cells(len / 4 + 4) {}
     std::unique_ptr<std::uint64_t[]> buf;
-    std::uint64_t* idx;
+    std::uint64_t* idx;   // columns and signed deltas of one row (idx2/val2: the paired row)
     std::int64_t* val;
+    std::uint64_t* idx2;
+    std::int64_t* val2;
     std::int64_t* hist;  // the folded exact levels' histogram (fold_exact_levels)
     std::size_t hist_cells;
   };
@@ -449,12 +453,32 @@ class DyadicCountSketch {
         continue;
       }
       const RowHash* rows = rows_.data() + std::size_t{j - shape_.exact - 1} * d;
-      for (std::uint32_t i = 0; i < d; ++i, base += w) {
+      std::uint32_t i = 0;
+#ifdef DPSKETCH_X86_DISPATCH
+      // Rows in pairs: one scatter loop adds both rows' deltas, so its loop overhead is shared
+      // (the loop is uop-bound, not memory-bound, once the rows are in L1): ~4% at L = 32.
+      if (vec && j <= 32) {
+        for (; i + 2 <= d; i += 2, base += 2 * std::size_t{w}) {
+          narrow_row_avx2<Counted>(x, counts, len, shift, rows[i].h.a_lo, rows[i].h.b_lo, w, scratch.idx, scratch.val);
+          narrow_row_avx2<Counted>(x, counts, len, shift, rows[i + 1].h.a_lo, rows[i + 1].h.b_lo, w, scratch.idx2,
+                                   scratch.val2);
+          std::int64_t* __restrict row0 = base;
+          std::int64_t* __restrict row1 = base + w;
+#pragma GCC unroll 2
+          for (std::size_t k = 0; k < len; ++k) {
+            row0[scratch.idx[k]] += scratch.val[k];
+            row1[scratch.idx2[k]] += scratch.val2[k];
+          }
+        }
+      }
+#endif
+      for (; i < d; ++i, base += w) {
         if (j <= 32) {
           const std::uint64_t a = rows[i].h.a_lo, b = rows[i].h.b_lo, ww = w;
 #ifdef DPSKETCH_X86_DISPATCH
           if (vec) {
             narrow_row_avx2<Counted>(x, counts, len, shift, a, b, w, scratch.idx, scratch.val);
+#pragma GCC unroll 4
             for (std::size_t k = 0; k < len; ++k) base[scratch.idx[k]] += scratch.val[k];
             continue;
           }
