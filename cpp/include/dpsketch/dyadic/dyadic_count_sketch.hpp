@@ -394,17 +394,22 @@ class DyadicCountSketch {
   // from L2/L3 per item. At 16,384 items the idx/val streams (256 KiB, sequential) cost less than
   // that. Measured at L = 32: 210 -> 150 ns per item; at L = 16 (table in L2) no change.
   static constexpr std::size_t kBatchChunk = 16384;
+  // Within a chunk, each row (pair) is hashed and added kSubBlock items at a time, so the columns
+  // and deltas (4 x 4 KiB) stay in L1 next to the two rows (2 x 12.9 KiB at w = 1608) instead of
+  // streaming 16 B per item and row through L2: 135 -> 123 ns per item at L = 32 (256: 126,
+  // 1,024: 135).
+  static constexpr std::size_t kSubBlock = 512;
   struct Scratch {
     explicit Scratch(std::size_t len)
-        : buf(new std::uint64_t[4 * len + len / 4 + 4]),  // uninitialised: every use writes first
+        : buf(new std::uint64_t[4 * kSubBlock + len / 4 + 4]),  // uninitialised: every use writes first
           idx(buf.get()),
-          val(reinterpret_cast<std::int64_t*>(buf.get() + len)),
-          idx2(buf.get() + 2 * len + len / 4 + 4),
-          val2(reinterpret_cast<std::int64_t*>(buf.get() + 3 * len + len / 4 + 4)),
-          hist(reinterpret_cast<std::int64_t*>(buf.get() + 2 * len)),
+          val(reinterpret_cast<std::int64_t*>(buf.get() + kSubBlock)),
+          idx2(buf.get() + 2 * kSubBlock),
+          val2(reinterpret_cast<std::int64_t*>(buf.get() + 3 * kSubBlock)),
+          hist(reinterpret_cast<std::int64_t*>(buf.get() + 4 * kSubBlock)),
           hist_cells(len / 4 + 4) {}
     std::unique_ptr<std::uint64_t[]> buf;
-    std::uint64_t* idx;   // columns and signed deltas of one row (idx2/val2: the paired row)
+    std::uint64_t* idx;   // columns and signed deltas of one row's sub-block (idx2/val2: the paired row)
     std::int64_t* val;
     std::uint64_t* idx2;
     std::int64_t* val2;
@@ -459,15 +464,20 @@ class DyadicCountSketch {
       // (the loop is uop-bound, not memory-bound, once the rows are in L1): ~4% at L = 32.
       if (vec && j <= 32) {
         for (; i + 2 <= d; i += 2, base += 2 * std::size_t{w}) {
-          narrow_row_avx2<Counted>(x, counts, len, shift, rows[i].h.a_lo, rows[i].h.b_lo, w, scratch.idx, scratch.val);
-          narrow_row_avx2<Counted>(x, counts, len, shift, rows[i + 1].h.a_lo, rows[i + 1].h.b_lo, w, scratch.idx2,
-                                   scratch.val2);
           std::int64_t* __restrict row0 = base;
           std::int64_t* __restrict row1 = base + w;
+          for (std::size_t first = 0; first < len; first += kSubBlock) {
+            const std::size_t m = std::min(kSubBlock, len - first);
+            const std::int64_t* c = Counted ? counts + first : nullptr;
+            narrow_row_avx2<Counted>(x + first, c, m, shift, rows[i].h.a_lo, rows[i].h.b_lo, w, scratch.idx,
+                                     scratch.val);
+            narrow_row_avx2<Counted>(x + first, c, m, shift, rows[i + 1].h.a_lo, rows[i + 1].h.b_lo, w,
+                                     scratch.idx2, scratch.val2);
 #pragma GCC unroll 2
-          for (std::size_t k = 0; k < len; ++k) {
-            row0[scratch.idx[k]] += scratch.val[k];
-            row1[scratch.idx2[k]] += scratch.val2[k];
+            for (std::size_t k = 0; k < m; ++k) {
+              row0[scratch.idx[k]] += scratch.val[k];
+              row1[scratch.idx2[k]] += scratch.val2[k];
+            }
           }
         }
       }
@@ -477,9 +487,13 @@ class DyadicCountSketch {
           const std::uint64_t a = rows[i].h.a_lo, b = rows[i].h.b_lo, ww = w;
 #ifdef DPSKETCH_X86_DISPATCH
           if (vec) {
-            narrow_row_avx2<Counted>(x, counts, len, shift, a, b, w, scratch.idx, scratch.val);
+            for (std::size_t first = 0; first < len; first += kSubBlock) {
+              const std::size_t m = std::min(kSubBlock, len - first);
+              narrow_row_avx2<Counted>(x + first, Counted ? counts + first : nullptr, m, shift, a, b, w, scratch.idx,
+                                       scratch.val);
 #pragma GCC unroll 4
-            for (std::size_t k = 0; k < len; ++k) base[scratch.idx[k]] += scratch.val[k];
+              for (std::size_t k = 0; k < m; ++k) base[scratch.idx[k]] += scratch.val[k];
+            }
             continue;
           }
 #endif
