@@ -460,24 +460,24 @@ class DyadicCountSketch {
       const RowHash* rows = rows_.data() + std::size_t{j - shape_.exact - 1} * d;
       std::uint32_t i = 0;
 #ifdef DPSKETCH_X86_DISPATCH
-      // Rows in pairs: one scatter loop adds both rows' deltas, so its loop overhead is shared
-      // (the loop is uop-bound, not memory-bound, once the rows are in L1): ~4% at L = 32.
+      // Rows in pairs: one kernel hashes both rows from one load and shift of the items, and one
+      // scatter loop adds both rows' deltas, so the loop overhead is shared (both loops are
+      // uop-bound, not memory-bound, once the rows are in L1).
       if (vec && j <= 32) {
         for (; i + 2 <= d; i += 2, base += 2 * std::size_t{w}) {
-          std::int64_t* __restrict row0 = base;
-          std::int64_t* __restrict row1 = base + w;
           for (std::size_t first = 0; first < len; first += kSubBlock) {
             const std::size_t m = std::min(kSubBlock, len - first);
-            const std::int64_t* c = Counted ? counts + first : nullptr;
-            narrow_row_avx2<Counted>(x + first, c, m, shift, rows[i].h.a_lo, rows[i].h.b_lo, w, scratch.idx,
-                                     scratch.val);
-            narrow_row_avx2<Counted>(x + first, c, m, shift, rows[i + 1].h.a_lo, rows[i + 1].h.b_lo, w,
-                                     scratch.idx2, scratch.val2);
-#pragma GCC unroll 2
-            for (std::size_t k = 0; k < m; ++k) {
-              row0[scratch.idx[k]] += scratch.val[k];
-              row1[scratch.idx2[k]] += scratch.val2[k];
-            }
+            narrow_rows_avx2<Counted, 2>(x + first, Counted ? counts + first : nullptr, m, shift, &rows[i], w,
+                                         scratch.idx, scratch.val, scratch.idx2, scratch.val2);
+            scatter_rows<Counted, 2>(base, base + w, scratch.idx, scratch.val, scratch.idx2, scratch.val2, m);
+          }
+        }
+        for (; i < d; ++i, base += w) {
+          for (std::size_t first = 0; first < len; first += kSubBlock) {
+            const std::size_t m = std::min(kSubBlock, len - first);
+            narrow_rows_avx2<Counted, 1>(x + first, Counted ? counts + first : nullptr, m, shift, &rows[i], w,
+                                         scratch.idx, scratch.val, nullptr, nullptr);
+            scatter_rows<Counted, 1>(base, nullptr, scratch.idx, scratch.val, nullptr, nullptr, m);
           }
         }
       }
@@ -485,18 +485,6 @@ class DyadicCountSketch {
       for (; i < d; ++i, base += w) {
         if (j <= 32) {
           const std::uint64_t a = rows[i].h.a_lo, b = rows[i].h.b_lo, ww = w;
-#ifdef DPSKETCH_X86_DISPATCH
-          if (vec) {
-            for (std::size_t first = 0; first < len; first += kSubBlock) {
-              const std::size_t m = std::min(kSubBlock, len - first);
-              narrow_row_avx2<Counted>(x + first, Counted ? counts + first : nullptr, m, shift, a, b, w, scratch.idx,
-                                       scratch.val);
-#pragma GCC unroll 4
-              for (std::size_t k = 0; k < m; ++k) base[scratch.idx[k]] += scratch.val[k];
-            }
-            continue;
-          }
-#endif
           for (std::size_t k = 0; k < len; ++k) {
             const std::uint64_t h = (a * (x[k] >> shift) + b) >> 32;
             const std::int64_t mask = static_cast<std::int64_t>(h & 1) - 1;
@@ -520,38 +508,85 @@ class DyadicCountSketch {
   }
 
 #ifdef DPSKETCH_X86_DISPATCH
-  // RowHash::narrow for 4 items per vector. p < 2^32, so a·p mod 2^64 = lo32(a)·p + (hi32(a)·p << 32)
-  // (two vpmuludq); (h >> 1) < 2^31 and w < 2^31, so the column product is one vpmuludq too.
-  template <bool Counted>
-  __attribute__((target("avx2"))) static void narrow_row_avx2(const std::uint64_t* __restrict x,
-                                                              const std::int64_t* __restrict counts, std::size_t len,
-                                                              unsigned shift, std::uint64_t a, std::uint64_t b,
-                                                              std::uint32_t w, std::uint64_t* __restrict idx,
-                                                              std::int64_t* __restrict val) noexcept {
-    const __m256i a_lo = _mm256_set1_epi64x(static_cast<long long>(a & 0xffffffffu));
-    const __m256i a_hi = _mm256_set1_epi64x(static_cast<long long>(a >> 32));
-    const __m256i bb = _mm256_set1_epi64x(static_cast<long long>(b));
-    const __m256i ww = _mm256_set1_epi64x(w);
+  // RowHash::narrow of R rows (1 or 2) for 4 items per vector, with as few vector ALU operations as
+  // the bit-identical result allows (the kernel is bound by them):
+  //  * p < 2^32, so h = (a·p + b) mod 2^64 >> 32 = ((lo32(a)·p + b) >> 32) + lo32(hi32(a)·p) mod 2^32:
+  //    one vpmuludq and add for the low part, a dword shuffle for ">> 32" and a 32-bit add -- h sits
+  //    in each lane's low dword (the high dword is not used).
+  //  * the column ((h >> 1)·w) >> 31 equals ((h >> 1)·2w) >> 32 (no bit is lost: (h >> 1)·2w < 2^63),
+  //    so idx[k] holds it in its HIGH dword and the scatter reads that dword -- no shift.
+  //  * uncounted, the ±1 delta is looked up from bit 0 of h by a byte shuffle into the low byte of
+  //    val[k] (the rest of val[k] is not used); counted, val[k] = ±count in full.
+  // The scalar tail writes the same layout. Consumers: scatter_rows.
+  template <bool Counted, int R>
+  __attribute__((target("avx2"))) static void narrow_rows_avx2(
+      const std::uint64_t* __restrict x, const std::int64_t* __restrict counts, std::size_t len, unsigned shift,
+      const RowHash* rows, std::uint32_t w, std::uint64_t* __restrict idx0, std::int64_t* __restrict val0,
+      std::uint64_t* __restrict idx1, std::int64_t* __restrict val1) noexcept {
+    static_assert(R == 1 || R == 2, "one or two rows");
+    const std::uint64_t a[2] = {rows[0].h.a_lo, R == 2 ? rows[1].h.a_lo : 0};
+    const std::uint64_t b[2] = {rows[0].h.b_lo, R == 2 ? rows[1].h.b_lo : 0};
+    std::uint64_t* __restrict idx[2] = {idx0, idx1};
+    std::int64_t* __restrict val[2] = {val0, val1};
+    __m256i a_lo[2], a_hi[2], bb[2];
+    for (int r = 0; r < R; ++r) {
+      a_lo[r] = _mm256_set1_epi64x(static_cast<long long>(a[r] & 0xffffffffu));
+      a_hi[r] = _mm256_set1_epi64x(static_cast<long long>(a[r] >> 32));
+      bb[r] = _mm256_set1_epi64x(static_cast<long long>(b[r]));
+    }
+    const __m256i w2 = _mm256_set1_epi64x(2 * static_cast<long long>(w));
     const __m256i one = _mm256_set1_epi64x(1);
+    // Byte shuffle table: index 0 (bit 0 of h clear) -> -1, index 1 -> +1 (RowHash::narrow's sign).
+    const __m256i sign_of_bit = _mm256_setr_epi8(-1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
+                                                 -1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m128i sh = _mm_cvtsi32_si128(static_cast<int>(shift));
     std::size_t k = 0;
     for (; k + 4 <= len; k += 4) {
       const __m256i p = _mm256_srl_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + k)), sh);
-      const __m256i ap = _mm256_add_epi64(_mm256_mul_epu32(a_lo, p), _mm256_slli_epi64(_mm256_mul_epu32(a_hi, p), 32));
-      const __m256i h = _mm256_srli_epi64(_mm256_add_epi64(ap, bb), 32);
-      const __m256i mask = _mm256_sub_epi64(_mm256_and_si256(h, one), one);
-      const __m256i col = _mm256_srli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(h, 1), ww), 31);
       const __m256i c = Counted ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(counts + k)) : one;
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(val + k), _mm256_sub_epi64(_mm256_xor_si256(c, mask), mask));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx + k), col);
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) {
+        const __m256i lo = _mm256_add_epi64(_mm256_mul_epu32(a_lo[r], p), bb[r]);
+        const __m256i h = _mm256_add_epi32(_mm256_shuffle_epi32(lo, 0xF5), _mm256_mul_epu32(a_hi[r], p));
+        const __m256i bit = _mm256_and_si256(h, one);
+        __m256i v;
+        if (Counted) {
+          const __m256i mask = _mm256_sub_epi64(bit, one);  // 0 for +1, all ones for -1
+          v = _mm256_sub_epi64(_mm256_xor_si256(c, mask), mask);
+        } else {
+          v = _mm256_shuffle_epi8(sign_of_bit, bit);
+        }
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(val[r] + k), v);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx[r] + k), _mm256_mul_epu32(_mm256_srli_epi32(h, 1), w2));
+      }
     }
     for (; k < len; ++k) {
-      std::uint32_t col;
-      std::int64_t mask;
-      RowHash::narrow(a, b, x[k] >> shift, w, col, mask);
       const std::int64_t c = Counted ? counts[k] : 1;
-      idx[k] = col;
-      val[k] = (c ^ mask) - mask;
+      for (int r = 0; r < R; ++r) {
+        std::uint32_t col;
+        std::int64_t mask;
+        RowHash::narrow(a[r], b[r], x[k] >> shift, w, col, mask);
+        idx[r][k] = std::uint64_t{col} << 32;
+        val[r][k] = (c ^ mask) - mask;
+      }
+    }
+  }
+
+  // Adds one or two rows' deltas as narrow_rows_avx2 laid them out. Not inlined on purpose: inside
+  // add_chunk the loop ran short of registers and reloaded a row pointer per item (~6% at L = 32).
+  template <bool Counted, int R>
+  __attribute__((noinline)) static void scatter_rows(std::int64_t* __restrict row0, std::int64_t* __restrict row1,
+                                                     const std::uint64_t* __restrict idx0,
+                                                     const std::int64_t* __restrict val0,
+                                                     const std::uint64_t* __restrict idx1,
+                                                     const std::int64_t* __restrict val1, std::size_t m) noexcept {
+    // Columns in the high dwords (little-endian: the second uint32 of each uint64).
+    const std::uint32_t* col0 = reinterpret_cast<const std::uint32_t*>(idx0) + 1;
+    const std::uint32_t* col1 = R == 2 ? reinterpret_cast<const std::uint32_t*>(idx1) + 1 : nullptr;
+#pragma GCC unroll 2
+    for (std::size_t k = 0; k < m; ++k) {
+      row0[col0[2 * k]] += Counted ? val0[k] : static_cast<std::int8_t>(val0[k]);
+      if (R == 2) row1[col1[2 * k]] += Counted ? val1[k] : static_cast<std::int8_t>(val1[k]);
     }
   }
 #endif
