@@ -155,13 +155,12 @@ class MisraGries {
   // base_) as the new top layer, time ascending, and makes min_value_ exact again.
   void zero_layer() {
     std::uint32_t old_ones = 0;  // count-1 slots of the previous decrement (not in the high list)
-    std::uint64_t next_min = kNoValue;
-    for (std::uint32_t i = 0; i < capacity_; ++i) {
-      const auto s = static_cast<std::int32_t>(i);
-      const std::uint64_t v = slots_[s].count;
-      old_ones += (v == base_) & (slots_.time(s) < epoch_start_);
-      next_min = std::min(next_min, v > base_ ? v : kNoValue);
-    }
+    // The smallest value above base_ (kNoValue if none); old_ones counts the slots at value base_
+    // with time < epoch_start_.
+    const std::uint64_t next_min =
+        slots_.scan(capacity_, base_, base_, epoch_start_, [&old_ones](std::int32_t, bool match) {
+          old_ones += match;
+        });
     std::uint32_t first = cands_.low();
     if (old_ones > 0) {
       // Earlier zeros, old count-1 and high-list slots are distinct: once the entries of every
@@ -171,10 +170,9 @@ class MisraGries {
         drop_stale_zeros(base_ - 1);
         first = cands_.low();
       }
-      for (std::uint32_t i = 0; i < capacity_; ++i) {
-        const auto s = static_cast<std::int32_t>(i);
-        cands_.push_if(s, (unsigned{slots_[s].count == base_} & unsigned{slots_.time(s) < epoch_start_}) != 0);
-      }
+      slots_.scan(capacity_, base_, base_, epoch_start_, [this](std::int32_t s, bool match) {
+        cands_.push_if(s, match);
+      });
     }
     slots_.sort_by_time(cands_.low_data() + first, cands_.low_data() + cands_.low());
     // The epoch's arrivals at count 1 still there: newer, in order.

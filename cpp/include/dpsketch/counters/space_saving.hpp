@@ -139,13 +139,8 @@ class SpaceSaving {
     // candidates if m == cmin_ + 1, the usual case; no count is 0, so none before the first
     // stage). They are distinct from the high list's slots (times >= stage_start_), so both fit.
     const std::uint64_t next = cmin_ + 1;
-    std::uint64_t m = ~std::uint64_t{0};
-    for (std::uint32_t s = 0; s < capacity_; ++s) {
-      const auto i = static_cast<std::int32_t>(s);
-      const std::uint64_t c = slots_[i].count;
-      m = std::min(m, c);
-      cands_.push_if(i, (unsigned{c == next} & unsigned{slots_.time(i) < stage_start_}) != 0);
-    }
+    const std::uint64_t m =  // every count is >= 1, so the minimum of the counts above 0 is the minimum
+        slots_.scan(capacity_, 0, next, stage_start_, [this](std::int32_t s, bool match) { cands_.push_if(s, match); });
     if (cmin_ == kNoStage || m != next) {  // a count value was skipped (or the first stage): all of m
       cands_.set_low(0);
       cands_.clear_high();

@@ -483,7 +483,8 @@ class DyadicCountSketch {
       }
 #endif
       if (!vec && j <= 32)  // the portable path pairs rows too (no AVX2 or DPSKETCH_NO_SIMD; non-x86 CPUs)
-        for (; i + 2 <= d; i += 2, base += 2 * std::size_t{w}) narrow_pair_scalar<Counted>(x, counts, len, shift, &rows[i], w, base);
+        for (; i + 2 <= d; i += 2, base += 2 * std::size_t{w})
+          narrow_pair_scalar<Counted>(x, counts, len, shift, &rows[i], w, base);
       for (; i < d; ++i, base += w) {
         if (j <= 32) {
           const std::uint64_t a = rows[i].h.a_lo, b = rows[i].h.b_lo, ww = w;
