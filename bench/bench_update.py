@@ -88,6 +88,8 @@ def measure(repeats):
         })
     except ImportError:
         pass
+    if hasattr(np.dtypes, "StringDType"):  # numpy >= 2
+        containers["numpy StringDType"] = lambda: words.astype(np.dtypes.StringDType())
     try:
         import polars as pl
 

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "numpy_strings.hpp"
+
 namespace dpsketch::bindings {
 
 namespace py = pybind11;
@@ -145,8 +147,8 @@ struct NoRoomCheck {
   void operator()(std::size_t) const noexcept {}
 };
 
-// Calls f(string_view) for each string of: a numpy unicode ('U') array, a numpy object array of
-// str, or any Python sequence of str. Validation (types, encodability, and room(count): the
+// Calls f(string_view) for each string of: a numpy unicode ('U') or StringDType ('T') array, a
+// numpy object array of str, or any Python sequence of str. Validation (types, encodability, and room(count): the
 // stream limit) happens before any key is fed, so a bad batch leaves the summary untouched.
 template <class F, class Room = NoRoomCheck>
 void for_each_str(const py::object& items, F&& f, Room&& room = Room{}) {
@@ -209,6 +211,13 @@ void for_each_str(const py::object& items, F&& f, Room&& room = Room{}) {
           start = ends[c];
         }
       }
+      return;
+    }
+    if (kind == 'T') {  // numpy >= 2 StringDType: UTF-8 already, read under numpy's string lock
+      StringDTypeBatch batch(arr);
+      room(batch.views().size());
+      py::gil_scoped_release nogil;
+      for (const auto& v : batch.views()) f(v);
       return;
     }
     if (kind != 'O')

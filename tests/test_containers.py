@@ -70,6 +70,11 @@ STR_CONTAINERS = {
     "pyarrow chunked dictionary": lambda v: pa.chunked_array([pa.array(v[:99]).dictionary_encode(),
                                                               pa.array(v[99:]).dictionary_encode()]),
 }
+StringDType = getattr(np.dtypes, "StringDType", None)  # numpy >= 2: variable-width strings
+if StringDType is not None:
+    STR_CONTAINERS["numpy StringDType"] = lambda v: v.astype(StringDType())
+    STR_CONTAINERS["numpy StringDType strided"] = lambda v: np.repeat(v, 2).astype(StringDType())[::2]
+needs_stringdtype = pytest.mark.skipif(StringDType is None, reason="numpy < 2 has no StringDType")
 
 
 @pytest.mark.parametrize("make", MAKERS)
@@ -111,6 +116,43 @@ def test_strided_object_arrays_and_lists_feed_the_same():
         a.update_many(view)
         b.update_many(view.tolist())
         assert a.to_bytes() == b.to_bytes()
+
+
+@needs_stringdtype
+def test_numpy_stringdtype_long_non_ascii_and_counted():
+    """StringDType keeps strings of up to 15 bytes inside the array and longer ones in its own
+    storage: both, non-ASCII, empty and NUL-holding strings, feed exactly as the list does, also
+    with counts and for an int-keyed summary (a TypeError, nothing fed)."""
+    rng = np.random.default_rng(5)
+    pieces = ["", "a", "é", "日本語", "\U0001F600", "a\x00b", "x" * 15, "y" * 16, "z" * 300]
+    keys = [pieces[i % len(pieces)] + str(int(rng.integers(0, 40))) for i in range(3000)]
+    arr = np.array(keys, dtype=StringDType())
+    assert arr.tolist() == keys
+    for make in MAKERS:
+        a, b = make(), make()
+        a.update_many(arr)
+        b.update_many(keys)
+        assert a.to_bytes() == b.to_bytes()
+    counts = rng.integers(-3, 4, size=len(keys))
+    a, b = d.CountMin(64, 3, seed=4), d.CountMin(64, 3, seed=4)
+    a.update_many(arr, counts=counts)
+    b.update_many(keys, counts=counts)
+    assert a.to_bytes() == b.to_bytes()
+    ints = d.SpaceSaving(8, key_type="int")
+    with pytest.raises(TypeError):
+        ints.update_many(arr)
+    assert ints.n == 0
+    with pytest.raises(ValueError, match="1-D"):
+        d.SpaceSaving(8).update_many(np.array([["a", "b"]], dtype=StringDType()))
+
+
+@needs_stringdtype
+@pytest.mark.parametrize("na", [None, float("nan"), "missing"])
+def test_numpy_stringdtype_nulls_are_rejected(na):
+    obj = d.SpaceSaving(8)
+    with pytest.raises(ValueError, match="null"):
+        obj.update_many(np.array(["a", na, "b"], dtype=StringDType(na_object=na)))
+    assert obj.n == 0
 
 
 @pytest.mark.parametrize("width", [1, 7, 15, 16, 17, 31, 32, 33, 64, 128, 129, 130, 143, 144, 145, 499, 600])

@@ -140,8 +140,9 @@ class Keyed:
 
     @locked
     def update_many(self, items: Any, counts: Any = None) -> None:
-        """Add every item of a batch, in order. Fast paths: numpy int64 arrays, numpy str arrays,
-        pyarrow string arrays (no per-item Python work, GIL released); any sequence of int/str works.
+        """Add every item of a batch, in order. Fast paths: numpy int64 arrays, numpy str arrays
+        (fixed-width ``U`` and numpy 2's ``StringDType``), pyarrow string arrays (no per-item Python
+        work, GIL released); any sequence of int/str works.
         Linear sketches also take ``counts``: one signed int64 count per item (turnstile).
         pandas/polars Series and pyarrow arrays are taken zero-copy where possible; a whole
         DataFrame/Table is a TypeError asking for one column."""

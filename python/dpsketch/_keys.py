@@ -161,7 +161,7 @@ def batch_key_type(items) -> str:
             raise ValueError(f"expected a 1-D batch of keys, got an array of shape {items.shape}")
         if items.dtype.kind in "iu":
             return "int"
-        if items.dtype.kind == "U":
+        if items.dtype.kind in "UT":  # fixed-width str, or numpy 2's StringDType
             return "str"
         if items.dtype.kind == "O":
             return key_type_of(items[0]) if len(items) else "int"
@@ -208,7 +208,7 @@ def int_batch(items) -> np.ndarray:
         return np.ascontiguousarray(arr, dtype=np.int64)
     if kind == "b":
         raise TypeError("keys must be int or str, got a bool array; convert it to int explicitly")
-    if kind == "O" or kind == "U":
+    if kind in "OUT":
         out = np.empty(arr.shape[0], dtype=np.int64)
         for i, x in enumerate(arr.tolist()):
             if key_type_of(x) != "int":
