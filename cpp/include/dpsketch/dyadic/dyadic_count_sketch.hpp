@@ -386,8 +386,10 @@ class DyadicCountSketch {
   }
 
   // Level-major, row-major over one chunk (see the header comment). Narrow rows (level <= 32) with
-  // AVX2 compute the chunk's columns and signed deltas 4 items at a time into scratch.idx/val (same
-  // values as RowHash::narrow), then a scalar loop adds them; otherwise one scalar loop does both.
+  // AVX2 go in pairs: narrow_rows_avx2 computes a sub-block's columns and deltas 4 items at a time
+  // into the scratch (the values of RowHash::narrow), then scatter_rows adds them. Without AVX2,
+  // narrow_pair_scalar does both for a row pair in one loop; wide levels (> 32 bits) and an odd
+  // last row without AVX2 take the plain scalar loops.
   //
   // Chunks are long because each (level, row) pass brings that row into L1 again: the whole table
   // (2.2 MB at L = 32, d = 9, w = 1608) is read once per chunk, so 1,024-item chunks streamed ~2 KB
