@@ -148,8 +148,9 @@ struct NoRoomCheck {
 };
 
 // Calls f(string_view) for each string of: a numpy unicode ('U') or StringDType ('T') array, a
-// numpy object array of str, or any Python sequence of str. Validation (types, encodability, and room(count): the
-// stream limit) happens before any key is fed, so a bad batch leaves the summary untouched.
+// numpy object array of str, or any Python sequence of str. Validation (types, encodability, and
+// room(count): the stream limit) happens before any key is fed, so a bad batch leaves the summary
+// untouched.
 template <class F, class Room = NoRoomCheck>
 void for_each_str(const py::object& items, F&& f, Room&& room = Room{}) {
   if (py::isinstance<py::array>(items)) {

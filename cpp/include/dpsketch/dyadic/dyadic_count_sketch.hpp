@@ -489,12 +489,12 @@ class DyadicCountSketch {
           narrow_pair_scalar<Counted>(x, counts, len, shift, &rows[i], w, base);
       for (; i < d; ++i, base += w) {
         if (j <= 32) {
-          const std::uint64_t a = rows[i].h.a_lo, b = rows[i].h.b_lo, ww = w;
+          const std::uint64_t a = rows[i].h.a_lo, b = rows[i].h.b_lo;
           for (std::size_t k = 0; k < len; ++k) {
-            const std::uint64_t h = (a * (x[k] >> shift) + b) >> 32;
-            const std::int64_t mask = static_cast<std::int64_t>(h & 1) - 1;
-            const std::int64_t c = Counted ? counts[k] : 1;
-            base[((h >> 1) * ww) >> 31] += (c ^ mask) - mask;
+            std::uint32_t col;
+            std::int64_t mask;
+            RowHash::narrow(a, b, x[k] >> shift, w, col, mask);
+            base[col] += signed_delta<Counted>(counts, k, mask);
           }
         } else {
           const RowHash r = rows[i];
@@ -502,8 +502,7 @@ class DyadicCountSketch {
             std::uint32_t col;
             std::int64_t mask;
             r.wide(x[k] >> shift, w, col, mask);
-            const std::int64_t c = Counted ? counts[k] : 1;
-            base[col] += (c ^ mask) - mask;
+            base[col] += signed_delta<Counted>(counts, k, mask);
           }
         }
       }
@@ -513,28 +512,31 @@ class DyadicCountSketch {
   }
 
   // Two rows (row0 and the next, row0 + w) of a level <= 32 bits in one portable loop: one load and
-  // shift of each item for both hashes (RowHash::narrow), and, uncounted, the ±1 as 2·bit - 1.
+  // shift of each item for both hashes (RowHash::narrow).
   // Out of line so that the loop has registers to itself. 172 -> 145 ns per item at L = 32.
   template <bool Counted>
   __attribute__((noinline)) static void narrow_pair_scalar(const std::uint64_t* __restrict x,
                                                            const std::int64_t* __restrict counts, std::size_t len,
                                                            unsigned shift, const RowHash* rows, std::uint32_t w,
                                                            std::int64_t* __restrict row0) noexcept {
-    const std::uint64_t a0 = rows[0].h.a_lo, b0 = rows[0].h.b_lo, a1 = rows[1].h.a_lo, b1 = rows[1].h.b_lo, ww = w;
+    const std::uint64_t a0 = rows[0].h.a_lo, b0 = rows[0].h.b_lo, a1 = rows[1].h.a_lo, b1 = rows[1].h.b_lo;
     std::int64_t* __restrict row1 = row0 + w;
     for (std::size_t k = 0; k < len; ++k) {
       const std::uint64_t p = x[k] >> shift;
-      const std::uint64_t h0 = (a0 * p + b0) >> 32, h1 = (a1 * p + b1) >> 32;
-      if (Counted) {
-        const std::int64_t c = counts[k];
-        const std::int64_t m0 = static_cast<std::int64_t>(h0 & 1) - 1, m1 = static_cast<std::int64_t>(h1 & 1) - 1;
-        row0[((h0 >> 1) * ww) >> 31] += (c ^ m0) - m0;
-        row1[((h1 >> 1) * ww) >> 31] += (c ^ m1) - m1;
-      } else {
-        row0[((h0 >> 1) * ww) >> 31] += static_cast<std::int64_t>(h0 & 1) * 2 - 1;
-        row1[((h1 >> 1) * ww) >> 31] += static_cast<std::int64_t>(h1 & 1) * 2 - 1;
-      }
+      std::uint32_t col0, col1;
+      std::int64_t mask0, mask1;
+      RowHash::narrow(a0, b0, p, w, col0, mask0);
+      RowHash::narrow(a1, b1, p, w, col1, mask1);
+      row0[col0] += signed_delta<Counted>(counts, k, mask0);
+      row1[col1] += signed_delta<Counted>(counts, k, mask1);
     }
+  }
+
+  // The cell delta of item k for a row whose sign mask is `mask` (0: +1, all ones: -1).
+  template <bool Counted>
+  static std::int64_t signed_delta(const std::int64_t* counts, std::size_t k, std::int64_t mask) noexcept {
+    if (Counted) return (counts[k] ^ mask) - mask;
+    return mask | 1;  // +1 or -1
   }
 
 #ifdef DPSKETCH_X86_DISPATCH
