@@ -258,13 +258,8 @@ class SplitStack {
     low_ += keep;
   }
 
-  // High list, in arrival order (stored downward from the end of the buffer). push_high_if stores
-  // unconditionally and counts the entry only if `keep` (no branch); both need used() < size().
+  // High list, in arrival order (stored downward from the end of the buffer); needs used() < size().
   void push_high(std::int32_t s) noexcept { high_end()[-static_cast<std::ptrdiff_t>(high_++)] = s; }
-  void push_high_if(std::int32_t s, bool keep) noexcept {
-    high_end()[-static_cast<std::ptrdiff_t>(high_)] = s;
-    high_ += keep;
-  }
   void clear_high() noexcept { high_ = 0; }
 
   // Appends the high entries satisfying `keep`, in arrival order, to the low stack, and empties the
