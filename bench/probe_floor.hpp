@@ -51,7 +51,6 @@ class ProbeFloor {
     const auto found = slots_.probe(Traits::table_hash(x), x);
     if (found.slot != detail::FlatSlots<Key>::kEmpty) {
       ++slots_[found.slot].count;
-      slots_.touch(found.pos);  // as the counters do: hot keys move to their bucket's first lane
     }
   }
   std::size_t memory_bytes() const { return slots_.memory_bytes(); }

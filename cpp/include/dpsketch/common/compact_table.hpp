@@ -1,34 +1,44 @@
-// Compact bucketed index from key to slot for the counter summaries (issue 13).
+// Compact index from key to slot for the counter summaries (issue 13).
 //
-// The table is an array of 32-byte buckets, one bucket (at least) per slot: 7 entry lanes and an
-// overflow counter. An entry is 4 bytes: bit 31 set (0 marks an empty lane), a 7-bit tag from the
-// top of the key's table hash (bits 24-30), and the 24-bit slot index (kMaxCapacity = 2^24,
-// limits.hpp). A key lives in its home bucket (low bits of the hash) unless that bucket is full;
-// then in the first later bucket with a free lane, and every bucket it passed counts it in its
-// overflow counter (Poisson(1) keys per bucket: a full home bucket has probability ~10^-5).
-//   * A lookup checks lane 0 first (insertions take the lowest free lane, so most keys are
-//     there), then compares the other 6 tags at once (SSE2; a scalar loop elsewhere), checks the
-//     key of each tag match (a non-matching entry matches the tag 1 time in 128), and goes on to
-//     the next bucket only while the overflow counter is non-zero.
-//   * Why buckets and not linear probing (the 4-byte-entry linear-probing table at load 1/8, with
-//     backward-shift deletion, was measured against it): on a miss, linear probing's probe and its
-//     backward shift each end in a data-dependent loop exit; the buckets have none, and
-//     the counters got 1.15-1.3x faster on uniform and Zipf 0.8 streams. Hits cost more (a key
-//     outside lane 0 takes the SIMD path; promote() moves often-hit keys to lane 0), so on Zipf
-//     1.1 the linear table stayed 1.02-1.08x faster (docs/benchmarks.md §Counters v2).
-//   * An insertion on a miss takes the first free lane the lookup saw; an erasure clears the lane
-//     (where_ maps each slot to its entry), and only a displaced entry -- which the global count
-//     of displaced entries reveals -- walks back to its home to uncount itself.
-// Memory: 32 bytes of buckets per slot (k rounded up to a power of two) plus 4 for where_.
-// All memory is allocated at construction: no operation allocates.
+// Open addressing over groups of 16 control bytes (as in SwissTable), with the slot ids in a
+// parallel array. Positions: a power of two >= kSpread * capacity, in groups of 16.
+//   * ctrl_: one byte per position, 0 when free, else 0x80 | a 7-bit tag (bits 57-63 of the key's
+//     table hash; the home group comes from the low bits). Byte 15 of a group is not a position:
+//     it is the group's overflow flag, 1 while some key homed at or before the group lives past
+//     it. Tags have bit 7 set, so the flag never matches one.
+//   * ids_: the slot index stored at each position; over_: per group, how many keys live past it
+//     (the flag is over_ != 0; the count makes erasure exact); where_: each slot's position, so an
+//     erasure needs no probe.
+// A key lives in the first free lane of its home group unless that group is full; then in the first
+// later group with a free lane, and every group it passed counts it in over_ (15 lanes at a load
+// <= 1/4: a full group takes >= 15 keys where 4 are expected, probability ~10^-5).
+//   * A lookup loads the home group's 16 control bytes once and compares all tags at once (SSE2; a
+//     byte loop elsewhere); each tag match checks its slot's key (a key matches a foreign tag 1 time
+//     in 128 per occupied lane, ~3 % of lookups at 4 keys per group); a key is absent when no
+//     match holds and the flag is clear, which is the overwhelmingly common case.
+//   * Why this layout (docs/benchmarks.md §Counters v2, session 7): the control bytes are 4 per
+//     slot, so up to a few thousand slots they stay in L1, and a miss -- which on a skewed stream
+//     follows a mispredicted hit/miss branch -- is settled by an L1 load. The 32-byte buckets of
+//     seven 4-byte (tag, slot) entries it replaced (one bucket per slot, often-hit keys promoted
+//     to lane 0) needed an L2 load there: the probe-only floor is ~20 % faster with groups.
+//   * An insertion takes the free lane the lookup returned; an erasure clears the lane, and only
+//     a displaced entry (the global count of displaced entries says whether any exists) walks from
+//     its home group to uncount itself.
+// Memory per slot: kSpread * 5 bytes of control and ids, kSpread / 4 of over_, and 4 of where_
+// (25.25 at kSpread = 4 and a power-of-two capacity). All memory is allocated at construction:
+// no operation allocates.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "dpsketch/common/compiler.hpp"
 #include "dpsketch/common/key_traits.hpp"
 
-#if defined(__SSE2__)
+// The byte loop elsewhere; DPSKETCH_PORTABLE_TABLE forces it on x86 too (the differential test
+// builds it both ways).
+#if defined(__SSE2__) && !defined(DPSKETCH_PORTABLE_TABLE)
+#define DPSKETCH_TABLE_SSE2 1
 #include <emmintrin.h>
 #endif
 
@@ -40,22 +50,26 @@ class CompactTable {
 
  public:
   static constexpr std::int32_t kEmpty = -1;
-  static constexpr std::size_t kLanes = 8;      // 7 entries + the overflow counter
-  static constexpr std::size_t kEntryLanes = 7;
+  static constexpr std::size_t kGroup = 16;      // control bytes per group: 15 lanes + the flag
+  static constexpr std::size_t kSpread = 4;      // positions per slot (measured: 2 and 8 no faster)
+  static constexpr unsigned kLanes = 0x7FFFu;    // mask bits of the 15 lanes
+  static constexpr unsigned kNoOverflow = 0x8000u;  // mask bit of a clear flag, in a free-byte mask
 
   struct Probe {
-    std::size_t pos;     // the key's entry, or the free lane where it would be inserted
+    std::size_t pos;     // the key's position, or the free lane where it would be inserted
     std::int32_t slot;   // kEmpty when absent
   };
 
   explicit CompactTable(std::uint32_t max_entries) : where_(max_entries, 0) {
-    std::size_t buckets = 1;
-    while (buckets < max_entries) buckets <<= 1;
-    mask_ = buckets - 1;
-    // 32-byte aligned buckets (a bucket never straddles a cache line).
-    storage_.assign(buckets * kLanes + kLanes, 0);
-    const auto addr = reinterpret_cast<std::uintptr_t>(storage_.data());
-    buckets_ = storage_.data() + ((32 - addr % 32) % 32) / sizeof(std::uint32_t);
+    std::size_t positions = kGroup;
+    while (positions < kSpread * static_cast<std::size_t>(max_entries)) positions <<= 1;
+    gmask_ = positions / kGroup - 1;
+    // 64-byte aligned control bytes: a group never straddles a cache line.
+    ctrl_storage_.assign(positions + 64, 0);
+    const auto addr = reinterpret_cast<std::uintptr_t>(ctrl_storage_.data());
+    ctrl_ = ctrl_storage_.data() + (64 - addr % 64) % 64;
+    ids_.assign(positions, 0);
+    over_.assign(positions / kGroup, 0);
   }
   CompactTable(const CompactTable& o) : CompactTable(static_cast<std::uint32_t>(o.where_.size())) { copy_from(o); }
   CompactTable& operator=(const CompactTable& o) {
@@ -75,46 +89,34 @@ class CompactTable {
   template <class View, class KeyOf>
   Probe probe(std::uint64_t h, const View& key, KeyOf&& key_of) const noexcept {
     const std::uint32_t want = tag(h);
-    const std::size_t b = h & mask_;
-    const std::uint32_t* B = buckets_ + b * kLanes;
-    // Lane 0 first, scalar: insertions take the lowest free lane, so most keys sit there.
-    const std::uint32_t e0 = B[0];
-    if ((e0 & kTagMask) == want && Traits::equal(key_of(slot_of(e0)), key)) return {b * kLanes, slot_of(e0)};
-    for (unsigned match = match_mask(B, want) & ~1u; match; match &= match - 1) {
-      const unsigned lane = static_cast<unsigned>(__builtin_ctz(match));
-      const std::int32_t s = slot_of(B[lane]);
-      if (Traits::equal(key_of(s), key)) return {b * kLanes + lane, s};
+    const std::size_t g = h & gmask_;
+    const std::uint8_t* G = ctrl_ + g * kGroup;
+    const Masks m = masks(G, want);
+    for (unsigned match = m.match; match; match &= match - 1) {
+      const std::size_t pos = g * kGroup + static_cast<unsigned>(__builtin_ctz(match));
+      const std::int32_t s = ids_[pos];
+      if (Traits::equal(key_of(s), key)) return {pos, s};
     }
-    const unsigned empty = empty_mask(B);
-    // Absent once no key homed at b went past b (the overwhelmingly common case).
-    if (B[kEntryLanes] == 0 && empty) return {b * kLanes + static_cast<unsigned>(__builtin_ctz(empty)), kEmpty};
+    // Absent once no key went past the group; then it has a free lane (a full group sets its flag).
+    if ((m.free & kNoOverflow) && (m.free & kLanes)) return {g * kGroup + static_cast<unsigned>(__builtin_ctz(m.free & kLanes)), kEmpty};
     return probe_chain(h, key, key_of);
   }
 
   // Stores slot's entry at `pos`, the free lane a probe() for its key (hash h) returned, with no
-  // table change in between.
+  // insertion in between.
   void insert_at(std::size_t pos, std::uint64_t h, std::int32_t slot) noexcept {
-    buckets_[pos] = tag(h) | static_cast<std::uint32_t>(slot);
+    ctrl_[pos] = static_cast<std::uint8_t>(tag(h));
+    ids_[pos] = slot;
     where_[static_cast<std::size_t>(slot)] = static_cast<std::uint32_t>(pos);
-    const std::size_t home = h & mask_, at = pos / kLanes;
-    if (at != home) {  // displaced (rare): count it in every bucket it passed
-      for (std::size_t b = home; b != at; b = (b + 1) & mask_) ++buckets_[b * kLanes + kEntryLanes];
+    const std::size_t home = h & gmask_, at = pos / kGroup;
+    if (at != home) {  // displaced (rare): count it in every group it passed
+      for (std::size_t g = home; g != at; g = (g + 1) & gmask_) {
+        ++over_[g];
+        ctrl_[g * kGroup + kGroup - 1] = 1;
+      }
       ++displaced_;
     }
   }
-
-  // Moves the entry at `pos` to lane 0 of its bucket (swapping with what is there), so that a key
-  // found elsewhere in its bucket is found by the scalar lane-0 check next time: the keys a
-  // stream hits often gather there. Entries stay in their bucket, so overflow counts hold.
-  void promote(std::size_t pos) noexcept {
-    const std::size_t first = pos - pos % kLanes;
-    const std::uint32_t e = buckets_[pos], f = buckets_[first];
-    buckets_[first] = e;
-    buckets_[pos] = f;
-    where_[static_cast<std::size_t>(slot_of(e))] = static_cast<std::uint32_t>(first);
-    if (f != 0) where_[static_cast<std::size_t>(slot_of(f))] = static_cast<std::uint32_t>(pos);
-  }
-  static bool in_first_lane(std::size_t pos) noexcept { return pos % kLanes == 0; }
 
   // Position of slot's entry (re-keying: read it before insert_at of the new key, then erase_at
   // it; the slot briefly has two entries, and erase_at works by position).
@@ -124,109 +126,100 @@ class CompactTable {
   // asked only while some entry is displaced.
   template <class HomeOf>
   void erase_at(std::size_t pos, HomeOf&& home_of) noexcept {
-    const std::uint32_t e = buckets_[pos];
-    buckets_[pos] = 0;
+    ctrl_[pos] = 0;
     if (displaced_ == 0) return;
-    const std::size_t home = static_cast<std::size_t>(home_of(slot_of(e))) & mask_, at = pos / kLanes;
+    const std::size_t home = static_cast<std::size_t>(home_of(ids_[pos])) & gmask_, at = pos / kGroup;
     if (at != home) {
-      for (std::size_t b = home; b != at; b = (b + 1) & mask_) --buckets_[b * kLanes + kEntryLanes];
+      for (std::size_t g = home; g != at; g = (g + 1) & gmask_)
+        if (--over_[g] == 0) ctrl_[g * kGroup + kGroup - 1] = 0;
       --displaced_;
     }
   }
 
   std::size_t memory_bytes() const noexcept {
-    return (storage_.capacity() + where_.capacity()) * sizeof(std::uint32_t);
+    return ctrl_storage_.capacity() + (ids_.capacity() + over_.capacity() + where_.capacity()) * sizeof(std::uint32_t);
   }
 
  private:
-  static constexpr std::uint32_t kSlotMask = (1u << 24) - 1;
-  static constexpr std::uint32_t kTagMask = ~kSlotMask;
   static constexpr std::size_t kNoLane = ~std::size_t{0};
-  // Bits 57-63 of the hash (the home bucket uses the low bits), with bit 31 forced: never 0.
-  static std::uint32_t tag(std::uint64_t h) noexcept {
-    return (static_cast<std::uint32_t>(h >> 32) | 0x80000000u) & kTagMask;
-  }
-  static std::int32_t slot_of(std::uint32_t e) noexcept { return static_cast<std::int32_t>(e & kSlotMask); }
 
-  // Bit i: lane i's tag is `want` (entry lanes only).
-  static unsigned match_mask(const std::uint32_t* B, std::uint32_t want) noexcept {
-#if defined(__SSE2__)
-    const __m128i lo = _mm_load_si128(reinterpret_cast<const __m128i*>(B));
-    const __m128i hi = _mm_load_si128(reinterpret_cast<const __m128i*>(B + 4));
-    const __m128i tm = _mm_set1_epi32(static_cast<int>(kTagMask)), w = _mm_set1_epi32(static_cast<int>(want));
-    return (static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(lo, tm), w)))) |
-            static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(hi, tm), w)))) << 4) &
-           0x7Fu;
+  // Bits 57-63 of the hash with bit 7 set: never 0 (free) or 1 (a set flag).
+  static std::uint32_t tag(std::uint64_t h) noexcept { return static_cast<std::uint32_t>(h >> 57) | 0x80u; }
+
+  struct Masks {
+    unsigned match;  // bit i: byte i is the tag (lanes only, as the flag byte never is)
+    unsigned free;   // bit i: byte i is 0 (bit 15: the flag is clear)
+  };
+  static Masks masks(const std::uint8_t* G, std::uint32_t want) noexcept {
+#ifdef DPSKETCH_TABLE_SSE2
+    const __m128i c = _mm_load_si128(reinterpret_cast<const __m128i*>(G));
+    // The broadcast is built in an integer register: gcc's _mm_set1_epi8 of a computed byte goes
+    // through a byte store and a 4-byte reload, a store-forwarding stall on every lookup.
+    const __m128i w = _mm_set1_epi32(static_cast<int>(want * 0x01010101u));
+    return {static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(c, w))),
+            static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(c, _mm_setzero_si128())))};
 #else
-    unsigned m = 0;
-    for (unsigned lane = 0; lane < kEntryLanes; ++lane) m |= static_cast<unsigned>((B[lane] & kTagMask) == want) << lane;
-    return m;
-#endif
-  }
-  // Bit i: lane i is free (entry lanes only).
-  static unsigned empty_mask(const std::uint32_t* B) noexcept {
-#if defined(__SSE2__)
-    const __m128i lo = _mm_load_si128(reinterpret_cast<const __m128i*>(B));
-    const __m128i hi = _mm_load_si128(reinterpret_cast<const __m128i*>(B + 4));
-    const __m128i z = _mm_setzero_si128();
-    return (static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, z)))) |
-            static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(hi, z)))) << 4) &
-           0x7Fu;
-#else
-    unsigned m = 0;
-    for (unsigned lane = 0; lane < kEntryLanes; ++lane) m |= static_cast<unsigned>(B[lane] == 0) << lane;
+    Masks m{0, 0};
+    for (unsigned i = 0; i < kGroup; ++i) {
+      m.match |= static_cast<unsigned>(G[i] == want) << i;
+      m.free |= static_cast<unsigned>(G[i] == 0) << i;
+    }
     return m;
 #endif
   }
 
-  // The lookup beyond a home bucket that is full or that keys went past (rare).
+  // The lookup beyond a home group that is full or that keys went past (rare).
   template <class View, class KeyOf>
-  Probe probe_chain(std::uint64_t h, const View& key, KeyOf&& key_of) const noexcept {
+  DPSKETCH_NOINLINE Probe probe_chain(std::uint64_t h, const View& key, KeyOf&& key_of) const noexcept {
     const std::uint32_t want = tag(h);
-    std::size_t b = h & mask_;
+    std::size_t g = h & gmask_;
     std::size_t first_free = kNoLane;
     for (;;) {
-      const std::uint32_t* B = buckets_ + b * kLanes;
-      for (unsigned match = match_mask(B, want); match; match &= match - 1) {
-        const unsigned lane = static_cast<unsigned>(__builtin_ctz(match));
-        const std::int32_t s = slot_of(B[lane]);
-        if (Traits::equal(key_of(s), key)) return {b * kLanes + lane, s};
+      const Masks m = masks(ctrl_ + g * kGroup, want);
+      for (unsigned match = m.match; match; match &= match - 1) {
+        const std::size_t pos = g * kGroup + static_cast<unsigned>(__builtin_ctz(match));
+        const std::int32_t s = ids_[pos];
+        if (Traits::equal(key_of(s), key)) return {pos, s};
       }
-      const unsigned empty = empty_mask(B);
-      if (first_free == kNoLane && empty) first_free = b * kLanes + static_cast<unsigned>(__builtin_ctz(empty));
-      if (B[kEntryLanes] == 0) return {first_free != kNoLane ? first_free : free_lane_after(b), kEmpty};
-      b = (b + 1) & mask_;
+      if (first_free == kNoLane && (m.free & kLanes)) first_free = g * kGroup + static_cast<unsigned>(__builtin_ctz(m.free & kLanes));
+      if (m.free & kNoOverflow) return {first_free != kNoLane ? first_free : free_lane_after(g), kEmpty};
+      g = (g + 1) & gmask_;
     }
   }
 
-  // First free lane at or after bucket b (the home bucket was full; the load stays <= 1/7).
-  std::size_t free_lane_after(std::size_t b) const noexcept {
+  // First free lane after group g (the chain's groups were full; the load stays <= 1/4).
+  std::size_t free_lane_after(std::size_t g) const noexcept {
     for (;;) {
-      b = (b + 1) & mask_;
-      const std::uint32_t* B = buckets_ + b * kLanes;
-      for (std::size_t lane = 0; lane < kEntryLanes; ++lane)
-        if (B[lane] == 0) return b * kLanes + lane;
+      g = (g + 1) & gmask_;
+      const unsigned free = masks(ctrl_ + g * kGroup, 0x80u).free & kLanes;
+      if (free) return g * kGroup + static_cast<unsigned>(__builtin_ctz(free));
     }
   }
 
   void copy_from(const CompactTable& o) {
-    for (std::size_t i = 0; i < (mask_ + 1) * kLanes; ++i) buckets_[i] = o.buckets_[i];
+    for (std::size_t i = 0; i < ids_.size(); ++i) ctrl_[i] = o.ctrl_[i];
+    ids_ = o.ids_;
+    over_ = o.over_;
     where_ = o.where_;
     displaced_ = o.displaced_;
   }
   void swap(CompactTable& o) noexcept {
-    storage_.swap(o.storage_);
-    std::swap(buckets_, o.buckets_);
+    ctrl_storage_.swap(o.ctrl_storage_);
+    std::swap(ctrl_, o.ctrl_);
+    ids_.swap(o.ids_);
+    over_.swap(o.over_);
     where_.swap(o.where_);
-    std::swap(mask_, o.mask_);
+    std::swap(gmask_, o.gmask_);
     std::swap(displaced_, o.displaced_);
   }
 
-  std::vector<std::uint32_t> storage_;
-  std::uint32_t* buckets_ = nullptr;  // into storage_, 32-byte aligned
+  std::vector<std::uint8_t> ctrl_storage_;
+  std::uint8_t* ctrl_ = nullptr;  // into ctrl_storage_, 64-byte aligned
+  std::vector<std::int32_t> ids_;
+  std::vector<std::uint32_t> over_;
   std::vector<std::uint32_t> where_;
-  std::size_t mask_ = 0;
-  std::size_t displaced_ = 0;  // entries outside their home bucket
+  std::size_t gmask_ = 0;
+  std::size_t displaced_ = 0;  // entries outside their home group
 };
 
 }  // namespace dpsketch::detail

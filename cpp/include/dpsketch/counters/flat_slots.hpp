@@ -8,7 +8,12 @@
 // Times are 32-bit ticks of a logical clock, one per update. Only their order matters (they order
 // slots of equal count), so when the clock reaches kClockLimit they are renumbered by rank,
 // 1..capacity, in O(capacity log capacity) once per ~4 * 10^9 updates, and the owner's stage /
-// epoch boundary is translated with them (a boundary b becomes 1 + #slots with time < b).
+// epoch boundary is translated with them (a boundary b becomes 1 + #slots with time < b). The
+// clock is not a second counter: an update's time is derived from the owner's stream length n
+// after it, t = uint32(n) + bias_ (mod 2^32), so an update advances one counter in memory instead
+// of two (with the other hit-path changes of session 7, ~5 % per update on skewed streams; docs/
+// benchmarks.md §Counters v2). bias_ moves only when times are renumbered, when a rebuild
+// stamps slots without updates (tick_extra), and when the owner's n jumps (rebase).
 //
 // SplitStack: one buffer holding two stacks that grow toward each other, so the summaries' two
 // candidate lists share 1.25 * capacity entries instead of taking 2 * capacity: a "low" stack of
@@ -25,6 +30,7 @@
 #include <vector>
 
 #include "dpsketch/common/compact_table.hpp"
+#include "dpsketch/common/compiler.hpp"
 #include "dpsketch/common/key_traits.hpp"
 #include "dpsketch/common/simd.hpp"
 
@@ -79,16 +85,24 @@ class FlatSlots {
   std::uint32_t& time(std::int32_t s) noexcept { return time_[static_cast<std::size_t>(s)]; }
   std::uint32_t time(std::int32_t s) const noexcept { return time_[static_cast<std::size_t>(s)]; }
 
-  // The next time (renumbering first when the clock is at its limit; `boundary` is translated).
-  std::uint32_t tick(std::uint32_t& boundary) {
-    if (clock_ >= kClockLimit) renumber(boundary);
-    return ++clock_;
+  // The time of the update that brings the owner's stream length to n, which must be one more than
+  // at the previous tick or rebase (renumbering first when the clock is at its limit; `boundary`
+  // is translated).
+  std::uint32_t tick(std::uint64_t n, std::uint32_t& boundary) {
+    const std::uint32_t t = static_cast<std::uint32_t>(n) + bias_;
+    if (t < kClockLimit) return t;
+    renumber(n, boundary);
+    return static_cast<std::uint32_t>(n) + bias_;
   }
-
-  // After a hit at table position `pos`: keeps often-hit keys in their bucket's first lane (the
-  // cheap lookup path; CompactTable::promote). A rarely taken branch.
-  void touch(std::size_t pos) noexcept {
-    if (!CompactTable<Key>::in_first_lane(pos)) table_.promote(pos);
+  // The next time without an update (rebuilds: merge, deserialization), the stream length staying n.
+  std::uint32_t tick_extra(std::uint64_t n, std::uint32_t& boundary) {
+    ++bias_;
+    return tick(n, boundary);
+  }
+  // The owner's stream length changes from `from` to `to` without updates: the next tick continues
+  // from the last time issued.
+  void rebase(std::uint64_t from, std::uint64_t to) noexcept {
+    bias_ += static_cast<std::uint32_t>(from) - static_cast<std::uint32_t>(to);
   }
 
   // Gives the keyless slot s the key x (hash h), whose probe ended at the empty entry `pos`.
@@ -218,7 +232,7 @@ class FlatSlots {
 
   // Times become ranks 1..capacity (distinct times keep their order; equal ones -- unused slots'
   // zeros -- stay equal in effect, as nothing compares them).
-  void renumber(std::uint32_t& boundary) {
+  DPSKETCH_NOINLINE void renumber(std::uint64_t n, std::uint32_t& boundary) {
     std::vector<std::int32_t> order(slots_.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int32_t>(i);
     sort_by_time(order.data(), order.data() + order.size());
@@ -226,14 +240,14 @@ class FlatSlots {
     for (std::int32_t s : order) below += time(s) < boundary;
     for (std::size_t r = 0; r < order.size(); ++r) time(order[r]) = static_cast<std::uint32_t>(r + 1);
     boundary = below + 1;
-    clock_ = static_cast<std::uint32_t>(order.size());
+    bias_ = static_cast<std::uint32_t>(order.size()) + 1 - static_cast<std::uint32_t>(n);  // the next time: size + 1
   }
 
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> time_;
   std::vector<std::uint64_t> hash_;  // string keys only
   CompactTable<Key> table_;
-  std::uint32_t clock_ = 0;
+  std::uint32_t bias_ = 0;  // time = uint32(owner's n) + bias_ (header comment)
 };
 
 // Two stacks of slot indices in one buffer (header comment). The owner keeps low + high <= size.

@@ -103,12 +103,10 @@ class MisraGries {
   // 2^63) stay far from 2^64 - 1.
   void absorb(std::uint64_t h, const View& x) {
     const auto found = slots_.probe(h, x);
-    ++n_;
-    const std::uint32_t t = slots_.tick(epoch_start_);
+    const std::uint32_t t = slots_.tick(++n_, epoch_start_);
     if (found.slot != kNone) {
       auto& slot = slots_[found.slot];
       slots_.time(found.slot) = t;
-      slots_.touch(found.pos);
       if (slot.count > base_) {
         ++slot.count;
       } else {  // stored with count 0: back to count 1 (its zero-stack entry goes stale)
@@ -249,7 +247,7 @@ class MisraGries {
     for (auto& [c, k] : kept) out.store_positive(slot++, std::move(k), c);  // appended as newest
     // The rest are never used; the highest index is reused first (as the stack was built before).
     for (; slot < static_cast<std::int32_t>(capacity_); ++slot) out.push_zero(slot);
-    out.n_ = n_ + other.n_;
+    out.set_length(n_ + other.n_);
     out.decrements_ = decrements_ + other.decrements_ + s;
     out.merged_ = true;
     out.finish_rebuild();
@@ -337,7 +335,7 @@ class MisraGries {
                 : n - total != decrements * (std::uint64_t{capacity} + 1)))
       throw DeserializeError("counts are inconsistent with the stream length");
     r.finish();
-    mg.n_ = n;
+    mg.set_length(n);
     mg.decrements_ = decrements;
     mg.merged_ = merged;
     mg.finish_rebuild();
@@ -351,7 +349,12 @@ class MisraGries {
   MisraGries(std::uint32_t capacity, Rebuild)
       : capacity_(capacity), slots_(capacity_), keyed_(capacity_, 0), cands_(capacity_) {}
   // Ends a rebuild: every rebuilt slot predates the first epoch.
-  void finish_rebuild() noexcept { epoch_start_ = slots_.tick(epoch_start_) + 1; }
+  void finish_rebuild() noexcept { epoch_start_ = slots_.tick_extra(n_, epoch_start_) + 1; }
+  // Rebuild support: the stream length becomes n (times continue, flat_slots.hpp).
+  void set_length(std::uint64_t n) noexcept {
+    slots_.rebase(n_, n);
+    n_ = n;
+  }
 
   void store_key(std::int32_t s, Key k) {
     if (!slots_.place(s, std::move(k))) throw DeserializeError("duplicate key");
@@ -361,13 +364,13 @@ class MisraGries {
   void store_positive(std::int32_t s, Key k, std::uint64_t c) {
     store_key(s, std::move(k));
     slots_[s].count = c;
-    slots_.time(s) = slots_.tick(epoch_start_);
+    slots_.time(s) = slots_.tick_extra(n_, epoch_start_);
     min_value_ = std::min(min_value_, c);
   }
   // Rebuild: s (count 0, value 0) goes on top of the zero stack.
   void push_zero(std::int32_t s) noexcept {
     slots_[s].count = 0;
-    slots_.time(s) = slots_.tick(epoch_start_);
+    slots_.time(s) = slots_.tick_extra(n_, epoch_start_);
     cands_.push(s);
   }
 

@@ -44,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "dpsketch/common/compiler.hpp"
 #include "dpsketch/common/errors.hpp"
 #include "dpsketch/common/key_traits.hpp"
 #include "dpsketch/common/limits.hpp"
@@ -93,32 +94,41 @@ class SpaceSaving {
 
  private:
   // The update itself; the caller has checked the stream limit (so counts and n stay below 2^63).
-  void absorb(std::uint64_t h, const View& x) {
+  // The hit path is inlined into the caller's loop; the rest is out of line.
+  DPSKETCH_ALWAYS_INLINE void absorb(std::uint64_t h, const View& x) {
     const auto found = slots_.probe(h, x);
-    ++n_;
-    const std::uint32_t t = slots_.tick(stage_start_);
+    const std::uint32_t t = slots_.tick(++n_, stage_start_);
     if (found.slot != kEmpty) {
       auto& slot = slots_[found.slot];
       const std::uint64_t c = slot.count;
       slot.count = c + 1;
       slots_.time(found.slot) = t;
-      slots_.touch(found.pos);
-      // It reached cmin_ + 1 in this stage iff it had cmin_ (never true before the first eviction).
-      // A branch: 2-4 % of the hits on Zipf 1.1 streams (10-14 % on Zipf 0.8), and the hit path
-      // without the branch-free append is 15 % faster (docs/benchmarks.md §Counters v2). A full
-      // buffer drops the low stack's stale entries (this slot's among them): O(capacity) after
-      // >= capacity / 4 such hits.
-      if (c == cmin_) {
-        cands_.push_high(found.slot);
-        if (cands_.used() == cands_.size()) cands_.filter_low([this](std::int32_t s) { return slots_[s].count == cmin_; });
-      }
-    } else if (size_ < capacity_) {
+      // It reached cmin_ + 1 in this stage iff it had cmin_ (never true before the first eviction):
+      // 2-4 % of the hits on Zipf 1.1 streams, 10-14 % on Zipf 0.8. A branch: the hit path without
+      // the former branch-free append is 15 % faster (docs/benchmarks.md §Counters v2).
+      if (c == cmin_) leave_minimum(found.slot);
+    } else {
+      miss(found.pos, h, x, t);
+    }
+  }
+
+  // Appends slot s, which just left the minimum count, to the stage's high list. A full buffer
+  // drops the low stack's stale entries (s's among them): O(capacity) after >= capacity / 4 such
+  // hits.
+  DPSKETCH_NOINLINE void leave_minimum(std::int32_t s) {
+    cands_.push_high(s);
+    if (cands_.used() == cands_.size()) cands_.filter_low([this](std::int32_t t) { return slots_[t].count == cmin_; });
+  }
+
+  // x (hash h) is not tracked; its probe ended at the free lane `pos`.
+  DPSKETCH_NOINLINE void miss(std::size_t pos, std::uint64_t h, const View& x, std::uint32_t t) {
+    if (size_ < capacity_) {
       const auto s = static_cast<std::int32_t>(size_++);
-      slots_.key_fresh(s, found.pos, h, x);
+      slots_.key_fresh(s, pos, h, x);
       slots_[s].count = floor_ + 1;  // floor_ is 0 unless merged
       slots_.time(s) = t;
     } else {
-      evict(found.pos, h, x, t);
+      evict(pos, h, x, t);
     }
   }
 
@@ -138,7 +148,7 @@ class SpaceSaving {
 
   // Rebuilds the eviction candidates when the low stack is empty (header comment); `t` is the time
   // of the update that needs a victim. Precondition: the summary is full.
-  void start_stage(std::uint32_t t) {
+  DPSKETCH_NOINLINE void start_stage(std::uint32_t t) {
     // One pass: the new minimum m, and the slots that had count cmin_ + 1 before the stage (the
     // candidates if m == cmin_ + 1, the usual case; no count is 0, so none before the first
     // stage). They are distinct from the high list's slots (times >= stage_start_), so both fit.
@@ -201,7 +211,7 @@ class SpaceSaving {
     std::sort(kept.begin(), kept.end());  // count ascending, then key ascending
     SpaceSaving out(capacity_);
     for (auto& [c, k] : kept) out.append(std::move(k), c);  // appended as newest
-    out.n_ = n_ + other.n_;
+    out.set_length(n_ + other.n_);
     out.floor_ = e;
     out.merged_ = true;
     *this = std::move(out);
@@ -286,7 +296,7 @@ class SpaceSaving {
     for (std::uint64_t i = 0; i < padding; ++i)
       if (r.u8() != 0) throw DeserializeError("free-slot padding must be zero");
     r.finish();
-    ss.n_ = n;
+    ss.set_length(n);
     ss.floor_ = floor;
     ss.merged_ = merged;
     return ss;
@@ -300,8 +310,13 @@ class SpaceSaving {
     if (!slots_.place(s, std::move(k))) return false;
     ++size_;
     slots_[s].count = c;
-    slots_.time(s) = slots_.tick(stage_start_);
+    slots_.time(s) = slots_.tick_extra(n_, stage_start_);
     return true;
+  }
+  // Rebuild support: the stream length becomes n (times continue, flat_slots.hpp).
+  void set_length(std::uint64_t n) noexcept {
+    slots_.rebase(n_, n);
+    n_ = n;
   }
 
   // Tracked slots by count ascending, then time ascending (oldest first: the serialized order) or

@@ -1,0 +1,15 @@
+// Inlining control for hot paths: an update's common case inlined into the caller's loop, its
+// rare cases (evictions, stage rebuilds) out of line so they do not cost the common case registers
+// and spills (docs/benchmarks.md §Counters v2, session 7).
+#pragma once
+
+#if defined(__GNUC__) || defined(__clang__)
+#define DPSKETCH_ALWAYS_INLINE inline __attribute__((always_inline))
+#define DPSKETCH_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define DPSKETCH_ALWAYS_INLINE __forceinline
+#define DPSKETCH_NOINLINE __declspec(noinline)
+#else
+#define DPSKETCH_ALWAYS_INLINE inline
+#define DPSKETCH_NOINLINE
+#endif
