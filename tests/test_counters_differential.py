@@ -50,6 +50,13 @@ def test_time_renumbering_keeps_the_order(tmp_path):
     assert out.startswith("agreed on 20000 sequences"), out
 
 
+def test_portable_table_lookup_equals_old_core(tmp_path):
+    # The slot table's byte-loop group match (used where SSE2 is absent, common/compact_table.hpp)
+    # forced on this machine: the states must still equal the old core's.
+    out = run(build(tmp_path, "-DDPSKETCH_PORTABLE_TABLE"), 50000, 11)
+    assert out.startswith("agreed on 50000 sequences"), out
+
+
 def test_the_differential_test_can_fail(tmp_path):
     # The same program with the SpaceSaving victim chosen among the oldest instead of the newest
     # minimum-count slots must report a mismatch.
