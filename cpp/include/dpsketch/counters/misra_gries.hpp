@@ -48,6 +48,7 @@
 #include <utility>
 #include <vector>
 
+#include "dpsketch/common/compiler.hpp"
 #include "dpsketch/common/errors.hpp"
 #include "dpsketch/common/key_traits.hpp"
 #include "dpsketch/common/limits.hpp"
@@ -151,27 +152,19 @@ class MisraGries {
 
   // After a decrement with base_ == min_value_: pushes the slots that just reached 0 (value ==
   // base_) as the new top layer, time ascending, and makes min_value_ exact again.
-  void zero_layer() {
-    std::uint32_t old_ones = 0;  // count-1 slots of the previous decrement (not in the high list)
-    // The smallest value above base_ (kNoValue if none); old_ones counts the slots at value base_
-    // with time < epoch_start_.
+  DPSKETCH_NOINLINE void zero_layer() {
+    // One pass: the smallest value above base_ (kNoValue if none), and the slots at value base_
+    // with time < epoch_start_ (count 1 at the previous decrement, so not in the high list),
+    // pushed. They fit: a decrement happens only when no zero is left (miss() pops stale entries
+    // until a valid one or none), so the low stack is empty here, and these slots and the high
+    // list's are distinct -- at most capacity entries in a buffer of 1.25 * capacity + 2, with
+    // room for the branch-free push. (One scan; a first scan used to count them: 3-6 % per update
+    // on skewed streams, docs/benchmarks.md §Counters v2.) The pushes are unchecked, so the
+    // precondition is checked.
+    if (cands_.low() != 0) throw std::logic_error("MisraGries: zero layer over a non-empty stack (internal error)");
+    const std::uint32_t first = 0;
     const std::uint64_t next_min =
-        slots_.scan(capacity_, base_, base_, epoch_start_, [&old_ones](std::int32_t, bool match) {
-          old_ones += match;
-        });
-    std::uint32_t first = cands_.low();
-    if (old_ones > 0) {
-      // Earlier zeros, old count-1 and high-list slots are distinct: once the entries of every
-      // slot not zero before this decrement are dropped, they fit, with one entry to spare for
-      // the branch-free push.
-      if (cands_.used() + old_ones >= cands_.size()) {
-        drop_stale_zeros(base_ - 1);
-        first = cands_.low();
-      }
-      slots_.scan(capacity_, base_, base_, epoch_start_, [this](std::int32_t s, bool match) {
-        cands_.push_if(s, match);
-      });
-    }
+        slots_.scan(capacity_, base_, base_, epoch_start_, [this](std::int32_t s, bool match) { cands_.push_if(s, match); });
     slots_.sort_by_time(cands_.low_data() + first, cands_.low_data() + cands_.low());
     // The epoch's arrivals at count 1 still there: newer, in order.
     cands_.move_high_to_low([this](std::int32_t s) { return slots_[s].count == base_; });
