@@ -94,7 +94,8 @@ class SpaceSaving {
 
  private:
   // The update itself; the caller has checked the stream limit (so counts and n stay below 2^63).
-  // The hit path is inlined into the caller's loop; the rest is out of line.
+  // Inlined into the caller's loop; the rare cases (a hit leaving the minimum, a stage start) are
+  // out of line.
   DPSKETCH_ALWAYS_INLINE void absorb(std::uint64_t h, const View& x) {
     const auto found = slots_.probe(h, x);
     const std::uint32_t t = slots_.tick(++n_, stage_start_);
@@ -120,8 +121,9 @@ class SpaceSaving {
     if (cands_.used() == cands_.size()) cands_.filter_low([this](std::int32_t t) { return slots_[t].count == cmin_; });
   }
 
-  // x (hash h) is not tracked; its probe ended at the free lane `pos`.
-  DPSKETCH_NOINLINE void miss(std::size_t pos, std::uint64_t h, const View& x, std::uint32_t t) {
+  // x (hash h) is not tracked; its probe ended at the free lane `pos`. (Left to the compiler: out
+  // of line, the miss-heavy streams were 5-15 % slower.)
+  void miss(std::size_t pos, std::uint64_t h, const View& x, std::uint32_t t) {
     if (size_ < capacity_) {
       const auto s = static_cast<std::int32_t>(size_++);
       slots_.key_fresh(s, pos, h, x);
