@@ -163,7 +163,7 @@ class SpaceSaving {
       for (std::uint32_t s = 0; s < capacity_; ++s)
         cands_.push_if(static_cast<std::int32_t>(s), slots_[static_cast<std::int32_t>(s)].count == m);
     }
-    slots_.sort_by_time(cands_.low_data(), cands_.low_data() + cands_.low());
+    slots_.sort_by_time(cands_.low_data(), cands_.low_data() + cands_.low(), cands_.free_data(), cands_.free_size());
     // Then the stage's arrivals at m that are still there: in time order, and all newer.
     cands_.move_high_to_low([this, m](std::int32_t s) { return slots_[s].count == m; });
     cmin_ = m;
