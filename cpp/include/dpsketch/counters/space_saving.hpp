@@ -41,6 +41,7 @@
 #include <stdexcept>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
