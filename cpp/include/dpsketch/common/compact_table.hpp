@@ -168,9 +168,10 @@ class CompactTable {
 #endif
   }
 
-  // The lookup beyond a home group that is full or that keys went past (rare).
+  // The lookup beyond a home group that is full or that keys went past (rare). key_of by value (a
+  // pointer-sized lambda): by reference, the inlined caller stored it to the stack on every update.
   template <class View, class KeyOf>
-  DPSKETCH_NOINLINE Probe probe_chain(std::uint64_t h, const View& key, KeyOf&& key_of) const noexcept {
+  DPSKETCH_NOINLINE Probe probe_chain(std::uint64_t h, const View& key, KeyOf key_of) const noexcept {
     const std::uint32_t want = tag(h);
     std::size_t g = h & gmask_;
     std::size_t first_free = kNoLane;
