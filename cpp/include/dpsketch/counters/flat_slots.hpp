@@ -66,7 +66,7 @@ class FlatSlots {
  public:
   static constexpr std::int32_t kEmpty = CompactTable<Key>::kEmpty;
   static constexpr std::uint32_t kClockLimit = DPSKETCH_COUNTER_CLOCK_LIMIT;
-  static constexpr std::size_t kRadixMin = 64;  // fewer: std::sort (insertion sort) is as fast
+  static constexpr std::size_t kRadixMin = 64;  // below it std::sort (insertion sort) is cheap: not tuned
   struct Slot {
     Key key{};
     std::uint64_t count = 0;  // SpaceSaving: the count; MisraGries: count + base (see there)
