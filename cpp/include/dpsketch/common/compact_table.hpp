@@ -92,13 +92,10 @@ class CompactTable {
     const std::size_t g = h & gmask_;
     const std::uint8_t* G = ctrl_ + g * kGroup;
     const Masks m = masks(G, want);
-    for (unsigned match = m.match; match; match &= match - 1) {
-      const std::size_t pos = g * kGroup + static_cast<unsigned>(__builtin_ctz(match));
-      const std::int32_t s = ids_[pos];
-      if (Traits::equal(key_of(s), key)) return {pos, s};
-    }
+    const std::size_t pos = find_in_group(g, m.match, key, key_of);
+    if (pos != kNoLane) return {pos, ids_[pos]};
     // Absent once no key went past the group; then it has a free lane (a full group sets its flag).
-    if ((m.free & kNoOverflow) && (m.free & kLanes)) return {g * kGroup + static_cast<unsigned>(__builtin_ctz(m.free & kLanes)), kEmpty};
+    if ((m.free & kNoOverflow) && (m.free & kLanes)) return {lane(g, m.free & kLanes), kEmpty};
     return probe_chain(h, key, key_of);
   }
 
@@ -177,23 +174,32 @@ class CompactTable {
     std::size_t first_free = kNoLane;
     for (;;) {
       const Masks m = masks(ctrl_ + g * kGroup, want);
-      for (unsigned match = m.match; match; match &= match - 1) {
-        const std::size_t pos = g * kGroup + static_cast<unsigned>(__builtin_ctz(match));
-        const std::int32_t s = ids_[pos];
-        if (Traits::equal(key_of(s), key)) return {pos, s};
-      }
-      if (first_free == kNoLane && (m.free & kLanes)) first_free = g * kGroup + static_cast<unsigned>(__builtin_ctz(m.free & kLanes));
+      const std::size_t pos = find_in_group(g, m.match, key, key_of);
+      if (pos != kNoLane) return {pos, ids_[pos]};
+      if (first_free == kNoLane && (m.free & kLanes)) first_free = lane(g, m.free & kLanes);
       if (m.free & kNoOverflow) return {first_free != kNoLane ? first_free : free_lane_after(g), kEmpty};
       g = (g + 1) & gmask_;
     }
+  }
+
+  // Position of group g's lowest lane set in `bits` (non-zero).
+  static std::size_t lane(std::size_t g, unsigned bits) noexcept { return g * kGroup + static_cast<unsigned>(__builtin_ctz(bits)); }
+  // Position of the key among group g's tag matches (bit i: lane i), or kNoLane.
+  template <class View, class KeyOf>
+  std::size_t find_in_group(std::size_t g, unsigned match, const View& key, KeyOf& key_of) const noexcept {
+    for (; match; match &= match - 1) {
+      const std::size_t pos = lane(g, match);
+      if (Traits::equal(key_of(ids_[pos]), key)) return pos;
+    }
+    return kNoLane;
   }
 
   // First free lane after group g (the chain's groups were full; the load stays <= 1/4).
   std::size_t free_lane_after(std::size_t g) const noexcept {
     for (;;) {
       g = (g + 1) & gmask_;
-      const unsigned free = masks(ctrl_ + g * kGroup, 0x80u).free & kLanes;
-      if (free) return g * kGroup + static_cast<unsigned>(__builtin_ctz(free));
+      const unsigned free = masks(ctrl_ + g * kGroup, 0x80u).free & kLanes;  // (no tag wanted)
+      if (free) return lane(g, free);
     }
   }
 

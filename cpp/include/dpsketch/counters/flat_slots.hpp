@@ -11,8 +11,7 @@
 // epoch boundary is translated with them (a boundary b becomes 1 + #slots with time < b). The
 // clock is not a second counter: an update's time is derived from the owner's stream length n
 // after it, t = uint32(n) + bias_ (mod 2^32), so an update advances one counter in memory instead
-// of two (with the other hit-path changes of session 7, ~5 % per update on skewed streams; docs/
-// benchmarks.md §Counters v2). bias_ moves only when times are renumbered, when a rebuild
+// of two (1-2 % per update; docs/benchmarks.md §Counters v2). bias_ moves only when times are renumbered, when a rebuild
 // stamps slots without updates (tick_extra), and when the owner's n jumps (rebase).
 //
 // SplitStack: one buffer holding two stacks that grow toward each other, so the summaries' two

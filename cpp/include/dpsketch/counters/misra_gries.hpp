@@ -162,10 +162,9 @@ class MisraGries {
     // on skewed streams, docs/benchmarks.md §Counters v2.) The pushes are unchecked, so the
     // precondition is checked.
     if (cands_.low() != 0) throw std::logic_error("MisraGries: zero layer over a non-empty stack (internal error)");
-    const std::uint32_t first = 0;
     const std::uint64_t next_min =
         slots_.scan(capacity_, base_, base_, epoch_start_, [this](std::int32_t s, bool match) { cands_.push_if(s, match); });
-    slots_.sort_by_time(cands_.low_data() + first, cands_.low_data() + cands_.low(), cands_.free_data(), cands_.free_size());
+    slots_.sort_by_time(cands_.low_data(), cands_.low_data() + cands_.low(), cands_.free_data(), cands_.free_size());
     // The epoch's arrivals at count 1 still there: newer, in order.
     cands_.move_high_to_low([this](std::int32_t s) { return slots_[s].count == base_; });
     min_value_ = next_min;
