@@ -45,8 +45,10 @@ def test_new_core_equals_old_core_on_a_million_sequences(tmp_path):
 
 def test_time_renumbering_keeps_the_order(tmp_path):
     # A clock limit of 700 ticks makes the rank renumbering of the 32-bit times (counters/flat_slots.hpp)
-    # run every few hundred updates; the states must still equal the old core's.
-    out = run(build(tmp_path, "-DDPSKETCH_COUNTER_CLOCK_LIMIT=700"), 20000, 7)
+    # run every few hundred updates; the states must still equal the old core's, and no time may reach
+    # the limit (DPSKETCH_CHECK_CLOCK: the one-compare guard of FlatSlots::advance must be kept fresh
+    # through merges and deserialization).
+    out = run(build(tmp_path, "-DDPSKETCH_COUNTER_CLOCK_LIMIT=700", "-DDPSKETCH_CHECK_CLOCK"), 20000, 7)
     assert out.startswith("agreed on 20000 sequences"), out
 
 

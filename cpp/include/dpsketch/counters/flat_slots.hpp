@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -31,9 +32,11 @@
 #include "dpsketch/common/compact_table.hpp"
 #include "dpsketch/common/compiler.hpp"
 #include "dpsketch/common/key_traits.hpp"
+#include "dpsketch/common/limits.hpp"
 #include "dpsketch/common/simd.hpp"
 
-// Test hook: tests/native/counters_differential.cpp lowers it to run the renumbering constantly.
+// Test hooks: tests/native/counters_differential.cpp lowers the limit to run the renumbering
+// constantly, and defines DPSKETCH_CHECK_CLOCK to check that no time reaches it.
 #ifndef DPSKETCH_COUNTER_CLOCK_LIMIT
 #define DPSKETCH_COUNTER_CLOCK_LIMIT 0xFFFFFFF0u
 #endif
@@ -73,7 +76,9 @@ class FlatSlots {
   using Probe = typename CompactTable<Key>::Probe;
 
   explicit FlatSlots(std::uint32_t capacity)
-      : slots_(capacity), time_(capacity, 0), hash_(kStoreHash ? capacity : 0), table_(capacity) {}
+      : slots_(capacity), time_(capacity, 0), hash_(kStoreHash ? capacity : 0), table_(capacity) {
+    set_guard(1);  // the owner's n starts at 0
+  }
 
   Probe probe(std::uint64_t h, const View& x) const noexcept {
     return table_.probe(h, x, [this](std::int32_t s) -> const Key& { return slots_[static_cast<std::size_t>(s)].key; });
@@ -85,24 +90,30 @@ class FlatSlots {
   std::uint32_t& time(std::int32_t s) noexcept { return time_[static_cast<std::size_t>(s)]; }
   std::uint32_t time(std::int32_t s) const noexcept { return time_[static_cast<std::size_t>(s)]; }
 
-  // The time of the update that brings the owner's stream length to n, which must be one more than
-  // at the previous tick or rebase (renumbering first when the clock is at its limit; `boundary`
-  // is translated).
-  std::uint32_t tick(std::uint64_t n, std::uint32_t& boundary) {
-    const std::uint32_t t = static_cast<std::uint32_t>(n) + bias_;
-    if (t < kClockLimit) return t;
-    renumber(n, boundary);
+  // The time of the update that brings the owner's stream length to n, one more than at the previous
+  // advance, tick_extra or rebase. Throws StreamLimitError (nothing changed) when n would exceed
+  // kMaxStreamLength (limits.hpp); renumbers first when the clock is at its limit (`boundary` is
+  // translated). One compare per update covers both: guard_ is the smallest n that needs either
+  // (the owners' hit paths were ~3 % faster without a second check, docs/benchmarks.md §Counters v2).
+  DPSKETCH_ALWAYS_INLINE std::uint32_t advance(std::uint64_t n, std::uint32_t& boundary) {
+    if (n >= guard_) advance_slow(n, boundary);
+#ifdef DPSKETCH_CHECK_CLOCK  // test hook: a time at the clock limit here means guard_ was stale
+    if (static_cast<std::uint32_t>(n) + bias_ >= kClockLimit) throw std::logic_error("FlatSlots: stale clock guard");
+#endif
     return static_cast<std::uint32_t>(n) + bias_;
   }
   // The next time without an update (rebuilds: merge, deserialization), the stream length staying n.
   std::uint32_t tick_extra(std::uint64_t n, std::uint32_t& boundary) {
     ++bias_;
-    return tick(n, boundary);
+    if (static_cast<std::uint32_t>(n) + bias_ >= kClockLimit) renumber(n, boundary);
+    set_guard(n + 1);
+    return static_cast<std::uint32_t>(n) + bias_;
   }
-  // The owner's stream length changes from `from` to `to` without updates: the next tick continues
-  // from the last time issued.
+  // The owner's stream length changes from `from` to `to` without updates: the next advance
+  // continues from the last time issued.
   void rebase(std::uint64_t from, std::uint64_t to) noexcept {
     bias_ += static_cast<std::uint32_t>(from) - static_cast<std::uint32_t>(to);
+    set_guard(to + 1);
   }
 
   // Gives the keyless slot s the key x (hash h), whose probe ended at the empty entry `pos`.
@@ -262,6 +273,19 @@ class FlatSlots {
   }
 #endif
 
+  DPSKETCH_NOINLINE void advance_slow(std::uint64_t n, std::uint32_t& boundary) {
+    check_stream_room(n - 1, 1);
+    if (static_cast<std::uint32_t>(n) + bias_ >= kClockLimit) renumber(n, boundary);
+    set_guard(n + 1);
+  }
+  // guard_ for an owner whose next update brings its stream length to `next`: the first n >= next
+  // whose time would reach kClockLimit (times rise by 1 per update), or kMaxStreamLength + 1.
+  void set_guard(std::uint64_t next) noexcept {
+    const std::uint32_t t = static_cast<std::uint32_t>(next) + bias_;
+    const std::uint64_t clock = t >= kClockLimit ? next : next + (kClockLimit - t);
+    guard_ = std::min<std::uint64_t>(clock, kMaxStreamLength + 1);
+  }
+
   // Times become ranks 1..capacity (distinct times keep their order; equal ones -- unused slots'
   // zeros -- stay equal in effect, as nothing compares them).
   DPSKETCH_NOINLINE void renumber(std::uint64_t n, std::uint32_t& boundary) {
@@ -280,6 +304,7 @@ class FlatSlots {
   std::vector<std::uint64_t> hash_;  // string keys only
   CompactTable<Key> table_;
   std::uint32_t bias_ = 0;  // time = uint32(owner's n) + bias_ (header comment)
+  std::uint64_t guard_ = 0;  // advance(n) takes its slow path iff n >= guard_ (set_guard)
 };
 
 // Two stacks of slot indices in one buffer (header comment). The owner keeps low + high <= size.

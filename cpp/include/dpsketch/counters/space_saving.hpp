@@ -71,7 +71,6 @@ class SpaceSaving {
 
   // Throws StreamLimitError (nothing changed) when n would exceed kMaxStreamLength (limits.hpp).
   void update(const View& x) {
-    check_stream_room(n_, 1);
     absorb(Traits::table_hash(x), x);
   }
 
@@ -89,17 +88,18 @@ class SpaceSaving {
 
   // update(x) given h == Traits::table_hash(x).
   void update_hashed(std::uint64_t h, const View& x) {
-    check_stream_room(n_, 1);
     absorb(h, x);
   }
 
  private:
-  // The update itself; the caller has checked the stream limit (so counts and n stay below 2^63).
+  // The update itself. At the stream limit it throws before any change (FlatSlots::advance), so
+  // counts and n stay below 2^63.
   // Inlined into the caller's loop; the rare cases (a hit leaving the minimum, a stage start) are
   // out of line.
   DPSKETCH_ALWAYS_INLINE void absorb(std::uint64_t h, const View& x) {
     const auto found = slots_.probe(h, x);
-    const std::uint32_t t = slots_.tick(++n_, stage_start_);
+    const std::uint32_t t = slots_.advance(n_ + 1, stage_start_);  // throws StreamLimitError first (nothing changed)
+    ++n_;
     if (found.slot != kEmpty) {
       auto& slot = slots_[found.slot];
       const std::uint64_t c = slot.count;
