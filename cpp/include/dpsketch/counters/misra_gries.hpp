@@ -132,28 +132,32 @@ class MisraGries {
   }
 
   void miss(std::size_t pos, std::uint64_t h, const View& x, std::uint32_t t) {
-    while (cands_.low() > 0 && slots_[cands_.top()].count > base_) cands_.pop();  // stale
-    if (cands_.low() > 0) {
-      // Reuse the slot that reached 0 most recently (ties: incremented most recently), §2. The pop
-      // frees the entry the arrival takes.
-      const std::int32_t s = cands_.pop();
-      if (keyed_[static_cast<std::size_t>(s)] & 1) {
-        slots_.rekey(s, pos, h, x);
-      } else {
-        slots_.key_fresh(s, pos, h, x);
-        keyed_[static_cast<std::size_t>(s)] = 1;
-      }
-      slots_.time(s) = t;
-      slots_[s].count = base_ + 1;
-      arrive_at_one(s);
+    // Reuse the slot that reached 0 most recently (ties: incremented most recently), §2: the first
+    // valid entry from the top (popped entries of slots that left 0 since are stale). The pop frees
+    // the entry the arrival takes.
+    std::int32_t s;
+    do {
+      if (cands_.low() == 0) return decrement(t);
+      s = cands_.pop();
+    } while (slots_[s].count > base_);
+    if (keyed_[static_cast<std::size_t>(s)] & 1) {
+      slots_.rekey(s, pos, h, x);
     } else {
-      // Decrement all: every slot has a count >= 1, i.e. a value >= base + 1.
-      ++base_;
-      ++decrements_;
-      if (base_ == min_value_) zero_layer();
-      cands_.clear_high();  // every arrival was zeroed just now (or moved on): a new epoch
-      epoch_start_ = t;
+      slots_.key_fresh(s, pos, h, x);
+      keyed_[static_cast<std::size_t>(s)] = 1;
     }
+    slots_.time(s) = t;
+    slots_[s].count = base_ + 1;
+    arrive_at_one(s);
+  }
+
+  // Decrement all (no count-0 slot is left): every slot has a count >= 1, i.e. a value >= base + 1.
+  DPSKETCH_NOINLINE void decrement(std::uint32_t t) {
+    ++base_;
+    ++decrements_;
+    if (base_ == min_value_) zero_layer();
+    cands_.clear_high();  // every arrival was zeroed just now (or moved on): a new epoch
+    epoch_start_ = t;
   }
 
   // After a decrement with base_ == min_value_: pushes the slots that just reached 0 (value ==
