@@ -13,7 +13,9 @@
 // A branch diagnostic (`hitmiss:alternating` vs `hitmiss:random`, see add_hitmiss) isolates the
 // cost of the counters' unpredictable hit/miss branch. The probe-only floor (`ProbeFloor`, see
 // below) is the counters' lower bound on the same stream: their hash and slot table, preloaded with
-// the k most frequent keys; the end-of-run table gives the counters as a ratio to it too.
+// the k most frequent keys; the end-of-run table gives the counters as a ratio to it too. The
+// eviction floor (`EvictionFloor`) is the same storage evicting round-robin on a miss: what any
+// evicting summary pays at least on a stream of misses.
 //
 // Usage: dpsketch_bench [--quick | --floor] [google-benchmark flags, e.g. --benchmark_filter=SpaceSaving]
 //   --quick: k in {256, 4096}, skew in {1.1}; the full grid takes a few minutes on 2 cores.
@@ -51,6 +53,7 @@ namespace {
 
 using namespace dpsketch;
 using dpsketch::bench::StringStream;
+using dpsketch::bench::EvictionFloor;
 using dpsketch::bench::ProbeFloor;
 using dpsketch::bench::ProbeFloorV1;
 
@@ -104,7 +107,7 @@ struct ExactCount<std::string> {
   std::size_t memory_bytes() const { return m.bucket_count() * 8 + m.size() * 48; }
 };
 
-// ---- probe-only floor: bench/probe_floor.hpp (ProbeFloor, ProbeFloorV1) ---------------------
+// ---- floors: bench/probe_floor.hpp (ProbeFloor, EvictionFloor, ProbeFloorV1) ------------------
 
 // ---- registration ------------------------------------------------------------------------------
 struct Entry {
@@ -256,6 +259,7 @@ void register_key_type() {
   add_update<Key>("SpaceSaving", [](std::uint64_t k) { return SpaceSaving<Key>(k); });
   add_update<Key>("MisraGries", [](std::uint64_t k) { return MisraGries<Key>(k); });
   add_update<Key>("ProbeFloor", [](std::uint64_t k, const auto& xs) { return ProbeFloor<Key>(k, xs); });
+  add_update<Key>("EvictionFloor", [](std::uint64_t k) { return EvictionFloor<Key>(k); });
   // The pre-issue-13 core and floor (tests/native/legacy/), for before/after ratios in one run.
   add_update<Key>("SpaceSavingV1", [](std::uint64_t k) { return legacy::SpaceSaving<Key>(k); });
   add_update<Key>("MisraGriesV1", [](std::uint64_t k) { return legacy::MisraGries<Key>(k); });

@@ -4,8 +4,10 @@
 // (detail::FlatSlots: key and count side by side, CompactTable index), preloaded with the k most
 // frequent keys of the stream (ties: smaller key first); an update hashes, probes, and increments
 // the slot's count on a hit, and does nothing on a miss (no eviction, no count order to keep).
-// ProbeFloorV1 is the same with the pre-issue-13 storage (8-byte entries at load 1/8, separate key
-// and count arrays), for comparisons across the redesign. Both use the counters' internals.
+// EvictionFloor is the same storage evicting round-robin on a miss: the floor of any evicting
+// summary. ProbeFloorV1 is ProbeFloor with the pre-issue-13 storage (8-byte entries at load 1/8,
+// separate key and count arrays), for comparisons across the redesign. All use the counters'
+// internals.
 #pragma once
 
 #include <algorithm>
@@ -57,6 +59,44 @@ class ProbeFloor {
 
  private:
   detail::FlatSlots<Key> slots_;
+};
+
+// The eviction floor: the same storage with the cheapest eviction there is. A miss on a full
+// summary gives the key the next slot in round-robin order (no count order, no tie rule, no
+// candidate lists): one table erase and insert, and the slot's key and count written. Any
+// summary that must evict on a miss -- SpaceSaving, or Misra-Gries reusing a zero -- does at
+// least this, so on a stream of misses (uniform) it bounds from below what the counters can reach
+// against ProbeFloor, whose miss does nothing (docs/benchmarks.md §Counters v2). Its counts mean
+// nothing; only its time is of interest.
+template <class Key>
+class EvictionFloor {
+  using Traits = KeyTraits<Key>;
+  using View = typename Traits::view_type;
+  using Slots = detail::FlatSlots<Key>;
+
+ public:
+  explicit EvictionFloor(std::uint64_t k) : slots_(static_cast<std::uint32_t>(k)), capacity_(static_cast<std::uint32_t>(k)) {}
+  void update(const View& x) {
+    const std::uint64_t h = Traits::table_hash(x);
+    const auto found = slots_.probe(h, x);
+    if (found.slot != Slots::kEmpty) {
+      ++slots_[found.slot].count;
+    } else if (size_ < capacity_) {
+      const auto s = static_cast<std::int32_t>(size_++);
+      slots_.key_fresh(s, found.pos, h, x);
+      slots_[s].count = 1;
+    } else {
+      const auto v = static_cast<std::int32_t>(next_);
+      next_ = next_ + 1 == capacity_ ? 0 : next_ + 1;
+      slots_.rekey(v, found.pos, h, x);
+      ++slots_[v].count;
+    }
+  }
+  std::size_t memory_bytes() const { return slots_.memory_bytes(); }
+
+ private:
+  detail::FlatSlots<Key> slots_;
+  std::uint32_t capacity_, size_ = 0, next_ = 0;
 };
 
 template <class Key>

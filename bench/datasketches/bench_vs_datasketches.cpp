@@ -3,7 +3,7 @@
 // only: DataSketches is fetched outside the repository by fetch_datasketches.sh and compiled in by
 // run.sh; nothing of it is vendored here. dpsketch is used through its public API only
 // (`SpaceSaving<std::int64_t>(k)`, `.update(x)`, `.memory_bytes()`; same for MisraGries), plus the
-// probe-only floor of bench/probe_floor.hpp.
+// probe-only and eviction floors of bench/probe_floor.hpp (their own table, with ratios to them).
 //
 // Same error bound. Our guarantees (docs/algorithms.md §3, §2): SpaceSaving with k~ counters
 // overestimates by at most c_min <= n/k~; Misra-Gries with k~ counters underestimates by at most
@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -125,7 +126,8 @@ struct Row {
   std::uint64_t k;
   std::string stream;
   int lg;
-  double ss, mg, ds, floor, ds_over_ss, ds_over_mg, ds_over_ss_lo, ds_over_ss_hi, ds_over_mg_lo, ds_over_mg_hi;
+  std::array<double, 5> floor_ratios;  // SS / floor, MG / floor, eviction floor / floor, SS / eviction floor, MG / eviction floor
+  double ss, mg, ds, floor, evict, ds_over_ss, ds_over_mg, ds_over_ss_lo, ds_over_ss_hi, ds_over_mg_lo, ds_over_mg_hi;
   std::size_t ss_bytes, mg_bytes, ds_bytes, floor_bytes;
   double ds_max_error_over_n;
   std::uint32_t ds_active;
@@ -202,13 +204,18 @@ int main(int argc, char** argv) {
       dpsketch::MisraGries<std::int64_t> mg(k);
       DsSketch ds(static_cast<std::uint8_t>(lg));
       std::unique_ptr<dpsketch::bench::ProbeFloor<std::int64_t>> floor;
-      if (with_floor) floor = std::make_unique<dpsketch::bench::ProbeFloor<std::int64_t>>(k, xs);
+      std::unique_ptr<dpsketch::bench::EvictionFloor<std::int64_t>> evict;
+      if (with_floor) {
+        floor = std::make_unique<dpsketch::bench::ProbeFloor<std::int64_t>>(k, xs);
+        evict = std::make_unique<dpsketch::bench::EvictionFloor<std::int64_t>>(k);
+      }
 
       std::vector<Contender> cs;
       cs.push_back({"SpaceSaving", [&] { for (const std::int64_t& x : xs) ss.update(x); escape(&ss); }, {}});
       cs.push_back({"MisraGries", [&] { for (const std::int64_t& x : xs) mg.update(x); escape(&mg); }, {}});
       cs.push_back({"DataSketches", [&] { for (const std::int64_t& x : xs) ds.update(x); escape(&ds); }, {}});
       if (floor) cs.push_back({"floor", [&] { for (const std::int64_t& x : xs) floor->update(x); escape(floor.get()); }, {}});
+      if (evict) cs.push_back({"evict", [&] { for (const std::int64_t& x : xs) evict->update(x); escape(evict.get()); }, {}});
 
       for (auto& c : cs) c.pass();  // warm-up: full, evicting / purging from here on
       for (int r = 0; r < rounds; ++r)
@@ -219,12 +226,17 @@ int main(int argc, char** argv) {
           c.ns.push_back((thread_cpu_seconds() - t0) * 1e9 / updates_per_timing);
         }
 
+      std::array<double, 5> row_floor_ratios{};
       auto ratios = [&](std::size_t num, std::size_t den) {
         std::vector<double> v(static_cast<std::size_t>(rounds));
         for (int r = 0; r < rounds; ++r) v[std::size_t(r)] = cs[num].ns[std::size_t(r)] / cs[den].ns[std::size_t(r)];
         return v;
       };
       const auto r_ss = ratios(2, 0), r_mg = ratios(2, 1);
+      if (floor) {  // same-round ratios to the floors (medians)
+        row_floor_ratios = {median(ratios(0, 3)), median(ratios(1, 3)), median(ratios(4, 3)), median(ratios(0, 4)),
+                            median(ratios(1, 4))};
+      }
 
       // Memory of the DataSketches sketch: a twin with a counting allocator, fed the same passes.
       g_counted_bytes = 0;
@@ -238,6 +250,7 @@ int main(int argc, char** argv) {
       }
 
       Row row{};
+      row.floor_ratios = row_floor_ratios;
       row.k = k;
       row.stream = stream_name(skew);
       row.lg = lg;
@@ -245,6 +258,7 @@ int main(int argc, char** argv) {
       row.mg = median(cs[1].ns);
       row.ds = median(cs[2].ns);
       row.floor = floor ? median(cs[3].ns) : 0.0;
+      row.evict = evict ? median(cs[4].ns) : 0.0;
       row.ds_over_ss = median(r_ss);
       row.ds_over_mg = median(r_mg);
       row.ds_over_ss_lo = *std::min_element(r_ss.begin(), r_ss.end());
@@ -270,6 +284,19 @@ int main(int argc, char** argv) {
     std::printf("| %llu | %s | %.2f | %.2f | %.2f | %s | %.2f | %.2f | %.2f-%.2f | %.2f-%.2f |\n", static_cast<unsigned long long>(r.k),
                 r.stream.c_str(), r.ss, r.mg, r.ds, fl, r.ds_over_ss, r.ds_over_mg, r.ds_over_ss_lo, r.ds_over_ss_hi,
                 r.ds_over_mg_lo, r.ds_over_mg_hi);
+  }
+
+  if (with_floor) {
+    std::printf("\n| k~ | stream | floor ns | eviction floor ns | SS / floor | MG / floor | eviction floor / floor | "
+                "SS / eviction floor | MG / eviction floor |\n");
+    std::printf("|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (const Row& r : rows)
+      std::printf("| %llu | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", static_cast<unsigned long long>(r.k),
+                  r.stream.c_str(), r.floor, r.evict, r.floor_ratios[0], r.floor_ratios[1], r.floor_ratios[2],
+                  r.floor_ratios[3], r.floor_ratios[4]);
+    std::printf("\nfloor: bench/probe_floor.hpp ProbeFloor (hash + probe, ++count on a hit, nothing on a miss); eviction "
+                "floor: EvictionFloor (the same storage, a miss evicts round-robin: the least any evicting summary does). "
+                "Ratios: medians of same-round ratios.\n");
   }
 
   std::printf("\n%s: DataSketches lg_max_map_size = smallest lg with 3.5 / 2^lg <= 1/(k~+1)%s "
