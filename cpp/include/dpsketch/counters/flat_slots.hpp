@@ -105,8 +105,7 @@ class FlatSlots {
   // The next time without an update (rebuilds: merge, deserialization), the stream length staying n.
   std::uint32_t tick_extra(std::uint64_t n, std::uint32_t& boundary) {
     ++bias_;
-    if (static_cast<std::uint32_t>(n) + bias_ >= kClockLimit) renumber(n, boundary);
-    set_guard(n + 1);
+    settle_clock(n, boundary);
     return static_cast<std::uint32_t>(n) + bias_;
   }
   // The owner's stream length changes from `from` to `to` without updates: the next advance
@@ -275,6 +274,10 @@ class FlatSlots {
 
   DPSKETCH_NOINLINE void advance_slow(std::uint64_t n, std::uint32_t& boundary) {
     check_stream_room(n - 1, 1);
+    settle_clock(n, boundary);
+  }
+  // Renumbers if the time for stream length n would reach kClockLimit, then sets guard_ for n + 1.
+  void settle_clock(std::uint64_t n, std::uint32_t& boundary) {
     if (static_cast<std::uint32_t>(n) + bias_ >= kClockLimit) renumber(n, boundary);
     set_guard(n + 1);
   }
