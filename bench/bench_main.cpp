@@ -207,11 +207,11 @@ void register_private() {
   add_update<Key>("SHH_CountMin_d32", [](std::uint64_t k) { return CM(shh_params(k), 42, bench_rng()); });
   add_update<Key>("SHH_CountSketch_d32", [](std::uint64_t k) { return CS(shh_params(k), 42, bench_rng()); });
   add_release<Key>("Release_DPSS", [](std::uint64_t k) { return SpaceSaving<Key>(k); },
-                   [](const auto& s, std::uint64_t) { return release::dpss(s, 1.0, 1e-6, std::max<std::uint64_t>(1, s.capacity() / 2), std::nullopt, 0.0, bench_rng()); });
+                   [](const auto& s, std::uint64_t) { return release::dpss(s, 1.0, 1e-6, std::max<std::uint64_t>(1, s.capacity() / 2), release::Length::fixed(s.n()), bench_rng()); });
   add_release<Key>("Release_PMG", [](std::uint64_t k) { return MisraGries<Key>(k); },
-                   [](const auto& s, std::uint64_t) { return release::pmg(s, 1.0, 1e-6, std::optional<std::uint64_t>(), std::nullopt, 0.0, bench_rng()); });
+                   [](const auto& s, std::uint64_t) { return release::pmg(s, 1.0, 1e-6, std::optional<std::uint64_t>(), release::Length::unused(), bench_rng()); });
   add_release<Key>("Release_SHH_CountMin_d32", [](std::uint64_t k) { return CM(shh_params(k), 42, bench_rng()); },
-                   [](const auto& s, std::uint64_t) { return s.release(std::nullopt, 0.0, bench_rng()); });
+                   [](const auto& s, std::uint64_t) { return s.release(release::Length::fixed(s.n())); });
 }
 
 // Branch diagnostic for the counters' data-dependent hit/miss branch: one stream of 50% hits (100

@@ -7,6 +7,7 @@
 
 #include <optional>
 
+#include "dpsketch/release/calibration.hpp"
 #include "dpsketch/release/counter_release.hpp"
 #include "dpsketch/release/private_sketch.hpp"
 #include "dpsketch/release/sketch_heavy_hitters.hpp"
@@ -31,14 +32,15 @@ py::tuple to_python(const Release<Key, Value>& r) {
 
 template <class Key>
 void bind_counter_releases(py::module_& m) {
+  // (eps, delta): the mechanism's share (calibrate()); length: from Length.noisy / fixed / unused.
   m.def("pmg", [](const MisraGries<Key>& mg, double eps, double delta, std::optional<std::uint64_t> k,
-                  std::optional<double> length_eps, double length_delta, noise::SecureRng& rng) {
-    return to_python(pmg(mg, eps, delta, k, length_eps, length_delta, rng));
-  });
+                  const Length& length, noise::SecureRng& rng) {
+    return to_python(pmg(mg, eps, delta, k, length, rng));
+  }, py::arg("summary"), py::arg("epsilon"), py::arg("delta"), py::arg("k"), py::arg("length"), py::arg("rng"));
   m.def("dpss", [](const SpaceSaving<Key>& ss, double eps, double delta, std::uint64_t k,
-                   std::optional<double> length_eps, double length_delta, noise::SecureRng& rng) {
-    return to_python(dpss(ss, eps, delta, k, length_eps, length_delta, rng));
-  });
+                   const Length& length, noise::SecureRng& rng) {
+    return to_python(dpss(ss, eps, delta, k, length, rng));
+  }, py::arg("summary"), py::arg("epsilon"), py::arg("delta"), py::arg("k"), py::arg("length"), py::arg("rng"));
 }
 
 template <class T>
@@ -111,15 +113,56 @@ void bind_envelope(py::module_& m, const char* name) {
   c.def_property_readonly("width", [](const T& s) { return s.params().width; });
   c.def_property_readonly("depth", [](const T& s) { return s.params().depth; });
   c.def("memory_bytes", &T::memory_bytes);
-  c.def("release", [](const T& s, std::optional<double> length_eps, double length_delta, noise::SecureRng& rng) {
-    return to_python(s.release(length_eps, length_delta, rng));
-  });
+  c.def("release", [](const T& s, const Length& length) { return to_python(s.release(length)); }, py::arg("length"));
 }
 
 }  // namespace
 
+void bind_calibration(py::module_& m) {
+  py::class_<Length> L(m, "Length", "the stream length as a release uses it (docs/privacy.md §Stream length)");
+  L.def_static("unused", &Length::unused);
+  L.def_static("fixed", &Length::fixed, py::arg("n"));
+  L.def_static("noisy", [](std::uint64_t n, double eps_n, double delta_n, noise::SecureRng& rng) {
+    return Length::noisy(n, eps_n, delta_n, rng);
+  }, py::arg("n"), py::arg("epsilon"), py::arg("delta"), py::arg("rng"));
+  L.def_static("from_bounds", &Length::from_bounds, py::arg("n_hat"), py::arg("t"), py::arg("epsilon"), py::arg("delta"));
+  L.def_property_readonly("kind", &Length::name);
+  L.def_property_readonly("n_hat", [](const Length& x) { return static_cast<double>(x.n_hat); });
+  L.def_property_readonly("n_lo", [](const Length& x) { return static_cast<double>(x.n_lo); });
+  L.def_property_readonly("n_up", [](const Length& x) { return static_cast<double>(x.n_up); });
+  L.def_property_readonly("t", [](const Length& x) { return x.t_n; });
+  L.def_property_readonly("epsilon", [](const Length& x) { return x.eps_n; });
+  L.def_property_readonly("delta", [](const Length& x) { return x.delta_n; });
+  L.def("__repr__", [](const Length& x) { return std::string("<Length ") + x.name() + ">"; });  // no values: n̂ is for the release
+
+  m.def("calibrate", [](double eps, double delta, const std::string& need, bool public_length, double length_eps,
+                        double length_delta) {
+    LengthNeed nd;
+    if (need == "none") nd = LengthNeed::none;
+    else if (need == "estimate") nd = LengthNeed::estimate;
+    else if (need == "bounds") nd = LengthNeed::bounds;
+    else throw std::invalid_argument("need must be 'none', 'estimate' or 'bounds'");
+    const Calibration c = calibrate(eps, delta, nd, public_length, length_eps, length_delta);
+    py::dict d;
+    d["epsilon_mechanism"] = c.eps_core;
+    d["delta_mechanism"] = c.delta_core;
+    d["length_epsilon"] = c.eps_n;
+    d["length_delta"] = c.delta_n;
+    d["public_length"] = c.public_length;
+    d["neighbours"] = c.neighbours();
+    d["epsilon_total"] = c.epsilon_total();
+    d["delta_total"] = c.delta_total();
+    d["length"] = nd == LengthNeed::none ? "unused" : c.public_length ? "public" : "private";
+    return d;
+  }, py::arg("epsilon"), py::arg("delta"), py::arg("need"), py::arg("public_length") = false,
+     py::arg("length_epsilon") = 0.0, py::arg("length_delta") = 0.0);
+  m.attr("LENGTH_EPSILON_SHARE") = kLengthEpsilonShare;
+  m.attr("LENGTH_DELTA_SHARE") = kLengthDeltaShare;
+}
+
 void bind_release(py::module_& root) {
   py::module_ m = root.def_submodule("release", "private release mechanisms (docs/algorithms.md §2-§5)");
+  bind_calibration(m);
   bind_counter_releases<std::int64_t>(m);
   bind_counter_releases<std::string>(m);
   bind_private_sketch<PrivateSketch<std::int64_t, SketchKind::count_min>>(m, "PrivateCountMinInt");
@@ -142,6 +185,7 @@ void bind_release(py::module_& root) {
   m.def("envelope_noise", [](std::uint64_t sens, double e, std::uint64_t cells, double dn) {
     return static_cast<double>(envelope_noise(sens, e, cells, dn));
   });
+  m.def("envelope_delta", [](double e, double d) { return static_cast<double>(envelope_delta(e, d)); });
   m.def("envelope_min_depth", [](std::uint64_t n_max, std::uint64_t kt, double dc) { return envelope_min_depth(n_max, kt, dc); });
   m.def("gaussian_cm_shift", [](double s2, std::uint64_t d, std::uint64_t w, double b) { return gaussian_cm_shift(s2, d, w, b); });
   m.def("epsilon_used", [](double e) { return static_cast<double>(Epsilon(e).value); });

@@ -62,8 +62,8 @@ void counters(std::string_view in) {
     // A merged summary (header flag bit 0) may have lost mass in the merge: Σc <= n (docs/format.md).
     FUZZ_CHECK(ss.merged() ? total <= ss.n() : total == ss.n());
     try {
-      (void)release::dpss(ss, 1.0, 1e-6, 1, std::nullopt, 0.0, rng);
-      (void)release::dpss(ss, 0.5, 1e-6, 1, 0.5, 1e-6, rng);
+      (void)release::dpss(ss, 1.0, 1e-6, 1, release::Length::fixed(ss.n()), rng);
+      (void)release::dpss(ss, 0.5, 1e-6, 1, release::Length::noisy(ss.n(), 0.5, 1e-6, rng), rng);
       FUZZ_CHECK(!ss.merged());
     } catch (const ParameterError&) {
       FUZZ_CHECK(ss.merged());  // private release of a merged summary is refused (§8)
@@ -78,8 +78,8 @@ void counters(std::string_view in) {
     roundtrip(mg, in);
     for (const auto& [k, c] : mg.items(true)) FUZZ_CHECK(mg.estimate(k) == c);
     try {
-      (void)release::pmg(mg, 1.0, 1e-6, std::nullopt, std::nullopt, 0.0, rng);
-      (void)release::pmg(mg, 1.0, 1e-6, 2, 0.5, 1e-6, rng);
+      (void)release::pmg(mg, 1.0, 1e-6, std::nullopt, release::Length::unused(), rng);
+      (void)release::pmg(mg, 1.0, 1e-6, 2, release::Length::noisy(mg.n(), 0.5, 0.0, rng), rng);
       FUZZ_CHECK(!mg.merged());
     } catch (const ParameterError&) {
       FUZZ_CHECK(mg.merged());  // private release of a merged summary is refused (§8)

@@ -42,20 +42,20 @@ void check_guarantee(const T& s, const std::map<Key, std::uint64_t>& f, std::uin
 template <class T, class = void>
 struct has_release : std::false_type {};
 template <class T>
-struct has_release<T, std::void_t<decltype(std::declval<const T&>().release(
-                          std::optional<double>{}, 0.0, std::declval<release::SecureRng&>()))>> : std::true_type {};
+struct has_release<T, std::void_t<decltype(std::declval<const T&>().release(std::declval<const release::Length&>()))>>
+    : std::true_type {};
 
 template <class T>
 void release_of(const T& s, std::uint8_t b) {
   release::SecureRng rng(b);
-  const std::optional<double> len_eps = (b & 1) ? std::optional<double>(0.5) : std::nullopt;
+  const release::Length len = (b & 1) ? release::Length::noisy(s.n(), 0.5, 1e-6, rng) : release::Length::fixed(s.n());
   if constexpr (std::is_same_v<T, SpaceSaving<typename T::key_type>>) {
-    (void)release::dpss(s, 1.0, 1e-6, 1 + b % s.capacity(), len_eps, 1e-6, rng);
+    (void)release::dpss(s, 1.0, 1e-6, 1 + b % s.capacity(), len, rng);
   } else if constexpr (std::is_same_v<T, MisraGries<typename T::key_type>>) {
-    (void)release::pmg(s, 1.0, 1e-6, (b & 2) ? std::optional<std::uint64_t>(1 + b % 5) : std::nullopt, len_eps, 1e-6, rng);
+    (void)release::pmg(s, 1.0, 1e-6, (b & 2) ? std::optional<std::uint64_t>(1 + b % 5) : std::nullopt, len, rng);
   } else if constexpr (has_release<T>::value) {
     try {
-      (void)s.release(len_eps, 1e-6, rng);
+      (void)s.release(len);
     } catch (const ParameterError&) {  // stream longer than max_stream_length: refused, by design
       FUZZ_CHECK(s.n() > s.params().max_stream_length);
     }

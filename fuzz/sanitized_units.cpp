@@ -88,7 +88,7 @@ void counters() {
     r.update(xs[0]);
     ss.update(xs[0]);
     FUZZ_CHECK(r.serialize() == ss.serialize());
-    const auto rel = release::dpss(ss, 1.0, 1e-6, 4, std::nullopt, 0.0, rng);
+    const auto rel = release::dpss(ss, 1.0, 1e-6, 4, release::Length::fixed(ss.n()), rng);
     FUZZ_CHECK(rel.threshold > 0 && rel.items.size() <= 16);
     // Stream limit: bytes exactly at 2^62 load; the next update is refused, nothing changes.
     const Key k = xs[0];
@@ -102,7 +102,7 @@ void counters() {
     const std::string at_limit = w.take();
     auto full = SpaceSaving<Key>::deserialize(at_limit);
     limit_refused(full, k);
-    (void)release::dpss(full, 1.0, 1e-6, 1, std::nullopt, 0.0, rng);
+    (void)release::dpss(full, 1.0, 1e-6, 1, release::Length::fixed(full.n()), rng);
     // Issue 11's reproduction: count 2^64 - 2 must not load.
     std::string crafted = at_limit;
     crafted.replace(12, 8, le64(~std::uint64_t{1}));
@@ -210,8 +210,8 @@ void sketches() {
   release::SketchHeavyHitters<Key, Kind> hh(params, 17, rng);
   hh.update_many(xs.begin(), xs.end());
   FUZZ_CHECK(hh.n() == xs.size() && hh.candidates() <= 8);
-  (void)hh.release(std::nullopt, 0.0, rng);
-  (void)hh.release(0.5, 1e-6, rng);
+  (void)hh.release(release::Length::fixed(hh.n()));
+  (void)hh.release(release::Length::noisy(hh.n(), 0.5, 1e-6, rng));
 }
 
 }  // namespace

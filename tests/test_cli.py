@@ -114,7 +114,9 @@ def test_text_and_gzip(capsys, files, name):
     rows = table_items(out)
     assert [r[0] for r in rows] == ["a", "b"]
     assert abs(rows[0][1] - 8_000) < 100 and abs(rows[1][1] - 4_000) < 100
-    assert "DPSS" in err and "threshold=" in err and "n=20000" in err and "epsilon=1" in err
+    assert "DPSS" in err and "threshold=" in err and "noisy n=" in err and "epsilon=1 " in err
+    assert "n=20000" not in err  # the length is private by default: only n̂ is printed
+    assert "spent: epsilon=1," in err  # the totals are exactly what was asked for
     assert "NOT secret" in err  # seeded release warning
     assert "keys: str" in err
 
@@ -191,6 +193,10 @@ def test_csv_gz_tsv_no_header_and_empty_cells(capsys, tmp_path):
     code, out, err = run(capsys, "top", tmp_path / "d.tsv.gz", "--no-header", "--column", 1, "--seed", 2)
     assert code == 0, err
     assert [r[0] for r in table_items(out)] == ["a", "b"]
+    assert "skipped" not in err  # an exact count of the data: not printed with a private length
+    code, out, err = run(capsys, "top", tmp_path / "d.tsv.gz", "--no-header", "--column", 1, "--seed", 2,
+                         "--public-length")
+    assert code == 0, err
     assert "skipped 1 empty values" in err
 
 
@@ -205,17 +211,22 @@ def test_parquet(capsys, files, tmp_path):
     })
     path = tmp_path / "d.parquet"
     pq.write_table(table, path, row_group_size=3_000)
-    code, out, err = run(capsys, "top", path, "--column", "page", "--seed", 1, "--json", "--chunk-size", 5000)
+    code, out, err = run(capsys, "top", path, "--column", "page", "--seed", 1, "--json", "--chunk-size", 5000,
+                         "--public-length")
     assert code == 0, err
     d = json.loads(out)
     assert [k for k, _ in d["items"]] == ["a", "b"]
     assert d["n"] == N and d["cli"]["skipped"] == 1
+    code, out, err = run(capsys, "top", path, "--column", "page", "--seed", 1, "--json")
+    d = json.loads(out)
+    assert d["n"] != N and "skipped" not in d["cli"] and d["cli"]["exact_counts_withheld"] is True
     # an integer column gives int keys (from the Parquet type)
     code, out, err = run(capsys, "top", path, "--column", "code", "--seed", 1, "--json")
     assert code == 0, err
     assert [k for k, _ in json.loads(out)["items"]] == [5, 9]
-    # a sketch gets the Parquet row count as its public length bound
-    code, out, err = run(capsys, "top", path, "--column", "page", "-a", "countmin", "--seed", 1, "--json")
+    # with --public-length a sketch gets the Parquet row count as its public length bound
+    code, out, err = run(capsys, "top", path, "--column", "page", "-a", "countmin", "--seed", 1, "--json",
+                         "--public-length")
     assert code == 0, err
     assert json.loads(out)["metadata"]["max_stream_length"] == N + 1
     # wrong column type / missing column
@@ -255,7 +266,7 @@ def test_stdin_in_process(capsys, monkeypatch, files):
 def test_crlf_bom_and_blank_lines(capsys, tmp_path):
     p = tmp_path / "win.txt"
     p.write_bytes(b"\xef\xbb\xbf" + b"\r\n".join(x.encode() for x in _stream()) + b"\r\n\r\n   \r\n")
-    code, out, err = run(capsys, "top", p, "--seed", 1)
+    code, out, err = run(capsys, "top", p, "--seed", 1, "--public-length")
     assert code == 0, err
     assert [r[0] for r in table_items(out)] == ["a", "b"]
     assert "skipped 2 blank lines" in err
@@ -278,16 +289,19 @@ def test_algorithms(capsys, files, algorithm, mechanism):
     values = [v for _, v in d["items"]]
     assert values == sorted(values, reverse=True)
     assert all(v > d["threshold"] or (v >= d["threshold"] and mechanism == "PMG") for v in values)
-    assert d["n"] == N and d["metadata"]["reproducible_not_secret"] is True
+    assert d["n"] != N and d["metadata"]["reproducible_not_secret"] is True
+    assert d["metadata"]["length"] == "private" and d["metadata"]["neighbours"] == "add_remove"
+    assert d["epsilon"] == 1.0 and d["delta"] == pytest.approx(1e-6)
     assert d["cli"]["algorithm"] == algorithm and d["cli"]["capacity"] == 20
 
 
 def test_countsketch(capsys, files):
     code, out, err = run(capsys, "top", files / "skewed.txt", "-a", "countsketch", "--oversample", 16,
-                         "--max-stream-length", "auto", "--seed", 1, "--json")
+                         "--max-stream-length", "auto", "--seed", 1, "--json", "--public-length")
     assert code == 0, err
     d = json.loads(out)
     assert d["mechanism"] == "SketchHeavyHitters[countsketch]"
+    assert d["metadata"]["neighbours"] == "replace"
     assert [k for k, _ in d["items"]] == ["a"]
     assert d["metadata"]["max_stream_length"] == 100_000
     assert "counted in a first pass" in err
@@ -306,12 +320,18 @@ def test_sketch_stream_longer_than_bound(capsys, files):
 
 
 def test_length_epsilon(capsys, files):
-    code, out, err = run(capsys, "top", files / "items.txt", "--seed", 1, "--length-epsilon", 0.5, "--json")
+    code, out, err = run(capsys, "top", files / "items.txt", "--seed", 1, "--length-epsilon", 0.25, "--json")
     assert code == 0, err
     d = json.loads(out)
     assert d["metadata"]["assumes_public_length"] is False
-    assert d["epsilon"] == pytest.approx(1.5)
+    assert d["metadata"]["length_epsilon"] == 0.25 and d["metadata"]["epsilon_used"] == 0.75
+    assert d["epsilon"] == 1.0  # carved out of --epsilon: the total is what was asked for
     assert [k for k, _ in d["items"]] == ["a", "b"]
+    code, _, err = run(capsys, "top", files / "items.txt", "--length-epsilon", 1.0)
+    assert code == 2
+    assert_one_line_error(err, "below epsilon")
+    code, _, err = run(capsys, "top", files / "items.txt", "--length-epsilon", 0.1, "--public-length")
+    assert code == 2
 
 
 # -- demo ---------------------------------------------------------------------------------------
@@ -328,7 +348,7 @@ def test_demo(capsys):
     recall, precision = _metric(out, "recall"), _metric(out, "precision")
     assert 0 <= recall <= 1 and 0 <= precision <= 1
     assert recall == 1.0 and precision == 1.0  # DPSS on retail at k = 100: five clear heavy hitters
-    assert "n=908576" in err and "k=100" in err
+    assert "noisy n=" in err and "n=908576" not in err and "k=100" in err
     assert [r[0] for r in table_items(out)] == ["39", "48", "38", "32", "41"]
 
 
@@ -409,7 +429,11 @@ def test_directory(capsys, tmp_path):
 
 @pytest.mark.parametrize("name", ["empty.txt", "blank.txt"])
 def test_empty_input(capsys, files, name):
-    code, _, err = run(capsys, "top", files / name)
+    # a private length: an empty input is released like any other (nothing passes), no error
+    code, out, err = run(capsys, "top", files / name, "--json")
+    assert code == 0, err
+    assert json.loads(out)["items"] == []
+    code, _, err = run(capsys, "top", files / name, "--public-length")
     assert code == 1
     assert_one_line_error(err, "no items")
 
@@ -421,6 +445,8 @@ def test_empty_csv(capsys, tmp_path):
     assert_one_line_error(err, "empty")
     (tmp_path / "h.csv").write_text("page\n")
     code, _, err = run(capsys, "top", tmp_path / "h.csv")
+    assert code == 0, err
+    code, _, err = run(capsys, "top", tmp_path / "h.csv", "--public-length")
     assert code == 1
     assert_one_line_error(err, "no items")
 

@@ -142,7 +142,7 @@ def test_int_detection_rule(capsys, tmp_path):
     big.write_text("1\n9223372036854775808\n")  # above int64: text, never a wrapped integer
     code, out, err = run(capsys, "top", big, "-k", 1, "--seed", 1, "--json")
     assert json.loads(out)["cli"]["keys"].startswith("str")
-    code, out, err = run(capsys, "top", p, "--int-keys", "-k", 1, "--seed", 1, "--json", "--top", 0)
+    code, out, err = run(capsys, "top", p, "--int-keys", "-k", 1, "--seed", 1, "--json", "--top", 0, "--public-length")
     assert code == 0, err
     d = json.loads(out)
     assert d["cli"]["keys"].startswith("int") and d["n"] == 4
@@ -153,7 +153,7 @@ def test_int_detection_rule(capsys, tmp_path):
 def test_unit_separator_lines_are_counted(capsys, tmp_path):
     p = tmp_path / "us.txt"
     p.write_bytes(b"a\x1fb\n" * 50 + b"c\n" * 10)
-    code, out, err = run(capsys, "top", p, "-k", 1, "--seed", 1, "--json", "--top", 0)
+    code, out, err = run(capsys, "top", p, "-k", 1, "--seed", 1, "--json", "--top", 0, "--public-length")
     assert code == 0, err
     d = json.loads(out)
     assert d["n"] == 60 and d["items"][0][0] == "a\x1fb"

@@ -62,7 +62,7 @@ def test_envelope_wrapper_precision_at_paper_setting(paper_stream, sketch):
     assert r.metadata["depth"] >= 32 and r.metadata["width"] == (2 if sketch == "countmin" else 3) * 512
     if sketch == "countmin":  # §5: with w = 2k̃, τ = 3n/k̃ + 1 + 3γ_N
         g = r.metadata["gamma_noise"]
-        assert r.metadata["tau"] == pytest.approx(3 * len(s) / 512 + 1 + 3 * g)
+        assert r.metadata["tau"] == pytest.approx(3 * r.metadata["n_upper"] / 512 + 1 + 3 * g)
     values = [v for _, v in r.items]
     assert values == sorted(values, reverse=True)
     assert all(v > r.threshold for v in values)
@@ -83,11 +83,12 @@ def test_dpss_suppresses_the_unstable_label():
     for seed in range(trials):
         ss = d.SpaceSaving(2)
         ss.update_many(["a", "b", "c"])
-        hits += "c" in ss.release(eps, delta, k=1, seed=seed).keys()
-    gamma = R.dpss_gamma(eps, delta)
-    e = R.epsilon_used(eps)
+        hits += "c" in ss.release(eps, delta, k=1, seed=seed, public_length=True).keys()
+    # public length: the mechanism runs at (ε/2, δ/(1 + e^{ε/2})) (docs/privacy.md §Stream length)
+    e = R.epsilon_used(eps / 2)
+    gamma = R.dpss_gamma(e, delta / (1 + math.exp(eps / 2)))
     exact = math.exp(-e * gamma) / (1 + math.exp(e))
-    assert exact <= delta / 4
+    assert exact <= delta / (1 + math.exp(eps / 2)) / 4
     sd = math.sqrt(exact * (1 - exact) / trials)
     assert abs(hits / trials - exact) < 5 * sd  # the check can see the leak rate, and it is the bound
 
@@ -135,8 +136,12 @@ def test_thresholds_equal_direct_search(eps, delta):
     # §3: smallest γ >= 0 with e^{-εγ}/(1+e^{ε}) <= δ/4
     g = _search(lambda g: math.exp(-e * g) / (1 + math.exp(e)) <= delta / 4, 0)
     assert R.dpss_gamma(eps, delta) == g
-    # §0: smallest t_n >= 0 with e^{-ε t}/(1+e^{ε}) <= δ_n
-    assert R.length_t(eps, delta) == _search(lambda t: math.exp(-e * t) / (1 + math.exp(e)) <= delta, 0)
+    # §0: smallest t_n >= 1 with P(Z >= t_n) = e^{-ε t}/(1+e^{-ε}) <= δ_n (n_up >= n + 1)
+    assert R.length_t(eps, delta) == _search(lambda t: math.exp(-e * t) / (1 + math.exp(-e)) <= delta, 1)
+    # §5: smallest integer γ_N with cells · 2e^{-εγ/Δ}/(1+e^{ε/Δ}) <= δ_N (Δ = 3, 96 cells)
+    a = e / 3
+    assert R.envelope_noise(3, eps, 96, delta) == _search(
+        lambda g: 96 * 2 * math.exp(-a * g) / (1 + math.exp(a)) <= delta, 0)
 
 
 def test_threshold_table_by_hand():
@@ -153,31 +158,35 @@ def test_threshold_table_by_hand():
         assert R.dpss_threshold(n, n, k, kt, g) == pytest.approx(tau)
     # §5 depth: log2((n_max + k̃)/δ_C), n_max = 2^22, k̃ = 512, δ_C = 5e-4 -> ceil(32.99...) = 33
     assert R.envelope_min_depth(2**22, 512, 5e-4) == math.ceil(math.log2((2**22 + 512) / 5e-4))
-    assert R.envelope_noise(33, 0.1, 33 * 1024, 5e-4) == pytest.approx(330 * math.log(33 * 1024 / 5e-4))
+    a = R.epsilon_used(0.1) / 33
+    assert R.envelope_noise(33, 0.1, 33 * 1024, 5e-4) == math.ceil(math.log(2 * 33 * 1024 / (5e-4 * (1 + math.exp(a)))) / a)
 
 
 def test_dpss_release_uses_documented_threshold():
     ss = d.SpaceSaving(20)
     ss.update_many(zipf(5000, 1.5, 1000, seed=1))
-    r = ss.release(0.5, 1e-4, 10, seed=3)
-    g = R.dpss_gamma(0.5, 1e-4)
+    r = ss.release(0.5, 1e-4, 10, seed=3, public_length=True)
+    g = R.dpss_gamma(0.25, 1e-4 / (1 + math.exp(0.25)))
     assert r.metadata["gamma"] == g
     assert r.threshold == pytest.approx(max(5000 / 10 - g, 5000 / 20 + 1 + g))
     assert all(v > r.threshold for _, v in r.items)
-    assert r.metadata["assumes_public_length"] is True
+    assert r.metadata["assumes_public_length"] is True and r.metadata["neighbours"] == "replace"
+    assert r.epsilon == pytest.approx(0.5) and r.delta == pytest.approx(1e-4)
 
 
 def test_private_length_mode():
     ss = d.SpaceSaving(20)
     ss.update_many(zipf(5000, 1.5, 1000, seed=1))
-    r = ss.release(0.5, 1e-4, 10, seed=3, length_epsilon=0.5, length_delta=1e-5)
+    r = ss.release(0.5, 1e-4, 10, seed=3, length_epsilon=0.2, length_delta=1e-5)
     m = r.metadata
-    assert m["assumes_public_length"] is False
-    assert m["length_t"] == R.length_t(0.5, 1e-5)
+    assert m["assumes_public_length"] is False and m["length"] == "private" and m["neighbours"] == "add_remove"
+    assert m["length_t"] == R.length_t(0.2, 1e-5)
     assert m["n_upper"] - m["n_used"] == m["length_t"] and m["n_used"] - m["n_lower"] == m["length_t"]
-    assert r.epsilon == pytest.approx(2 * R.epsilon_used(0.5))
-    assert r.delta == pytest.approx(1e-4 + 1e-5)
+    # the length's share is carved out of (ε, δ): the totals are what was asked for
+    assert r.epsilon == pytest.approx(R.epsilon_used(0.3) + R.epsilon_used(0.2)) and r.epsilon <= 0.5
+    assert r.delta == pytest.approx(1e-4)
     g = m["gamma"]
+    assert g == R.dpss_gamma(0.3, 1e-4 - 1e-5)
     assert r.threshold == pytest.approx(max(m["n_lower"] / 10 - g, m["n_upper"] / 20 + 1 + g))
 
 

@@ -163,11 +163,11 @@ def test_seeded_objects_and_releases_are_labelled():
     assert d.SketchHeavyHitters(k=2, capacity=8, epsilon=1, delta=1e-3, max_stream_length=100,
                                 seed=1).reproducible_not_secret
     h.update_many([1, 1, 1, 2])
-    r = h.release(seed=3, length_epsilon=1.0)
+    r = h.release(seed=3)
     assert r.metadata["reproducible_not_secret"] is True
     h2 = d.SketchHeavyHitters(k=2, capacity=8, epsilon=1, delta=1e-3, max_stream_length=100)
     h2.update_many([1, 1, 1, 2])
-    assert h2.release(length_epsilon=1.0).metadata["reproducible_not_secret"] is False
+    assert h2.release().metadata["reproducible_not_secret"] is False
 
 
 # ---------------------------------------------------------- release metadata (defect 7) --------

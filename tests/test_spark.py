@@ -15,6 +15,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark", reason="pip install 'dpsketch[spark]' (or the test extra) to run")
 
 import dpsketch as dp  # noqa: E402
+from dpsketch import distributed as dpd  # noqa: E402
 from dpsketch import spark as dps  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -142,7 +143,7 @@ def test_dyadic_from_sketch_after_spark_merge(spark):
 # -- counters route ---------------------------------------------------------------------------------
 
 def _by_hand_counter_route(spark, df, column, k, eps, delta, seed, summary="spacesaving"):
-    """The per-partition releases run by hand: Spark only tells which partition each row lands in."""
+    """The counters route run by hand: Spark only tells which partition each row lands in."""
     from pyspark.sql import functions as F
 
     rows = (df.select(column).where(F.col(column).isNotNull()).repartition(PARTS, F.col(column))
@@ -150,24 +151,22 @@ def _by_hand_counter_route(spark, df, column, k, eps, delta, seed, summary="spac
     per = {}
     for r in rows:
         per.setdefault(r["pid"], []).append(r[column])
-    items, n = [], len(rows)
-    gammas = []
-    for p, keys in per.items():
+    parts, ids = [], []
+    for p in sorted(per):
         s = (dp.SpaceSaving if summary == "spacesaving" else dp.MisraGries)(2 * k)
-        s.update_many(sorted(keys))
-        rel = dps.release_partition(s, summary, k, eps, delta, dps._partition_seed(seed, p))
-        gammas.append(rel.metadata.get("gamma", 0))
-        items += rel.items
-    cut = n / k - (gammas[0] if summary == "spacesaving" else 0)
-    keep = [(x, v) for x, v in items if (v > cut if summary == "spacesaving" else v >= cut)]
-    return sorted(keep, key=lambda kv: (-kv[1], kv[0]))
+        s.update_many(sorted(per[p]))
+        parts.append(s)
+        ids.append(p)
+    return dpd.release_partitions(parts, k=k, epsilon=eps, delta=delta, seed=seed, partition_ids=ids)
 
 
 @pytest.mark.parametrize("summary", ["spacesaving", "misragries"])
 def test_counters_route_equals_by_hand(spark, int_df, zipf_ints, summary):
     rel = dps.heavy_hitters(int_df, "x", k=20, epsilon=2.0, delta=1e-6, route="counters", summary=summary, seed=5)
     want = _by_hand_counter_route(spark, int_df, "x", 20, 2.0, 1e-6, 5, summary)
-    assert rel.items == want
+    assert rel.items == want.items and rel.threshold == want.threshold
+    assert rel.epsilon == pytest.approx(2.0) and rel.delta == pytest.approx(1e-6)
+    assert rel.metadata["length"] == "private" and rel.n != len(zipf_ints)
     assert rel.metadata["route"] == "counters" and "parallel" in rel.metadata["composition"]
     assert rel.metadata["reproducible_not_secret"]
     exact = Counter(zipf_ints.tolist())
@@ -202,6 +201,7 @@ def test_sketch_route_string_keys_lookup(str_df, words):
     assert all(isinstance(x, str) and exact[x] > 0 for x in rel.keys())
     m = rel.metadata
     assert m["tau_lookup"] >= 2 and m["delta_fingerprint"] <= 1e-4 / 3
+    assert rel.n != len(words) and m["length"] == "private"  # the sketch's own noisy total
     assert rel.epsilon <= 2.0 + 1e-9
 
 
@@ -229,7 +229,7 @@ def test_empty_dataframe(spark):
     mg = dps.summarize(df, "x", lambda: dp.MisraGries(4))
     assert mg.n == 0 and mg.merged  # counter summaries from Spark are always marked merged
     rel = dps.heavy_hitters(df, "x", k=5, epsilon=1.0, delta=1e-6, seed=1)
-    assert len(rel) == 0 and rel.n == 0
+    assert len(rel) == 0 and rel.metadata["length"] == "private"
     rel2 = dps.heavy_hitters(df, "x", k=5, epsilon=1.0, delta=1e-6, route="sketch", width=64, depth=2, seed=1)
     assert len(rel2) == 0
 
@@ -312,4 +312,73 @@ def test_counters_route_does_not_depend_on_row_order_or_input_partitioning(spark
     b = spark.createDataFrame(pd.DataFrame({"x": shuffled})).coalesce(1)
     ra = dps.heavy_hitters(a, "x", k=20, epsilon=1.0, delta=1e-6, seed=9)
     rb = dps.heavy_hitters(b, "x", k=20, epsilon=1.0, delta=1e-6, seed=9)
-    assert ra.items == rb.items and ra.n == rb.n == len(zipf_ints)
+    assert ra.items == rb.items and ra.n == rb.n
+
+
+# -- every printed guarantee is true by default ---------------------------------------------------
+
+# Two hash partitions whose rows differ by moving one row across them (one `4` replaced by a `0`,
+# n unchanged): a threshold reading the exact per-partition length n_p tells the two apart.
+_P0 = [2] * 17 + [4, 5, 8, 12, 14] * 3 + [15, 16, 17, 18] * 2
+_P1 = [1] * 17 + [0, 3, 6, 7] * 3 + [9, 10, 11, 13, 20] * 2
+
+
+def _moved_one_row():
+    a0, a1 = list(_P0), list(_P1)
+    b0, b1 = list(_P0), list(_P1)
+    b0.remove(4)
+    b1.append(0)
+    return (a0, a1), (b0, b1)
+
+
+def test_counters_route_partitions_do_not_reveal_the_changed_row():
+    """Both sides share every noise draw (same seed, same n): with one length for the whole data
+    set, partition 0's release of key 2 (count 17 on both sides) is the same on both sides."""
+    sides = _moved_one_row()
+    differ = 0
+    for seed in range(150):
+        out = []
+        for p0, p1 in sides:
+            parts = [dp.SpaceSaving(10), dp.SpaceSaving(10)]
+            parts[0].update_many(sorted(p0))
+            parts[1].update_many(sorted(p1))
+            rel = dpd.release_partitions(parts, k=5, epsilon=1.0, delta=1e-5, seed=seed)
+            out.append([kv for kv in rel.items if kv[0] == 2])
+        differ += out[0] != out[1]
+    assert differ == 0
+
+
+def test_counters_route_on_spark_uses_one_length_for_all_partitions(spark):
+    import pandas as pd
+
+    (a0, a1), (b0, b1) = _moved_one_row()
+    a = spark.createDataFrame(pd.DataFrame({"x": np.array(a0 + a1, dtype=np.int64)}))
+    b = spark.createDataFrame(pd.DataFrame({"x": np.array(b0 + b1, dtype=np.int64)}))
+    for seed in (1, 2, 3):
+        ra = dps.heavy_hitters(a, "x", k=5, epsilon=1.0, delta=1e-5, num_partitions=2, seed=seed)
+        rb = dps.heavy_hitters(b, "x", k=5, epsilon=1.0, delta=1e-5, num_partitions=2, seed=seed)
+        assert ra.threshold == rb.threshold and ra.n == rb.n
+        assert [kv for kv in ra.items if kv[0] == 2] == [kv for kv in rb.items if kv[0] == 2]
+
+
+def test_budget_is_charged_by_every_spark_release(spark, int_df):
+    budget = dp.Budget(3.0, 1e-5)
+    dps.heavy_hitters(int_df, "x", k=20, epsilon=1.0, delta=1e-6, seed=1, budget=budget)
+    dps.heavy_hitters(int_df, "x", k=20, epsilon=1.0, delta=1e-6, route="sketch", width=64, depth=2, seed=1,
+                      budget=budget)
+    assert budget.spent().epsilon <= 2.0 + 1e-12 and budget.spent().epsilon > 1.9
+    with pytest.raises(dp.BudgetExceededError):
+        dps.heavy_hitters(int_df, "x", k=20, epsilon=1.5, delta=1e-6, seed=1, budget=budget)
+
+
+def test_quantiles_skip_nan_and_answer_on_empty_data(spark):
+    import pandas as pd
+    from pyspark.sql import types as T
+
+    vals = np.r_[np.random.default_rng(5).normal(50, 10, size=2000), [np.nan, np.inf, -np.inf]]
+    df = spark.createDataFrame(pd.DataFrame({"v": vals}))
+    out = dps.quantiles(df, "v", [0.5], rho=1.0, bounds=(0, 100), universe_bits=10, seed=2)
+    assert abs(out.values[0] - 50) < 3
+    empty = spark.createDataFrame([], T.StructType([T.StructField("v", T.DoubleType())]))
+    out = dps.quantiles(empty, "v", [0.1, 0.9], rho=1.0, bounds=(0, 100), universe_bits=10, seed=2)
+    assert all(isinstance(v, float) for v in out.values)  # noisy answers, never a None for n = 0

@@ -254,7 +254,7 @@ def _dpss(ctx: _Ctx):
         summaries.append(ss)
 
     def sample(m):
-        return tuple(np.array([_value_of(_R.dpss(s, ctx.epsilon, ctx.delta, 2, None, 0.0, rng), 1) for _ in range(m)])
+        return tuple(np.array([_value_of(_R.dpss(s, ctx.epsilon, ctx.delta, 2, _R.Length.fixed(s.n), rng), 1) for _ in range(m)])
                      for s in summaries)
 
     out.append(audit_samplers("DPSS", "+1 on a released counter", sample, epsilon=ctx.eps_used,
@@ -266,7 +266,7 @@ def _dpss(ctx: _Ctx):
     ss.update_many(_ints([1, 2, 3]))
     ssp.update_many(_ints([1, 2]))
     _structure(3 not in [k for k, _ in ssp.items()], "DPSS pair: 3 must be absent for X'")
-    hits = sum(_value_of(_R.dpss(ss, ctx.epsilon, ctx.label_delta, 1, None, 0.0, rng), 3) != _NEG
+    hits = sum(_value_of(_R.dpss(ss, ctx.epsilon, ctx.label_delta, 1, _R.Length.fixed(ss.n), rng), 3) != _NEG
                for _ in range(ctx.trials))
     out.append(_label_result("DPSS", "unstable label (evicted counter + 1)", hits, ctx.trials, ctx.label_delta,
                              ctx.eps_used, ctx.confidence, t0, {"X": [1, 2, 3], "X'": [1, 2], "capacity": 2}))
@@ -292,7 +292,7 @@ def _pmg(ctx: _Ctx):
     pair = [_mg(4, xp + [1]), _mg(4, xp)]
 
     def sample_one(m):
-        return tuple(np.array([_value_of(_R.pmg(s, ctx.epsilon, ctx.delta, None, None, 0.0, rng), 1)
+        return tuple(np.array([_value_of(_R.pmg(s, ctx.epsilon, ctx.delta, None, _R.Length.unused(), rng), 1)
                                for _ in range(m)]) for s in pair)
 
     out.append(audit_samplers("PMG", "+1 on a released counter", sample_one, epsilon=ctx.eps_used,
@@ -307,7 +307,7 @@ def _pmg(ctx: _Ctx):
         return sum(vals) if len(vals) == 3 else _NEG
 
     def sample_all(m):
-        return tuple(np.array([total(_R.pmg(s, ctx.epsilon, ctx.delta, None, None, 0.0, rng)) for _ in range(m)])
+        return tuple(np.array([total(_R.pmg(s, ctx.epsilon, ctx.delta, None, _R.Length.unused(), rng)) for _ in range(m)])
                      for s in shifted)
 
     out.append(audit_samplers("PMG", "all counters shifted by a decrement", sample_all, epsilon=ctx.eps_used,
@@ -326,7 +326,7 @@ def _pmg(ctx: _Ctx):
     _structure(xprime is not None, "PMG pair: a neighbour without labels 1 and 5")
     hits = 0
     for _ in range(ctx.trials):
-        keys = {k for k, _ in _R.pmg(mg, ctx.epsilon, ctx.label_delta, None, None, 0.0, rng)[0]}
+        keys = {k for k, _ in _R.pmg(mg, ctx.epsilon, ctx.label_delta, None, _R.Length.unused(), rng)[0]}
         hits += bool(keys & {1, 5})
     out.append(_label_result("PMG", "unstable labels (lemma counterexample)", hits, ctx.trials, ctx.label_delta,
                              ctx.eps_used, ctx.confidence, t0, {"X": _PMG_UNSTABLE, "X'": xprime, "capacity": 5}))
@@ -399,11 +399,11 @@ def _wrapper(ctx: _Ctx, sketch: str):
         for i in range(mm):
             h = native(k, capacity, width, 0, ctx.epsilon, ctx.delta, n_max, derive_seed(ctx.seed, f"h{i}"), rng)
             h.update_many(_ints([item] * m))
-            raw = h.release(None, 0.0, rng)
+            raw = h.release(_R.Length.fixed(h.n))
             margin[i] = h.estimate(item) - raw[1]
             vxp[i] = _value_of(raw, item)
             h.update(item)
-            vx[i] = _value_of(h.release(None, 0.0, rng), item)
+            vx[i] = _value_of(h.release(_R.Length.fixed(h.n)), item)
         return margin, vx, vxp
 
     # Heavy item at the threshold: bisect for the m where the median margin (final estimate −

@@ -171,11 +171,15 @@ def _build_parser() -> _Parser:
                    help="capacity / k, i.e. counters or candidates per target item (default 2)")
     m.add_argument("--max-stream-length", type=_max_length, metavar="N|auto",
                    help="countmin/countsketch: public upper bound on the number of items, fixed "
-                        "before reading ('auto': count a file in a first pass; Parquet: row count). "
-                        "Ignored by spacesaving/misragries")
+                        "before reading ('auto', only with --public-length: count a file in a first "
+                        "pass; Parquet: row count). Ignored by spacesaving/misragries")
     m.add_argument("--length-epsilon", type=_positive_float("length-epsilon"), metavar="EPS",
-                   help="treat n as private: release a noisy n with this extra epsilon (total "
-                        "privacy (epsilon + EPS, 2 delta)) instead of treating n as public")
+                   help="the part of --epsilon spent on the noisy stream length (default epsilon/10); "
+                        "the release's total stays (epsilon, delta)")
+    m.add_argument("--public-length", action="store_true",
+                   help="treat the stream length n as public instead of private: the guarantee then "
+                        "holds for neighbours that change one item (replace-one), and exact item "
+                        "counts may be printed")
     m.add_argument("--seed", type=_int_at_least("seed", 0, 2**64 - 1),
                    help="seed the noise for reproducible experiments (the release is then NOT secret)")
     o = t.add_argument_group("output")
@@ -405,23 +409,26 @@ def _make_estimator(args, capacity, max_len):
         return dpsketch.MisraGries(capacity)
     return dpsketch.SketchHeavyHitters(
         sketch=args.algorithm, k=args.k, capacity=capacity, epsilon=args.epsilon, delta=args.delta,
-        max_stream_length=max_len, seed=args.seed,
+        max_stream_length=max_len, seed=args.seed, **_length_options(args),
     )
+
+
+def _length_options(args):
+    return {"public_length": args.public_length, "length_epsilon": args.length_epsilon}
 
 
 def _release(args, est):
     from .budget import Budget
 
-    extra = {} if args.length_epsilon is None else {"length_epsilon": args.length_epsilon}
-    # The run's budget is what was asked for (ε + ε_n, δ + δ_n); the release is charged to it and
-    # the accountant's total is what the 'spent:' line prints.
-    cap_eps = math.nextafter(args.epsilon + (args.length_epsilon or 0.0), math.inf)
-    args.budget = extra["budget"] = Budget(cap_eps, args.delta * (2 if args.length_epsilon else 1))
+    # The run's budget is what was asked for; the release (its length share included) is charged
+    # to it and the accountant's total is what the 'spent:' line prints.
+    args.budget = Budget(args.epsilon, args.delta)
     if args.algorithm == "spacesaving":
-        return est.release(args.epsilon, args.delta, args.k, seed=args.seed, **extra)
+        return est.release(args.epsilon, args.delta, args.k, seed=args.seed, budget=args.budget, **_length_options(args))
     if args.algorithm == "misragries":
-        return est.release(args.epsilon, args.delta, k=args.k, seed=args.seed, **extra)
-    return est.release(**extra)  # sketch noise was drawn at construction (seeded there)
+        return est.release(args.epsilon, args.delta, k=args.k, seed=args.seed, budget=args.budget,
+                           **_length_options(args))
+    return est.release(budget=args.budget)  # sketch noise was drawn at construction (seeded there)
 
 
 def _num(x):
@@ -493,12 +500,13 @@ def _evaluate(stream, items, k):
 
 def _check_parameters_upfront(args):
     """Everything that can be checked without the data, checked before any input is read."""
-    from .release import check_length_params, check_privacy_params
+    from .release import calibrate
 
+    if args.public_length and args.length_epsilon is not None:
+        raise UsageError("--length-epsilon prices a private length; it cannot be combined with --public-length")
     try:
-        _, dlt = check_privacy_params(args.epsilon, args.delta)
-        if args.length_epsilon is not None:
-            check_length_params(args.length_epsilon, None, dlt)
+        calibrate(args.epsilon, args.delta, "bounds", public_length=args.public_length,
+                  length_epsilon=args.length_epsilon)
     except (TypeError, ValueError) as exc:
         raise UsageError(_first_line(exc)) from None
 
@@ -529,12 +537,13 @@ def _cmd_top(args):
             raise UsageError("no input: give FILE, '-' to read stdin, or --demo")
         src = _open_source(args)
     sketch = args.algorithm in ("countmin", "countsketch")
-    # --length-epsilon: nothing exact about the length may be printed or recorded (docs/cli.md)
-    private_length = args.length_epsilon is not None
+    # The length is private unless --public-length: nothing exact about it (items read, skipped,
+    # an empty input) may be printed or recorded (docs/cli.md).
+    private_length = not args.public_length
     if sketch and private_length and max_len == "auto" and not args.demo:
         raise UsageError(
-            "--max-stream-length auto would use the exact length, which --length-epsilon keeps private; "
-            "give a public bound --max-stream-length N fixed before reading"
+            "--max-stream-length auto would use the exact length, which is private by default; "
+            "give a public bound --max-stream-length N fixed before reading (or opt in to --public-length)"
         )
     if sketch and max_len is None and src.format == "parquet" and src.path != "-" and not private_length:
         max_len = "auto"
@@ -575,8 +584,8 @@ def _cmd_top(args):
         n = _feed(src, est, args)
         keys_desc = src.keys.describe()
         source_desc = _display(src.path)
-        if n == 0:
-            what = f" ({src.skipped:,} {src.skipped_what} skipped)" if src.skipped and not private_length else ""
+        if n == 0 and not private_length:  # with a private length an empty input releases as usual
+            what = f" ({src.skipped:,} {src.skipped_what} skipped)" if src.skipped else ""
             raise RunError(f"{source_desc} has no items{what}")
         if src.skipped and not private_length:
             _note(args, f"skipped {src.skipped:,} {src.skipped_what}")
@@ -639,9 +648,11 @@ def _make_checked_estimator(args, capacity, max_len):
 
 
 def _show_progress(args):
-    # the bar counts items: not with a private length
-    if args.quiet or args.no_progress or args.length_epsilon is not None:
+    # the bar counts items: shown with a private length only when asked for (--progress)
+    if args.quiet or args.no_progress:
         return False
+    if not args.public_length:
+        return args.progress
     return args.progress or _isatty(sys.stderr)
 
 
@@ -693,10 +704,12 @@ def _print_header(args, rel, capacity, keys_desc, source_desc, released):
     parts = [f"epsilon={_num(rel.epsilon)}", f"delta={_num(rel.delta)}"]
     if getattr(rel, "rho", None) is not None:
         parts.append(f"rho={_num(rel.rho)}")
-    parts += [f"threshold={_num(rel.threshold)}", f"n={_num(rel.n)}"]
+    parts.append(f"threshold={_num(rel.threshold)}")
     meta = getattr(rel, "metadata", None) or {}
     if meta.get("assumes_public_length"):
-        parts.append("(n treated as public)")
+        parts += [f"n={_num(rel.n)}", "(n treated as public; neighbours: replace one item)"]
+    elif rel.n is not None:
+        parts.append(f"noisy n={_num(rel.n)}")
     print(f"{PROG}: {rel.mechanism} via {args.algorithm} ({capacity} {unit}; target frequency >= n/k, "
           f"k={args.k}) on {source_desc}; "
           f"keys: {keys_desc}", file=sys.stderr)

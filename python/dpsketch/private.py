@@ -15,8 +15,9 @@ from ._validation import check_int
 from .release import (
     Release,
     build_release,
-    check_length_params,
+    calibrate,
     check_privacy_params,
+    make_length,
     make_rng,
 )
 
@@ -317,17 +318,25 @@ class SketchHeavyHitters(Keyed):
     """(ε, δ)-DP heavy hitters from a noisy Count-Min or CountSketch plus ``capacity`` candidates
     (Holland's error-envelope wrapper, docs/algorithms.md §5).
 
-    ``depth`` defaults to max(32, ⌈log2((max_stream_length + capacity)/(δ/2))⌉) and ``width`` to
+    The (ε, δ) given are the release's totals. By default the stream length is private: the
+    release draws n̂ = n + DLap(1/ε_n) with bounds n̂ ∓ t_n, spending ``length_epsilon`` (default ε/10)
+    and ``length_delta`` (default δ/10) of them; the noisy sketch gets the rest, (ε', δ'). The envelope
+    fails with probability δ_env = δ'/(1 + e^{ε'}) (docs/privacy.md §Error envelope), split evenly
+    between the cell noise and the hash rows. ``public_length=True`` reads the exact n as a public
+    parameter instead (replace-one neighbours, docs/privacy.md §Stream length).
+
+    ``depth`` defaults to max(32, ⌈log2((max_stream_length + capacity)/(δ_env/2))⌉) and ``width`` to
     2·capacity (Count-Min) or 3·capacity (CountSketch); given values are checked against §5.
     ``release()`` publishes candidates whose final noisy estimate exceeds
-    max(n/capacity + 1 + γ2 + 2γ1, n/k − γ2); every constant is in the release metadata.
+    max(n_up/capacity + 1 + γ2 + 2γ1, n_lo/k − γ2); every constant is in the release metadata.
     """
 
     _family = 0
 
     def __init__(self, sketch: str = "countmin", k: int | None = None, capacity: int | None = None,
                  epsilon: float | None = None, delta: float | None = None, max_stream_length: int | None = None,
-                 seed: int | None = None, *, width: int | None = None, depth: int | None = None, key_type=None):
+                 seed: int | None = None, *, width: int | None = None, depth: int | None = None, key_type=None,
+                 public_length: bool = False, length_epsilon: float | None = None, length_delta: float | None = None):
         missing = [name for name, v in (("k", k), ("capacity", capacity), ("epsilon", epsilon), ("delta", delta),
                                         ("max_stream_length", max_stream_length)) if v is None]
         if missing:
@@ -341,6 +350,8 @@ class SketchHeavyHitters(Keyed):
         if self._capacity <= self._k:
             raise ValueError(f"capacity must exceed k (got capacity={capacity}, k={k}); the paper uses capacity = 4k")
         self._epsilon, self._delta = check_privacy_params(epsilon, delta)
+        self._cal = calibrate(self._epsilon, self._delta, "bounds", public_length=public_length,
+                              length_epsilon=length_epsilon, length_delta=length_delta)
         self._n_max = check_int("max_stream_length", max_stream_length, 1, 2**62)
         self._width = 0 if width is None else check_int("width", width, 1, 2**31)
         self._depth = 0 if depth is None else check_int("depth", depth, 1, _core.MAX_DEPTH)
@@ -353,8 +364,8 @@ class SketchHeavyHitters(Keyed):
 
     def _make(self, key_type):
         return self._natives[key_type](
-            self._k, self._capacity, self._width, self._depth, self._epsilon, self._delta, self._n_max,
-            self._hash_seed, _noise_rng(self._seed),
+            self._k, self._capacity, self._width, self._depth, self._cal["epsilon_mechanism"],
+            self._cal["delta_mechanism"], self._n_max, self._hash_seed, _noise_rng(self._seed),
         )
 
     @locked
@@ -381,31 +392,23 @@ class SketchHeavyHitters(Keyed):
                                        doc="True if built with seed=: the sketch noise is reproducible, NOT secret.")
 
     @locked
-    def release(self, *, seed: int | None = None, length_epsilon: float | None = None,
-                length_delta: float | None = None, allow_repeat: bool = False,
-                budget: Budget | None = None) -> Release:
-        """Publish the heavy hitters (§5). ``seed`` seeds only the length noise of the rigorous
-        mode; the sketch noise was drawn at construction (from the constructor's ``seed``). The
-        release is labelled ``reproducible_not_secret`` if either seed was given.
+    def release(self, *, seed: int | None = None, allow_repeat: bool = False, budget: Budget | None = None) -> Release:
+        """Publish the heavy hitters (§5). ``seed`` seeds only the length noise; the sketch noise was
+        drawn at construction (from the constructor's ``seed``). The release is labelled
+        ``reproducible_not_secret`` if either seed was given.
         ``budget``: a :class:`dpsketch.Budget` charged the release's (ε, δ) before it is computed."""
-        le, ld = check_length_params(length_epsilon, length_delta, self._delta)
         if seed is not None:
             seed = check_int("seed", seed, 0, 2**64 - 1)
-        spend_eps = used_value(self._epsilon) + (used_value(le) if le is not None else 0)
+        cal = self._cal
         mechanism = f"SketchHeavyHitters[{self._sketch}]"
-        with charging(budget, mechanism, epsilon=spend_eps, delta=self._delta + ld):  # raises before any noise
+        with charging(budget, mechanism, epsilon=used_value(cal["epsilon_total"]), delta=cal["delta_total"]):
             extra = self._guard.next(type(self).__name__, allow_repeat)
-        if seed is not None:
-            rng, _ = make_rng(seed)
-        else:
-            rng = _noise_rng(self._seed, "length")
-        raw = self._impl.release(le, ld, rng)
-        extra.update(sketch=self._sketch, delta_split="delta_noise = delta_hash = delta/2")
-        return build_release(
-            raw, mechanism=f"SketchHeavyHitters[{self._sketch}]", epsilon=self._epsilon, delta=self._delta,
-            n_public=self.n, seeded=self._seed is not None or seed is not None, extra=extra,
-            length_epsilon=le, length_delta=ld,
-        )
+        rng = make_rng(seed)[0] if seed is not None else _noise_rng(self._seed, "length")
+        raw = self._impl.release(make_length(cal, self._impl.n, rng))
+        extra.update(sketch=self._sketch,
+                     delta_split="delta_envelope = delta_mechanism/(1 + e^epsilon_mechanism); delta_noise = delta_hash = delta_envelope/2")
+        return build_release(raw, mechanism=mechanism, cal=cal, epsilon=self._epsilon, delta=self._delta,
+                             seeded=self._seed is not None or seed is not None, extra=extra)
 
     def to_bytes(self):
         raise NotImplementedError(

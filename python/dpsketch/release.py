@@ -13,7 +13,7 @@ from typing import Any
 
 from . import _core
 
-__all__ = ["Release", "ReleaseBudgetError", "check_privacy_params", "make_rng"]
+__all__ = ["Release", "ReleaseBudgetError", "check_privacy_params", "make_rng", "calibrate"]
 
 
 _INT_META = {"k", "capacity", "gamma", "t", "width", "depth", "noisy_cells", "l1_sensitivity", "max_stream_length", "length_t"}
@@ -29,13 +29,15 @@ class Release:
 
     items      -- list of (key, noisy value), noisy value descending (ties by key)
     threshold  -- released values are > threshold (>= for PMG; see metadata['threshold_inclusive'])
-    epsilon    -- total ε of this release (including the length budget in rigorous mode)
-    delta      -- total δ
+    epsilon    -- total ε of this release: at most the ε asked for (the length's share included)
+    delta      -- total δ, at most the δ asked for
     rho        -- zCDP ρ where the mechanism is zCDP, else None
     mechanism  -- 'PMG', 'DPSS', 'SketchHeavyHitters[countmin]', ...
-    n          -- the stream length the release used (n̂, a noisy length, in rigorous mode)
-    metadata   -- every parameter and derived constant (γ, τ, d, w, envelope terms, rounding of ε,
-                  assumes_public_length, reproducible_not_secret, release_index, ...)
+    n          -- the stream length the release used: the noisy n̂ (default), the public n
+                  (``public_length=True``), or None when the mechanism reads no length
+    metadata   -- the guarantee record (privacy_unit, neighbours, length, epsilon/delta requested
+                  and of the mechanism proper) and every parameter and derived constant (γ, τ, d,
+                  w, envelope terms, reproducible_not_secret, release_index, ...)
     """
 
     items: list
@@ -43,7 +45,7 @@ class Release:
     epsilon: float
     delta: float
     mechanism: str
-    n: float
+    n: float | None
     metadata: dict = field(default_factory=dict)
     rho: float | None = None
 
@@ -83,7 +85,7 @@ class Release:
         seeded = ", reproducible_not_secret=True" if self.metadata.get("reproducible_not_secret") else ""
         return (
             f"Release(mechanism={self.mechanism!r}, items={len(self.items)}, epsilon={self.epsilon:g}, "
-            f"delta={self.delta:g}, threshold={self.threshold:.6g}, n={self.n:g}{seeded})"
+            f"delta={self.delta:g}, threshold={self.threshold:.6g}{seeded})"
         )
 
 
@@ -114,23 +116,72 @@ def make_rng(seed):
     return _core.noise.SecureRng(s), True
 
 
-def build_release(raw, *, mechanism, epsilon, delta, n_public, seeded, extra, length_epsilon=None, length_delta=0.0):
-    """Turn the native (items, threshold, inclusive, metadata) tuple into a Release."""
+PRIVACY_UNIT = "one stream element"
+
+
+def calibrate(epsilon, delta, need, *, public_length=False, length_epsilon=None, length_delta=None) -> dict:
+    """How a release spends the caller's (ε, δ) (docs/privacy.md §Stream length; the arithmetic is
+    the C++ core's ``calibration.hpp``). ``need``: what the mechanism reads of the stream length n --
+    ``"none"``, ``"estimate"`` (a post-processing cut n̂/k) or ``"bounds"`` (an upper bound in a
+    privacy-relevant threshold). By default n is private: a share of (ε, δ) buys n̂ = n + DLap(1/ε_n)
+    (``length_epsilon``, default ε/10; ``length_delta``, default δ/10, when bounds are needed).
+    ``public_length=True`` treats n as a fixed public parameter: neighbours become replace-one and the
+    mechanism runs at (ε/2, δ/(1 + e^{ε/2})), so the reported (ε, δ) hold for that relation."""
+    eps, dlt = check_privacy_params(epsilon, delta)
+    if not isinstance(public_length, bool):
+        raise TypeError(f"public_length must be True or False, got {type(public_length).__name__}")
+    if public_length and (length_epsilon is not None or length_delta is not None):
+        raise ValueError("length_epsilon/length_delta price a private length; they cannot be combined with public_length=True")
+    le = ld = 0.0
+    if length_epsilon is not None:
+        le, _ = check_privacy_params(length_epsilon, 0.5, name="length_epsilon")
+        if not le < eps:
+            raise ValueError(f"length_epsilon must be below epsilon (it is carved out of it), got {length_epsilon!r} >= {epsilon!r}")
+    if length_delta is not None:
+        _, ld = check_privacy_params(1.0, length_delta, delta_name="length_delta")
+        if not ld < dlt:
+            raise ValueError(f"length_delta must be below delta (it is carved out of it), got {length_delta!r} >= {delta!r}")
+    return dict(_core.release.calibrate(eps, dlt, need, public_length, le, ld))
+
+
+def make_length(cal: dict, n: int, rng):
+    """The length as the release uses it: unused, the public n, or n̂ drawn from ``rng`` now."""
+    if cal["length"] == "unused":
+        return _core.release.Length.unused()
+    if cal["length"] == "public":
+        return _core.release.Length.fixed(n)
+    return _core.release.Length.noisy(n, cal["length_epsilon"], cal["length_delta"], rng)
+
+
+def privacy_record(cal: dict, *, epsilon_requested, delta_requested) -> dict:
+    """The metadata every release carries about its guarantee (docs/privacy.md §Model)."""
+    return {
+        "privacy_unit": PRIVACY_UNIT,
+        "neighbours": cal["neighbours"],
+        "length": cal["length"],
+        "assumes_public_length": cal["length"] == "public",
+        "epsilon_requested": epsilon_requested,
+        "delta_requested": delta_requested,
+        "epsilon_mechanism": cal["epsilon_mechanism"],
+        "delta_mechanism": cal["delta_mechanism"],
+    }
+
+
+def build_release(raw, *, mechanism, cal, epsilon, delta, seeded, extra):
+    """Turn the native (items, threshold, inclusive, metadata) tuple into a Release whose ε and δ
+    are the totals of ``cal`` (never above the request)."""
     items, threshold, inclusive, meta = raw
     meta = {k: int(v) if k in _INT_META and float(v).is_integer() else v for k, v in meta.items()}
-    meta["assumes_public_length"] = bool(meta.get("assumes_public_length", 1))
+    meta.update(privacy_record(cal, epsilon_requested=epsilon, delta_requested=delta))
     meta["threshold_inclusive"] = bool(inclusive)
     meta["reproducible_not_secret"] = bool(seeded)
-    meta["epsilon_requested"] = epsilon
     meta.update(extra)
-    total_eps = meta["epsilon_used"] + (meta.get("length_epsilon") or 0.0)
-    total_delta = delta + (length_delta if length_epsilon is not None else 0.0)
-    n_used = meta.get("n_used", n_public)
+    n_used = meta.get("n_used")
     return Release(
         items=items,
         threshold=threshold,
-        epsilon=total_eps,
-        delta=total_delta,
+        epsilon=cal["epsilon_total"],
+        delta=cal["delta_total"],
         mechanism=mechanism,
         n=n_used,
         metadata=meta,
@@ -159,9 +210,3 @@ class ReleaseGuard:
             return {"release_index": self.count, "composed_with_previous_releases": self.count > 1}
 
 
-def check_length_params(length_epsilon, length_delta, delta):
-    if length_epsilon is None:
-        return None, 0.0
-    ld = delta if length_delta is None else length_delta
-    le, ld = check_privacy_params(length_epsilon, ld, name="length_epsilon", delta_name="length_delta")
-    return le, ld

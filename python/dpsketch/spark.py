@@ -15,18 +15,18 @@ Privacy unit: one row (add/remove one row). For user-level privacy, bound each u
 
 from __future__ import annotations
 
-import hashlib
 import math
-import pickle
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from . import _core
+from .budget import Budget, charging
+from .distributed import partition_seed, release_partitions
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .private import zcdp_to_dp
-from .release import Release, check_privacy_params, make_rng
+from .release import Release, calibrate, check_privacy_params, make_rng
 from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
@@ -184,35 +184,35 @@ def _summary_parts(df, kind, cls, proto_bytes) -> list:
 
 # -- heavy hitters -------------------------------------------------------------------------------
 
-def _partition_seed(seed: int | None, p: int) -> int | None:
-    """Seed of partition p's noise when the caller fixes ``seed`` (reproducible, NOT secret)."""
-    if seed is None:
-        return None
-    h = hashlib.blake2b(f"dpsketch.spark/{seed}/{p}".encode(), digest_size=8).digest()
-    return int.from_bytes(h, "little")
+_partition_seed = partition_seed
 
 
 def heavy_hitters(df, column: str, *, k: int, epsilon: float, delta: float, route: str = "counters",
                   summary: str = "spacesaving", capacity: int | None = None, num_partitions: int | None = None,
                   rho_fraction: float = 0.9, gamma: float | None = None, width: int | None = None,
-                  depth: int | None = None, seed: int | None = None) -> Release:
-    """(ε, δ)-DP heavy hitters of ``df[column]`` (one row = privacy unit; nulls skipped).
+                  depth: int | None = None, public_length: bool = False, length_epsilon: float | None = None,
+                  length_delta: float | None = None, seed: int | None = None, budget: Budget | None = None) -> Release:
+    """(ε, δ)-DP heavy hitters of ``df[column]`` (one row = privacy unit; nulls skipped). The
+    reported (ε, δ) are the ones asked for; ``budget`` (a :class:`dpsketch.Budget`) is charged them
+    before any noise is drawn.
 
     ``route="counters"`` (docs/algorithms.md §8, "partition by key"): rows are repartitioned by a
     hash of the key alone, each partition is sorted by key (the summary's input order is then a
-    function of the partition's multiset, never of row positions) and summarised with DPSS
-    (``summary="spacesaving"``, ``capacity`` k̃_p default 2k) or PMG (``"misragries"``), released
-    with its own n_p and k̃_p and the global k; the union of the releases is (ε, δ)-DP by parallel
-    composition. Finally items below n/k − slack are dropped (post-processing with the public total
-    n). ``num_partitions`` defaults to spark.sql.shuffle.partitions.
+    function of the partition's multiset, never of row positions) and summarised with SpaceSaving
+    (``summary="spacesaving"``, DPSS; ``capacity`` k̃_p default 2k) or Misra-Gries (``"misragries"``,
+    PMG); the driver releases every partition with one length bound for the whole data set
+    (:func:`dpsketch.distributed.release_partitions`: n̂ from ``length_epsilon``/``length_delta``,
+    or the exact total with ``public_length=True``, replace-one neighbours). ``num_partitions``
+    defaults to spark.sql.shuffle.partitions.
 
     ``route="sketch"``: see docs/distributed.md §Sketch route -- per-partition non-private
     DyadicCountSketch over the keys (int64 keys as themselves, string keys as salted 64-bit
     fingerprints), merged on the driver, Gaussian noise once (ρ-zCDP, ρ from ``rho_fraction``·ε
-    and δ/3), hierarchical descent; for string keys a lookup pass counts the candidate fingerprints
-    and their labels, and a label is released only if its count + DLap(1/ε_L) clears τ_L
+    and δ/3), hierarchical descent with thresholds from the sketch's own noisy total (no length
+    budget needed); for string keys a lookup pass counts the candidate fingerprints and their
+    labels, and a label is released only if its count + DLap(1/ε_L) clears τ_L
     (ε_L = (1 − rho_fraction)·ε, P(label of count 1 released) ≤ δ/3); fingerprint collisions are a
-    failure event bounded by n²/2^65 ≤ δ/3.
+    failure event bounded by δ/3.
 
     Sketch shape: ``width``/``depth`` per CountSketch level, or Zhao's rule from ``gamma``; by
     default width = max(1024, 8k) and depth = 3 (each of the 64 levels costs depth counter updates
@@ -231,13 +231,18 @@ def heavy_hitters(df, column: str, *, k: int, epsilon: float, delta: float, rout
     if seed is not None:
         seed = check_int("seed", seed, 0, 2**64 - 1)
     if route == "counters":
-        return _counters_route(df, column, kind, kk, eps, dlt, summary, capacity, num_partitions, seed)
+        return _counters_route(df, column, kind, kk, eps, dlt, summary, capacity, num_partitions, seed, budget,
+                               public_length, length_epsilon, length_delta)
     if route == "sketch":
-        return _sketch_route(df, column, kind, kk, eps, dlt, rho_fraction, gamma, width, depth, seed)
+        if public_length or length_epsilon is not None or length_delta is not None:
+            raise ValueError("route='sketch' reads its length from the noisy sketch itself (no length budget); "
+                             "public_length, length_epsilon and length_delta apply to route='counters'")
+        return _sketch_route(df, column, kind, kk, eps, dlt, rho_fraction, gamma, width, depth, seed, budget)
     raise ValueError(f"route must be 'counters' or 'sketch', got {route!r}")
 
 
-def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partitions, seed) -> Release:
+def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partitions, seed, budget,
+                    public_length, length_epsilon, length_delta) -> Release:
     from pyspark.sql import functions as F
 
     if summary not in ("spacesaving", "misragries"):
@@ -245,6 +250,9 @@ def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partit
     kt = 2 * k if capacity is None else check_int("capacity", capacity, 1, _core.MAX_CAPACITY)
     if summary == "spacesaving" and kt < k:
         raise ValueError(f"DPSS needs capacity >= k (got {kt} < {k}); the default is 2k")
+    # Every parameter is checked (and the budget asked) before Spark reads a row.
+    calibrate(eps, dlt, "bounds" if summary == "spacesaving" else "estimate", public_length=public_length,
+              length_epsilon=length_epsilon, length_delta=length_delta)
     spark = df.sparkSession
     parts_n = (int(spark.conf.get("spark.sql.shuffle.partitions")) if num_partitions is None
                else check_int("num_partitions", num_partitions, 1, 1 << 20))
@@ -252,68 +260,36 @@ def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partit
     # Partition by Spark's hash of the key alone (§8: never by position), then sort inside each
     # partition so the summary's input order depends only on the partition's multiset.
     keyed = df.select(column).where(col.isNotNull()).repartition(parts_n, col).sortWithinPartitions(col)
-    rows = _collect(keyed.mapInArrow(_partition_release_fn(kind, summary, kt, k, eps, dlt, seed), "part binary"))
-    parts = [pickle.loads(r["part"]) for r in rows]
-    return _union_of_releases(parts, summary, k, kt, eps, dlt, parts_n, seed)
+    cls = SpaceSaving if summary == "spacesaving" else MisraGries
+    rows = _collect(keyed.mapInArrow(_partition_summary_fn(kind, cls, kt), "pid long, part binary"))
+    rows.sort(key=lambda r: r["pid"])
+    parts = [cls.from_bytes(r["part"]) for r in rows]
+    if not parts:  # no partition ran at all: one empty summary stands for the whole (empty) data set
+        parts, ids = [cls(kt, key_type=kind)], [0]
+    else:
+        ids = [int(r["pid"]) for r in rows]
+    return release_partitions(parts, k=k, epsilon=eps, delta=dlt, public_length=public_length,
+                              length_epsilon=length_epsilon, length_delta=length_delta, seed=seed, budget=budget,
+                              partition_ids=ids)
 
 
-def _partition_release_fn(kind, summary, kt, k, eps, dlt, seed):
+def _partition_summary_fn(kind, cls, kt):
     def run(batches):
         import pyarrow as pa
         from pyspark import TaskContext
 
         p = TaskContext.get().partitionId()
         try:
-            s = (SpaceSaving if summary == "spacesaving" else MisraGries)(kt, key_type=kind)
+            s = cls(kt, key_type=kind)
             for b in batches:
                 _feed(s, _batch_values(b, kind))
-            if s.n == 0:  # nothing is tracked: the release would be empty whatever the noise
-                out = {"partition": p, "n": 0, "items": [], "metadata": {}}
-            else:
-                rel = release_partition(s, summary, k, eps, dlt, _partition_seed(seed, p))
-                out = {"partition": p, "n": s.n, "items": rel.items, "metadata": rel.metadata,
-                       "threshold": rel.threshold}
+            out = s.to_bytes()  # the summary, not a release: the driver releases with one global length
         except (ValueError, TypeError, OverflowError) as e:
             raise _task_error(e) from None
-        yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(out)], type=pa.binary())], names=["part"])
+        yield pa.RecordBatch.from_arrays([pa.array([p], type=pa.int64()), pa.array([out], type=pa.binary())],
+                                         names=["pid", "part"])
 
     return run
-
-
-def release_partition(s, summary: str, k: int, epsilon: float, delta: float, seed: int | None) -> Release:
-    """One partition's release in the counters route (exposed so tests and users can re-run a
-    partition by hand): DPSS with the global k, or PMG with the global k, on the partition's own
-    summary (its own n_p and capacity k̃_p), docs/algorithms.md §2, §3, §8."""
-    return s.release(epsilon, delta, k=k, seed=seed)  # same call for DPSS and PMG
-
-
-def _union_of_releases(parts, summary, k, kt, eps, dlt, parts_n, seed) -> Release:
-    n = sum(p["n"] for p in parts)
-    items = [kv for p in parts for kv in p["items"]]
-    # Slack of the final n/k cut: DPSS releases above n_p/k − γ, so use the same γ on the total
-    # (docs/algorithms.md §3); PMG keeps v >= n/k (§2). Post-processing with the public total n.
-    slack = next((p["metadata"].get("gamma", 0) for p in parts if p["metadata"]), 0) if summary == "spacesaving" else 0
-    cut = n / k - slack
-    kept = [(x, v) for x, v in items if v >= cut] if summary == "misragries" else [(x, v) for x, v in items if v > cut]
-    kept.sort(key=lambda kv: (-kv[1], kv[0]))
-    meta = {
-        "route": "counters",
-        "composition": "parallel: partitions by a hash of the key alone, each row in exactly one partition "
-                       "(docs/algorithms.md §8); the union of the per-partition releases is (epsilon, delta)-DP",
-        "partitions": parts_n,
-        "partition_thresholds": "DPSS/PMG thresholds from each partition's own n_p and k~_p (not listed: they reveal n_p)",
-        "summary": summary,
-        "capacity_per_partition": kt,
-        "k": k,
-        "final_cut": cut,
-        "final_cut_rule": "n/k - gamma (DPSS) or n/k (PMG) on the public total n: post-processing",
-        "assumes_public_length": True,  # n and the per-partition n_p (not listed here)
-        "partition_order": "sorted by key inside each partition (input order depends on the multiset only)",
-        "reproducible_not_secret": seed is not None,
-        "privacy_unit": "one row",
-    }
-    return Release(items=kept, threshold=cut, epsilon=eps, delta=dlt, mechanism=f"spark.counters[{'DPSS' if summary == 'spacesaving' else 'PMG'}]",
-                   n=n, metadata=meta)
 
 
 # -- sketch route ---------------------------------------------------------------------------------
@@ -339,7 +315,16 @@ def _lookup_t(eps_l: float, delta_l: float) -> int:
     return t
 
 
-def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, depth, seed) -> Release:
+def _noisy_length(noisy, priv, delta_t: float):
+    """n̂ and an upper bound from the noisy sketch's own total rank(2^L) (two exact level-1 cells,
+    each + DGauss(σ²)): post-processing, no budget. The sum of the two noises is sub-Gaussian with
+    variance proxy 2σ², so n_up = n̂ + 2σ·sqrt(ln(1/δ_t)) >= n except with probability δ_t."""
+    n_hat = float(noisy._total())
+    sigma2 = max(lv["sigma2"] for lv in priv["levels"] if lv["level"] == 1)
+    return n_hat, n_hat + 2.0 * math.sqrt(sigma2 * math.log(1.0 / delta_t))
+
+
+def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, depth, seed, budget) -> Release:
     from pyspark.sql import functions as F
 
     if not (isinstance(rho_fraction, (int, float)) and 0 < float(rho_fraction) <= 1):
@@ -351,6 +336,11 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
     eps_l = eps - eps_s
     d_s = dlt / 3 if strings else dlt  # δ split: zCDP conversion, lookup threshold, fingerprint collisions
     rho = _rho_for(eps_s, d_s)
+    eps_l_used = _core.release.epsilon_used(eps_l) if strings else 0.0  # rounded down (§1)
+    total_eps = zcdp_to_dp(rho, d_s) + eps_l_used
+    mechanism = "spark.sketch[DyadicCountSketch+lookup]" if strings else "spark.sketch[DyadicCountSketch]"
+    with charging(budget, mechanism, epsilon=total_eps, delta=dlt):
+        pass  # before any noise or salt is drawn; a refusal spends nothing
     col = F.col(column)
     # A fresh public salt per release, drawn before looking at the data (collision bound below).
     salt = (make_rng(None)[0].next_u64() if seed is None else _partition_seed(seed, -2)) & ((1 << _FP_SALT_BITS) - 1)
@@ -368,15 +358,17 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
     parts = _dyadic_parts(keyed, proto.to_bytes())
     objs = [DyadicCountSketch.from_bytes(b) for b in parts]
     merged = _merge_tree(objs) if objs else proto
-    n = merged.n
     noisy = PrivateDyadicCountSketch.from_sketch(merged, rho=rho, seed=_partition_seed(seed, -4))
+    del merged, objs  # the exact sketch stays on the driver and is never published
     priv = noisy.privacy(delta=d_s)
     noise_bound = priv["noise_bound"]
+    # Every length the route reads is the noisy total of the sketch (post-processing, §0).
+    n_hat, n_up = _noisy_length(noisy, priv, dlt / 3)
     # Descent threshold: post-processing of the noisy hierarchy (§6), set for utility: nodes above
-    # n/(2k) (at most 2k per level when estimates are accurate); final cut n/k - noise bound.
-    tau_desc = max(n / (2 * k), noise_bound)
-    leaves = noisy.heavy_hitters(tau_desc, max_nodes=max(64, 16 * k)) if n else []
-    cut = n / k - noise_bound
+    # n̂/(2k) (at most 2k per level when estimates are accurate); final cut n̂/k - noise bound.
+    tau_desc = max(n_hat / (2 * k), noise_bound)
+    leaves = noisy.heavy_hitters(tau_desc, max_nodes=max(64, 16 * k)) if n_hat > 0 else []
+    cut = n_hat / k - noise_bound
     cands = [(int(np.uint64(x).astype(np.int64)), e) for x, e in leaves if e > cut]
     meta = {
         "route": "sketch",
@@ -384,24 +376,30 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
         "rho": rho, "epsilon_sketch": eps_s, "delta_zcdp": d_s,
         "noise_bound": noise_bound, "descent_threshold": tau_desc, "final_cut": cut,
         "width": noisy.width, "depth": noisy.depth, "universe_bits": 64,
-        "sigma2": priv.get("sigma2"), "assumes_public_length": True,
+        "sigma2": priv.get("sigma2"), "assumes_public_length": False, "length": "private",
+        "length_source": "the noisy total of the sketch (post-processing, no budget)",
+        "n_used": n_hat, "neighbours": "add_remove", "epsilon_requested": eps, "delta_requested": dlt,
         "reproducible_not_secret": seed is not None,
         "partitions": len(parts),
     }
     if not strings:
         items = sorted(cands, key=lambda kv: (-kv[1], kv[0]))
         meta["labels"] = "int64 keys are their own leaves: the release is post-processing of the noisy sketch"
-        return Release(items=items, threshold=cut, epsilon=zcdp_to_dp(rho, d_s), delta=d_s,
-                       mechanism="spark.sketch[DyadicCountSketch]", n=n, metadata=meta, rho=rho)
-    # String keys: the lookup pass (docs/distributed.md §Sketch route).
+        return Release(items=items, threshold=cut, epsilon=total_eps, delta=d_s,
+                       mechanism=mechanism, n=n_hat, metadata=meta, rho=rho)
+    # String keys: the lookup pass (docs/distributed.md §Sketch route). The collision bound reads
+    # the noisy n_up (docs/privacy.md §Sketch route): when n_up < n (probability <= δ/3) the route
+    # may run with P(collision) above the bound, and otherwise P(collision) <= n_up²/2^65 <= δ/3,
+    # so the collision term stays <= δ/3 either way and the refusal is post-processing.
     d_l = dlt / 3
-    d_fp = n * (n - 1) / 2.0**65
+    n_up = max(n_up, 0.0)
+    d_fp = n_up * n_up / 2.0**65
     if d_fp > dlt / 3:
         raise ValueError(
-            f"fingerprint collisions (probability <= n^2/2^65 = {d_fp:.3g}) exceed delta/3; raise delta to at "
-            f"least {3 * d_fp:.3g} or use route='counters'"
+            f"fingerprint collisions (probability <= n_up^2/2^65 = {d_fp:.3g}, from the noisy length) exceed "
+            f"delta/3; raise delta to at least {3 * d_fp:.3g} or use route='counters'"
         )
-    eps_l = _core.release.epsilon_used(eps_l)  # rounded down to a multiple of 2^-32 (§1)
+    eps_l = eps_l_used
     t_l = _lookup_t(eps_l, d_l)
     tau_l = 1 + t_l
     fps = [fp for fp, _ in cands]
@@ -420,14 +418,14 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
     for fp, z in zip(fps, noise.tolist()):
         c, u, label = found.get(fp, (0, 0, None))
         v = c + int(z)
-        if c and u == 1 and v >= max(tau_l, n / k - t_l):
+        if c and u == 1 and v >= max(tau_l, n_hat / k - t_l):
             items.append((label, v))
     items.sort(key=lambda kv: (-kv[1], kv[0]))
     meta.update({"labels": "lookup pass: label released iff its exact count + DLap(1/epsilon_lookup) >= tau_lookup",
                  "epsilon_lookup": eps_l, "tau_lookup": tau_l, "delta_lookup": d_l, "delta_fingerprint": d_fp,
                  "fingerprint": "xxhash64(salt, key), salt drawn per release"})
-    return Release(items=items, threshold=max(tau_l, n / k - t_l), epsilon=zcdp_to_dp(rho, d_s) + eps_l,
-                   delta=dlt, mechanism="spark.sketch[DyadicCountSketch+lookup]", n=n, metadata=meta, rho=rho)
+    return Release(items=items, threshold=max(tau_l, n_hat / k - t_l), epsilon=total_eps,
+                   delta=dlt, mechanism=mechanism, n=n_hat, metadata=meta, rho=rho)
 
 
 _AGGREGATE_FLUSH = 1 << 20  # distinct (key, count) pairs buffered before they are fed
@@ -503,10 +501,17 @@ class QuantileRelease:
 
 
 def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float | None = None,
-              bounds=None, universe_bits: int | None = None, gamma: float = 0.01, seed: int | None = None):
+              bounds=None, universe_bits: int | None = None, gamma: float = 0.01, seed: int | None = None,
+              budget: Budget | None = None):
     """Private quantiles of ``df[column]`` via a merged dyadic sketch with noise added once on the
     driver (docs/algorithms.md §6, §8). Integers in [0, 2^universe_bits), or numbers mapped with
-    public ``bounds=(lo, hi)`` (never computed from the data). One row = privacy unit; nulls skipped."""
+    public ``bounds=(lo, hi)`` (never computed from the data; values outside are clamped to them,
+    ±inf included). One row = privacy unit; nulls and NaN are skipped (never counted, never
+    reported). Quantile targets use the noisy total, so every result is post-processing of the
+    noisy hierarchy -- also on an empty DataFrame. ``budget`` (a :class:`dpsketch.Budget`) is
+    charged ρ or ε before the noise is drawn."""
+    from pyspark.sql import functions as F
+
     _require_spark()
     kind = _column_kind(df, column)
     if kind == "str":
@@ -514,10 +519,14 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
     if bounds is None and universe_bits is None:
         raise ValueError("pass bounds=(lo, hi) (public value range) or universe_bits=L (integers in [0, 2^L))")
     bits = 16 if universe_bits is None else universe_bits
-    proto = DyadicCountSketch(bits, gamma=gamma, bounds=bounds, seed=_partition_seed(seed, -3))
-    merged = summarize(df, column, lambda: DyadicCountSketch.from_bytes(proto.to_bytes()))
-    priv = PrivateDyadicCountSketch.from_sketch(merged, rho=rho, epsilon=epsilon, seed=_partition_seed(seed, -4))
     qlist = [float(q) for q in np.atleast_1d(qs)]
+    proto = DyadicCountSketch(bits, gamma=gamma, bounds=bounds, seed=_partition_seed(seed, -3))
+    if kind == "float":
+        df = df.where(~F.isnan(F.col(column)))  # NaN has no position in [lo, hi]: skipped like a null
+    merged = summarize(df, column, lambda: DyadicCountSketch.from_bytes(proto.to_bytes()))
+    priv = PrivateDyadicCountSketch.from_sketch(merged, rho=rho, epsilon=epsilon, seed=_partition_seed(seed, -4),
+                                                budget=budget)
+    del merged  # exact; never published
     out = priv.release()
-    vals = [v.item() if hasattr(v, "item") else v for v in out.quantiles(qlist)] if merged.n else [None] * len(qlist)
+    vals = [v.item() if hasattr(v, "item") else v for v in out.quantiles(qlist)]
     return QuantileRelease(qs=qlist, values=vals, sketch=out, privacy=priv.privacy())

@@ -6,13 +6,7 @@ from . import _core
 from .budget import Budget, charging, used_value
 from ._keyed import Keyed, locked
 from ._validation import check_int
-from .release import (
-    Release,
-    build_release,
-    check_length_params,
-    check_privacy_params,
-    make_rng,
-)
+from .release import Release, build_release, calibrate, make_length, make_rng
 
 __all__ = ["MisraGries", "SpaceSaving"]
 
@@ -63,8 +57,8 @@ class _CounterSummary(Keyed):
         return self._impl.merged
 
     @locked
-    def _release(self, native_fn, mechanism, epsilon, delta, k, seed, length_epsilon, length_delta, allow_repeat,
-                 budget=None):
+    def _release(self, native_fn, mechanism, epsilon, delta, k, need, seed, public_length, length_epsilon,
+                 length_delta, allow_repeat, budget=None):
         if self._impl.merged:  # before the budget guard: a refused release spends nothing
             raise ValueError(
                 f"{mechanism} cannot release a merged {type(self).__name__}: the per-stream sensitivity argument "
@@ -73,18 +67,16 @@ class _CounterSummary(Keyed):
                 "(dpsketch.spark.heavy_hitters(route='counters')), or merge non-private linear sketches and add "
                 "noise once (PrivateCountSketch.from_sketch, or route='sketch')"
             )
-        eps, dlt = check_privacy_params(epsilon, delta)
-        le, ld = check_length_params(length_epsilon, length_delta, dlt)
-        # The budget is charged what the release reports: ε as used (rounded down) plus ε_n, δ + δ_n.
-        spend_eps = used_value(eps) + (used_value(le) if le is not None else 0)
-        with charging(budget, mechanism, epsilon=spend_eps, delta=dlt + ld):  # raises before any noise
+        cal = calibrate(epsilon, delta, need, public_length=public_length, length_epsilon=length_epsilon,
+                        length_delta=length_delta)
+        # The budget is charged the totals the release reports (ε as used, rounded down, §1).
+        with charging(budget, mechanism, epsilon=used_value(cal["epsilon_total"]), delta=cal["delta_total"]):
             extra = self._guard.next(type(self).__name__, allow_repeat)  # before any noise is drawn
         rng, seeded = make_rng(seed)
-        raw = native_fn(self._impl, eps, dlt, k, le, ld, rng)
-        return build_release(
-            raw, mechanism=mechanism, epsilon=eps, delta=dlt, n_public=self.n, seeded=seeded,
-            extra=extra, length_epsilon=le, length_delta=ld,
-        )
+        length = make_length(cal, self._impl.n, rng)
+        raw = native_fn(self._impl, cal["epsilon_mechanism"], cal["delta_mechanism"], k, length, rng)
+        return build_release(raw, mechanism=mechanism, cal=cal, epsilon=float(epsilon), delta=float(delta),
+                             seeded=seeded, extra=extra)
 
     @property
     def capacity(self) -> int:
@@ -133,22 +125,28 @@ class MisraGries(_CounterSummary):
 
     def release(
         self, epsilon: float, delta: float, k: int | None = None, seed: int | None = None, *,
-        length_epsilon: float | None = None, length_delta: float | None = None, allow_repeat: bool = False,
-        budget: Budget | None = None,
+        public_length: bool = False, length_epsilon: float | None = None, length_delta: float | None = None,
+        allow_repeat: bool = False, budget: Budget | None = None,
     ) -> Release:
-        """PMG: (ε, δ)-DP release of this summary (docs/algorithms.md §2, docs/privacy.md).
+        """PMG: (ε, δ)-DP release of this summary (docs/algorithms.md §2, docs/privacy.md §PMG).
 
         Every stored key (zero counts included) gets ``c(x) + η + Z_x`` with a shared ``η`` and
         independent ``Z_x``, all ``DLap(1/ε)``; keys with noisy value ``>= 1 + 2t`` are released.
-        ``k`` additionally keeps only values ``>= n/k`` (heavy hitters; post-processing).
+        ``k`` additionally keeps only values ``>= n̂/k`` (heavy hitters; post-processing of a noisy
+        length n̂ that costs ``length_epsilon``, default ε/10, of the ε asked for; without ``k`` the
+        release reads no length and spends all of ε on the counts). ``public_length=True`` uses the
+        exact n as a public parameter instead: the guarantee then holds for replace-one neighbours
+        (docs/privacy.md §Stream length). The reported (ε, δ) never exceed the ones asked for.
         ``seed`` makes the noise reproducible and NOT secret (experiments only).
-        ``length_epsilon`` treats n as private (docs/algorithms.md §0): only the ``n/k`` filter uses n.
         A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
         ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
         """
         kk = None if k is None else check_int("k", k, 1, 2**63 - 1)
+        if kk is None and length_delta is not None:
+            raise ValueError("length_delta has no use here: PMG reads the length only for the k cut, which needs no delta")
         return self._release(
-            _core.release.pmg, "PMG", epsilon, delta, kk, seed, length_epsilon, length_delta, allow_repeat, budget
+            _core.release.pmg, "PMG", epsilon, delta, kk, "none" if kk is None else "estimate", seed, public_length,
+            length_epsilon, None, allow_repeat, budget,
         )
 
     @property
@@ -194,16 +192,20 @@ class SpaceSaving(_CounterSummary):
         return self._impl.items()
 
     def release(
-        self, epsilon: float, delta: float, k: int, seed: int | None = None, length_epsilon: float | None = None, *,
-        length_delta: float | None = None, allow_repeat: bool = False, budget: Budget | None = None,
+        self, epsilon: float, delta: float, k: int, seed: int | None = None, *, public_length: bool = False,
+        length_epsilon: float | None = None, length_delta: float | None = None, allow_repeat: bool = False,
+        budget: Budget | None = None,
     ) -> Release:
         """DPSS: (ε, δ)-DP heavy hitters of this SpaceSaving (docs/algorithms.md §3, Holland Alg. 3).
 
-        Each tracked count gets independent ``DLap(1/ε)`` noise; items whose noisy count exceeds
-        ``τ = max(n/k − γ, n/capacity + 1 + γ)`` are released. Needs ``capacity >= k``
-        (``capacity >= 2k`` for the recall guarantee). ``seed`` makes the noise reproducible and NOT
-        secret. ``length_epsilon`` = ε_n: n is treated as private (§0): n̂ = n + DLap(1/ε_n) and the
-        total guarantee becomes (ε + ε_n, δ + δ_n), ``length_delta`` = δ_n defaulting to δ.
+        Each tracked count gets independent ``DLap(1/ε')`` noise; items whose noisy count exceeds
+        ``τ = max(n_lo/k − γ, n_up/capacity + 1 + γ)`` are released. Needs ``capacity >= k``
+        (``capacity >= 2k`` for the recall guarantee). By default the length is private: n̂ =
+        n + DLap(1/ε_n) with n_lo, n_up = n̂ ∓ t_n; ε_n = ``length_epsilon`` (default ε/10) and
+        δ_n = ``length_delta`` (default δ/10) are carved out of (ε, δ), and the counts use the rest.
+        ``public_length=True`` reads the exact n as a public parameter instead (replace-one
+        neighbours, docs/privacy.md §Stream length). The reported (ε, δ) never exceed the request.
+        ``seed`` makes the noise reproducible and NOT secret.
         A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
         ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
         """
@@ -214,7 +216,8 @@ class SpaceSaving(_CounterSummary):
                 f"use SpaceSaving({2 * kk}) (capacity = 2k) for full recall"
             )
         return self._release(
-            _core.release.dpss, "DPSS", epsilon, delta, kk, seed, length_epsilon, length_delta, allow_repeat, budget
+            _core.release.dpss, "DPSS", epsilon, delta, kk, "bounds", seed, public_length, length_epsilon,
+            length_delta, allow_repeat, budget,
         )
 
     @locked

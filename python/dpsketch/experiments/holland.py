@@ -82,8 +82,11 @@ def _scalar_meta(meta) -> str:
 
 
 def run_one(algorithm: str, stream, truth: Truth, *, k: int, factor: int, epsilon: float, delta: float,
-            seed: int, sketch_capacity_ratio: int = 2) -> dict:
-    """Build, feed, release and score one structure. Returns the measured fields of a CSV row."""
+            seed: int, sketch_capacity_ratio: int = 2, public_length: bool = True) -> dict:
+    """Build, feed, release and score one structure. Returns the measured fields of a CSV row.
+
+    ``public_length=True`` is the papers' model (n public; the guarantee then holds for replace-one
+    neighbours, docs/privacy.md §Stream length); False is the library default (private n)."""
     import dpsketch
 
     n = len(stream)
@@ -99,6 +102,7 @@ def run_one(algorithm: str, stream, truth: Truth, *, k: int, factor: int, epsilo
         obj = dpsketch.SketchHeavyHitters(
             sketch="countmin" if algorithm == "CountMinSketch" else "countsketch",
             k=k, capacity=capacity, epsilon=epsilon, delta=delta, max_stream_length=n, seed=seed,
+            public_length=public_length,
         )
     else:
         raise ValueError(f"unknown algorithm {algorithm!r}; use one of {ALGORITHMS}")
@@ -106,9 +110,9 @@ def run_one(algorithm: str, stream, truth: Truth, *, k: int, factor: int, epsilo
     memory = obj.memory_bytes()
     t0 = time.perf_counter()
     if algorithm == "MisraGries":
-        rel = obj.release(epsilon, delta, k=k, seed=seed)
+        rel = obj.release(epsilon, delta, k=k, seed=seed, public_length=public_length)
     elif algorithm == "SpaceSaving":
-        rel = obj.release(epsilon, delta, k, seed=seed)
+        rel = obj.release(epsilon, delta, k, seed=seed, public_length=public_length)
     else:
         rel = obj.release()
     release_s = time.perf_counter() - t0

@@ -41,15 +41,16 @@ inline std::int64_t noisy_count(std::uint64_t c, std::int64_t z1, std::int64_t z
 
 // PMG. Every stored key (zero-count keys included: never filter by true count before noising)
 // gets v_x = c(x) + η + Z_x with η, Z_x ~ DLap(1/ε), η shared; keep v_x >= τ = 1 + 2t (§2).
-// With k, also keep v_x >= n/k (post-processing; n̂ in the rigorous length mode).
+// With k, also keep v_x >= n̂/k (post-processing of the length L, release.hpp). (epsilon, delta)
+// are the mechanism's own share (calibration.hpp splits the caller's budget).
 template <class Key>
 Release<Key, std::int64_t> pmg(const MisraGries<Key>& mg, double epsilon, double delta, std::optional<std::uint64_t> k,
-                               std::optional<double> length_epsilon, double length_delta, SecureRng& rng) {
+                               const Length& L, SecureRng& rng) {
   refuse_merged(mg.merged(), "PMG");
+  if (k && L.kind == Length::Kind::unused) throw ParameterError("PMG with k needs a length (n̂ or a public n)");
   const Epsilon eps(epsilon);
   const std::uint64_t t = pmg_t(eps.value, delta);
   const real tau = 1 + 2 * static_cast<real>(t);
-  const Length L = Length::make(mg.n(), length_epsilon, length_delta, rng);
   const real hh = k ? L.n_hat / static_cast<real>(*k) : 0;
   const real cut = tau > hh ? tau : hh;
 
@@ -77,18 +78,21 @@ Release<Key, std::int64_t> pmg(const MisraGries<Key>& mg, double epsilon, double
   return rel;
 }
 
-// DPSS. v_x = c(x) + Z_x, Z_x ~ DLap(1/ε) independent; release v_x > τ = max(n/k - γ, n/k̃ + 1 + γ) (§3).
+// DPSS. v_x = c(x) + Z_x, Z_x ~ DLap(1/ε) independent; release v_x > τ = max(n_lo/k - γ, n_up/k̃ + 1 + γ)
+// (§3). The suppression term needs n_up >= the length of the summary's stream and of its neighbour:
+// a public n, the global bound of a noisy length, or (Spark) the whole data set's bound, which also
+// bounds every partition's length (§8: never an exact per-partition length).
 template <class Key>
 Release<Key, std::int64_t> dpss(const SpaceSaving<Key>& ss, double epsilon, double delta, std::uint64_t k,
-                                std::optional<double> length_epsilon, double length_delta, SecureRng& rng) {
+                                const Length& L, SecureRng& rng) {
   refuse_merged(ss.merged(), "DPSS");
   if (k < 1) throw ParameterError("k must be >= 1");
   if (ss.capacity() < k)
     throw ParameterError("DPSS needs capacity (k̃) >= k; got capacity " + std::to_string(ss.capacity()) + " < k " +
                          std::to_string(k) + ". Use SpaceSaving(capacity >= 2*k) for full recall");
   const Epsilon eps(epsilon);
+  if (L.kind == Length::Kind::unused) throw ParameterError("DPSS needs a length (noisy bounds or a public n)");
   const std::uint64_t gamma = dpss_gamma(eps.value, delta);
-  const Length L = Length::make(ss.n(), length_epsilon, length_delta, rng);
   const real tau = dpss_threshold(L.n_lo, L.n_up, k, ss.capacity(), gamma);
 
   const noise::DiscreteLaplace lap(noise::laplace_scale(1, eps.exact));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,38 +43,69 @@ struct Epsilon {
   explicit Epsilon(double eps) : exact(noise::dyadic_down(eps, 32)), value(static_cast<real>(noise::to_double(exact))) {}
 };
 
-// Stream length as the release may use it (§0). Public by default (n_hat = n_lo = n_up = n);
-// with length_epsilon, n̂ = n + DLap(1/ε_n) and n_lo/n_up = n̂ ∓ t_n.
+// Stream length as a release uses it (§0; docs/privacy.md §Stream length). Three kinds:
+//   unused  -- the release reads no n (PMG without k): nothing is spent on it;
+//   noisy   -- n̂ = n + DLap(1/ε_n), n_up = n̂ + t_n, n_lo = n̂ - t_n (the default);
+//   public  -- n is a fixed public parameter (the caller's opt-in; neighbours are replace-one).
+// The bounds may also be computed once for a whole data set and shared by several releases
+// (the Spark counters route: one n̂ for every partition).
 struct Length {
-  bool public_length = true;
+  enum class Kind { unused, noisy, fixed };
+  Kind kind = Kind::unused;
   real n_hat = 0, n_lo = 0, n_up = 0;
   std::uint64_t t_n = 0;
   double eps_n = 0, delta_n = 0;
 
-  template <class Rng>
-  static Length make(std::uint64_t n, std::optional<double> length_epsilon, double length_delta, Rng& rng) {
+  static Length unused() { return Length{}; }
+
+  static Length fixed(std::uint64_t n) {
     Length L;
-    if (!length_epsilon) {
-      L.n_hat = L.n_lo = L.n_up = static_cast<real>(n);
-      return L;
-    }
-    const Epsilon e(*length_epsilon);
-    L.public_length = false;
+    L.kind = Kind::fixed;
+    L.n_hat = L.n_lo = L.n_up = static_cast<real>(n);
+    return L;
+  }
+
+  // n̂ = n + DLap(1/ε_n) (Δ(n) = 1). With delta_n > 0 the bounds n_lo, n_up = n̂ ∓ t_n hold for
+  // both neighbours (n_up >= n + 1) except with probability δ_n (length_t); with delta_n == 0
+  // only n̂ is meant to be used (a post-processing cut such as PMG's n̂/k), and t_n = 0.
+  template <class Rng>
+  static Length noisy(std::uint64_t n, double eps_n, double delta_n, Rng& rng) {
+    const Epsilon e(eps_n);
+    Length L;
+    L.kind = Kind::noisy;
     L.eps_n = static_cast<double>(e.value);
-    L.delta_n = length_delta;
-    L.t_n = length_t(e.value, length_delta);
-    const std::int64_t z = noise::discrete_laplace(rng, noise::laplace_scale(1, e.exact));  // Δ(n) = 1
+    L.delta_n = delta_n;
+    L.t_n = delta_n > 0 ? length_t(e.value, delta_n) : 0;
+    const std::int64_t z = noise::discrete_laplace(rng, noise::laplace_scale(1, e.exact));
     L.n_hat = static_cast<real>(n) + static_cast<real>(z);
     L.n_lo = L.n_hat - static_cast<real>(L.t_n);
     L.n_up = L.n_hat + static_cast<real>(L.t_n);
     return L;
   }
 
+  // Bounds computed elsewhere (e.g. on a driver) from a noisy length; checked for consistency.
+  static Length from_bounds(double n_hat, std::uint64_t t_n, double eps_n, double delta_n) {
+    if (!std::isfinite(n_hat)) throw ParameterError("n_hat must be finite");
+    if (!(eps_n > 0) || !(delta_n >= 0 && delta_n < 1)) throw ParameterError("invalid length budget");
+    Length L;
+    L.kind = Kind::noisy;
+    L.eps_n = eps_n;
+    L.delta_n = delta_n;
+    L.t_n = t_n;
+    L.n_hat = static_cast<real>(n_hat);
+    L.n_lo = L.n_hat - static_cast<real>(t_n);
+    L.n_up = L.n_hat + static_cast<real>(t_n);
+    return L;
+  }
+
+  const char* name() const { return kind == Kind::noisy ? "private" : kind == Kind::fixed ? "public" : "unused"; }
+
   template <class R>
   void describe(R& rel) const {
-    rel.note("assumes_public_length", public_length ? 1 : 0);
+    rel.note("assumes_public_length", kind == Kind::fixed ? 1 : 0);
+    if (kind == Kind::unused) return;
     rel.note("n_used", static_cast<double>(n_hat));
-    if (!public_length) {
+    if (kind == Kind::noisy) {
       rel.note("length_epsilon", eps_n);
       rel.note("length_delta", delta_n);
       rel.note("length_t", static_cast<double>(t_n));

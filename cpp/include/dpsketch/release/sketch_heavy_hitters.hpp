@@ -4,11 +4,13 @@
 // an indexed min-heap keyed by the noisy estimate at their latest arrival. update(x): add x, read
 // e = estimate(x) in the same pass; candidate -> re-key; fewer than k̃ -> insert; e > heap min ->
 // replace the min. Release: candidates whose FINAL estimate exceeds max(τ, n/k - γ2(n)) with
-// τ = n/k̃ + 1 + γ2(n) + 2γ1(n). Envelopes (δ = δ_N + δ_C, δ_N = δ_C = δ/2):
-//   noise  γ_N = (Δ/ε) ln(cells/δ_N), Δ = d (Count-Min) or d + 1 (CountSketch with its F2 row);
+// τ = n/k̃ + 1 + γ2(n) + 2γ1(n). Envelopes (δ_env = δ/(1 + e^ε) = δ_N + δ_C, δ_N = δ_C = δ_env/2):
+//   noise  γ_N = the integer cell-noise bound for δ_N, Δ = d (Count-Min) or d + 1 (CountSketch with its F2 row);
 //   Count-Min   γ2 = γ_N, γ1(t) = 2t/w + γ_N;
 //   CountSketch γ1 = γ2 = 4 sqrt(F2_up/w) + γ_N, F2_up from the noisy unsigned row;
 //   depth       d >= log2((n_max + k̃)/δ_C).
+// (epsilon, delta) in EnvelopeParams are the mechanism's own share of the caller's budget
+// (calibration.hpp); the length bounds come with the release.
 #pragma once
 
 #include <cmath>
@@ -53,6 +55,10 @@ class SketchHeavyHitters {
   }
 
   static std::uint64_t sensitivity(const EnvelopeParams& p) { return is_count_min ? p.depth : p.depth + 1; }
+  // δ_N = δ_C = δ_env/2 (thresholds.hpp envelope_delta), from the ε actually used.
+  static real half_envelope_delta(const EnvelopeParams& p) {
+    return envelope_delta(Epsilon(p.epsilon).value, p.delta) / 2;
+  }
 
   static EnvelopeParams checked(EnvelopeParams p) {
     check_eps_delta(p.epsilon, p.delta);
@@ -62,11 +68,12 @@ class SketchHeavyHitters {
                            std::to_string(p.k) + "); the paper uses capacity = 4k");
     if (p.capacity > kMaxCapacity) throw ParameterError("capacity too large");
     if (p.max_stream_length < 1) throw ParameterError("max_stream_length must be >= 1");
-    const std::uint64_t dmin = envelope_min_depth(p.max_stream_length, p.capacity, p.delta / 2);
+    const std::uint64_t dmin = envelope_min_depth(p.max_stream_length, p.capacity, half_envelope_delta(p));
     if (p.depth == 0) p.depth = dmin > 32 ? dmin : 32;  // paper: d >= 32
     if (p.depth < dmin)
       throw ParameterError("depth " + std::to_string(p.depth) + " is too small for the error envelope: need depth >= " +
-                           std::to_string(dmin) + " = log2((max_stream_length + capacity)/(delta/2)); omit depth to derive it");
+                           std::to_string(dmin) + " = log2((max_stream_length + capacity)/delta_C), delta_C = delta/(2(1 + e^epsilon)); "
+                           "omit depth to derive it");
     if (p.width == 0) p.width = (is_count_min ? 2 : 3) * p.capacity;  // paper: w = 2k̃ (CM) or 3k̃ (CS)
     check_shape(p.width, p.depth);
     return p;
@@ -108,14 +115,14 @@ class SketchHeavyHitters {
     }
   }
 
-  Release<Key, estimate_type> release(std::optional<double> length_epsilon, double length_delta, noise::SecureRng& rng) const {
-    const std::uint64_t n = oracle_.n();
-    if (n > p_.max_stream_length)
+  // L: the length bounds (noisy n̂ ∓ t_n, or a public n), drawn by the caller before this call.
+  Release<Key, estimate_type> release(const Length& L) const {
+    if (oracle_.n() > p_.max_stream_length)  // update paths refuse this earlier; a guard for restored states
       throw ParameterError("the stream is longer than max_stream_length; the depth (and so the envelope) was derived for " +
                            std::to_string(p_.max_stream_length) + " items. Rebuild with a larger max_stream_length");
-    const Length L = Length::make(n, length_epsilon, length_delta, rng);
+    if (L.kind == Length::Kind::unused) throw ParameterError("the envelope needs a length (noisy bounds or a public n)");
     const real eps = eps_.value;
-    const real delta_n = static_cast<real>(p_.delta) / 2;
+    const real delta_n = half_envelope_delta(p_);
     const std::uint64_t delta_sens = sensitivity(p_);
     const real gamma_n = envelope_noise(delta_sens, eps, oracle_.noisy_cells(), delta_n);
     const real w = static_cast<real>(p_.width);
@@ -146,7 +153,8 @@ class SketchHeavyHitters {
     rel.note("noisy_cells", static_cast<double>(oracle_.noisy_cells()));
     rel.note("l1_sensitivity", static_cast<double>(delta_sens));
     rel.note("delta_noise", static_cast<double>(delta_n));
-    rel.note("delta_hash", static_cast<double>(p_.delta) / 2);
+    rel.note("delta_hash", static_cast<double>(delta_n));
+    rel.note("delta_envelope", static_cast<double>(2 * delta_n));
     rel.note("max_stream_length", static_cast<double>(p_.max_stream_length));
     rel.note("gamma_noise", static_cast<double>(gamma_n));
     rel.note("gamma1", static_cast<double>(gamma1));

@@ -84,19 +84,36 @@ inline real dpss_threshold(real n_lo, real n_up, std::uint64_t k, std::uint64_t 
   return a > b ? a : b;
 }
 
-// §0 rigorous length mode: t_n = smallest integer >= 0 with P(DLap(1/ε_n) < -t_n) = P(Z > t_n)
-// = e^{-ε_n t_n}/(1+e^{ε_n}) <= δ_n, so n_up = n̂ + t_n >= n and n_lo = n̂ - t_n <= n, each except
-// with probability δ_n (only n_up's failure matters for privacy).
+// §0 private length: t_n = smallest integer >= 1 with P(Z >= t_n) = e^{-ε_n t_n}/(1+e^{-ε_n}) <= δ_n,
+// Z ~ DLap(1/ε_n). Then n_up = n̂ + t_n >= n + 1 unless Z <= -t_n, so n_up bounds the length of
+// both neighbours (n and n + 1) except with probability δ_n (docs/privacy.md §Stream length).
 inline std::uint64_t length_t(real eps_n, real delta_n) {
   check_eps_delta(eps_n, delta_n);
-  return ceil_safe((std::log(1 / delta_n) - std::log1p(std::exp(eps_n))) / eps_n);
+  std::uint64_t t = ceil_safe((std::log(1 / delta_n) - std::log1p(std::exp(-eps_n))) / eps_n);
+  if (t < 1) t = 1;
+  while (dlap_tail_ge(eps_n, static_cast<real>(t)) > delta_n * (1 - kCeilSafety)) ++t;
+  return t;
 }
 
-// §5 cell-noise bound: γ_N = (Δ/ε) ln(cells/δ_N), so that the union over all noisy cells of
-// P(|DLap(Δ/ε)| > γ_N) <= cells · e^{-εγ_N/Δ} = δ_N.
+// §5 cell-noise bound: γ_N = the smallest integer >= 0 with cells · P(|DLap(Δ/ε)| > γ_N) <= δ_N, using
+// the integer tail P(|Z| > t) = 2e^{-εt/Δ}/(1+e^{ε/Δ}) (§1). A non-integer γ_N would read the tail
+// between two integers, where the true P(|Z| > γ) = P(|Z| > floor γ) is larger than the formula.
+//   t >= (Δ/ε) · ln(2·cells / (δ_N (1 + e^{ε/Δ}))).
 inline real envelope_noise(std::uint64_t l1_sensitivity, real eps, std::uint64_t cells, real delta_n) {
-  return static_cast<real>(l1_sensitivity) / eps * std::log(static_cast<real>(cells) / delta_n);
+  check_eps_delta(eps, delta_n);
+  const real a = eps / static_cast<real>(l1_sensitivity);
+  const real c = static_cast<real>(cells);
+  const auto union_tail = [&](std::uint64_t t) { return c * 2 * std::exp(-a * static_cast<real>(t)) / (1 + std::exp(a)); };
+  std::uint64_t t = ceil_safe(std::log(2 * c / (delta_n * (1 + std::exp(a)))) / a);
+  while (union_tail(t) > delta_n * (1 - kCeilSafety)) ++t;
+  return static_cast<real>(t);
 }
+
+// §5 / docs/privacy.md §Error envelope: the envelope's failure event is read from the same noise
+// as the released estimates, so by the bad-event lemma (docs/privacy.md §PMG, step 1) a failure
+// probability δ_env costs (1 + e^ε)·δ_env. The envelope is therefore sized for
+// δ_env = δ/(1 + e^ε), split evenly between the cell noise (δ_N) and the hash rows (δ_C).
+inline real envelope_delta(real eps, real delta) { return delta / (1 + std::exp(eps)); }
 
 // §5 depth rule: (n_max + k̃) · 2^{-d} <= δ_C  <=>  d >= log2((n_max + k̃)/δ_C).
 inline std::uint64_t envelope_min_depth(std::uint64_t n_max, std::uint64_t k_tilde, real delta_c) {
