@@ -4,7 +4,9 @@ made, release guard not advanced, nothing recorded)."""
 
 from __future__ import annotations
 
+import copy
 import math
+import pickle
 from fractions import Fraction
 
 import numpy as np
@@ -266,6 +268,39 @@ def test_bad_spends_and_budget_argument():
         _ss().release(0.1, 1e-6, k=10, budget=1.0)  # type: ignore[arg-type]
     assert b.ledger == []
     assert "spent epsilon=0" in repr(b)
+
+
+# ------------------------------------------------------------------------------------ copies --
+
+
+@pytest.mark.parametrize("dup", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
+def test_copies_share_the_one_ledger(dup):
+    b = Budget(1.0)
+    c = dup(b)
+    b.spend("first", epsilon=0.75)
+    with pytest.raises(BudgetExceededError):
+        c.spend("second", epsilon=0.75)  # a copy may not spend what the original already spent
+    assert c.spent().epsilon == b.spent().epsilon == 0.75
+    assert [s.mechanism for s in c.ledger] == ["first"]
+
+
+def test_a_deep_copied_container_charges_the_same_budget():
+    b = Budget(rho=0.5)
+    held = {"budget": b, "params": [1, 2]}
+    dup = copy.deepcopy(held)
+    dup["budget"].spend("via copy", rho=0.5)
+    with pytest.raises(BudgetExceededError):
+        b.spend("original", rho=0.1)
+    assert dup["params"] == [1, 2] and dup["params"] is not held["params"]
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_pickling_is_refused_with_what_to_do(protocol):
+    b = Budget(1.0, 1e-6)
+    with pytest.raises(TypeError, match=r"cannot be pickled.*budget\.spend\("):
+        pickle.dumps(b, protocol=protocol)
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps([b], protocol=protocol)
 
 
 # ------------------------------------------------------------------------------ command line --

@@ -7,10 +7,12 @@ import gzip
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dpsketch import _input
@@ -129,31 +131,84 @@ def test_csv_row_errors_do_not_echo_the_row(capsys, tmp_path):
     assert "secret" not in line and "field" in line
 
 
-def test_int_detection_rule(capsys, tmp_path):
+def test_auto_keys_of_text_never_depend_on_the_items(capsys, tmp_path):
+    # A type read off the items would be printed with the release (and could be contradicted by a
+    # later chunk): text and CSV items are text unless --int-keys says otherwise.
     p = tmp_path / "ints.txt"
-    p.write_text("\n".join(["5", "6", "7", "007"]) + "\n")
-    code, _, err = run(capsys, "top", p, "--chunk-size", 3)
-    assert code == 1
-    assert "line 4" in one_error_line(err) and "--str-keys" in err
-    code, out, err = run(capsys, "top", p, "--chunk-size", 4, "-k", 1, "--seed", 1, "--json")
-    assert code == 0, err
-    assert json.loads(out)["cli"]["keys"].startswith("str")  # '007' in the first chunk: text keys
-    big = tmp_path / "big.txt"
-    big.write_text("1\n9223372036854775808\n")  # above int64: text, never a wrapped integer
-    code, out, err = run(capsys, "top", big, "-k", 1, "--seed", 1, "--json")
-    assert json.loads(out)["cli"]["keys"].startswith("str")
-    code, out, err = run(capsys, "top", p, "--int-keys", "-k", 1, "--seed", 1, "--json", "--top", 0, "--public-length")
+    p.write_text("\n".join(["5", "6", "7", "007", "9223372036854775808"]) + "\n")
+    for chunk in (2, 100):
+        code, out, err = run(capsys, "top", p, "--chunk-size", chunk, "-k", 1, "--seed", 1, "--json", "--top", 0)
+        assert code == 0, err
+        d = json.loads(out)
+        assert d["cli"]["keys"].startswith("str") and d["n"] == 5
+        assert all(isinstance(k, str) for k, _ in d["items"])
+    batches = list(_input.Source(p, chunk_size=2).chunks())
+    assert [b.to_pylist() for b in batches] == [["5", "6"], ["7", "007"], ["9223372036854775808"]]
+
+
+def test_int_keys_drop_what_is_not_an_int64_without_an_error(capsys, tmp_path):
+    items = ["5", " +7 ", "007", "x-secret", "1.0", "9223372036854775807", "9223372036854775808",
+             "-9223372036854775808", "-9223372036854775809", "+0000000000000000000000042", "9" * 5000]
+    p = tmp_path / "mixed.txt"
+    p.write_text("\n".join(items) + "\n")
+    kept = [5, 7, 7, 2**63 - 1, -(2**63), 42]
+    for chunk in (1, 3, 100):
+        src = _input.Source(p, keys="int", chunk_size=chunk)
+        batches = list(src.chunks())
+        assert all(isinstance(b, np.ndarray) and b.dtype == np.int64 and len(b) for b in batches)
+        assert sorted(sum((b.tolist() for b in batches), [])) == sorted(kept)
+    code, out, err = run(capsys, "top", p, "--int-keys", "-k", 1, "--seed", 1, "--json", "--top", 0,
+                         "--chunk-size", 3)
     assert code == 0, err
     d = json.loads(out)
-    assert d["cli"]["keys"].startswith("int") and d["n"] == 4
-    src = _input.Source(p, keys="int")
-    assert sorted(sum((b.tolist() for b in src.chunks()), [])) == [5, 6, 7, 7]  # '007' parsed as 7
+    assert d["cli"]["keys"].startswith("int") and d["n"] == len(kept)
+    assert "error:" not in err and "x-secret" not in err and "line" not in err
+    assert "dropped" not in err and "skipped" not in err  # how many were dropped is data
+
+
+def test_parquet_key_types(capsys, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    big = 2**63 + 5
+    path = tmp_path / "k.parquet"
+    pq.write_table(pa.table({"u": pa.array([1, 2, big, 2], pa.uint64()),
+                             "s": pa.array(["1", " 2 ", "x-secret", "99999999999999999999"])}), path)
+    # auto: a uint64 column may hold values outside int64, so its keys are text (nothing lost)
+    src = _input.Source(path, column="u")
+    assert sum((b.to_pylist() for b in src.chunks()), []) == ["1", "2", str(big), "2"]
+    assert src.keys.chosen == "str"
+    # --int-keys: values outside int64 are dropped, never an error
+    assert sum((b.tolist() for b in _input.Source(path, column="u", keys="int").chunks()), []) == [1, 2, 2]
+    assert sum((b.tolist() for b in _input.Source(path, column="s", keys="int").chunks()), []) == [1, 2]
+    code, out, err = run(capsys, "top", path, "--column", "s", "--int-keys", "-k", 1, "--seed", 1, "--json")
+    assert code == 0, err
+    assert "x-secret" not in err and json.loads(out)["n"] == 2
+
+
+def test_reader_errors_name_no_line_or_row(capsys, tmp_path):
+    p = tmp_path / "bad.txt"
+    p.write_bytes(b"a\nb\nc\n\xff\xfe\n")
+    code, _, err = run(capsys, "top", p)
+    assert code == 1
+    line = one_error_line(err)
+    assert "not valid utf-8" in line and "line" not in line.replace("--", "")
+    p = tmp_path / "long.txt"
+    p.write_bytes(b"a\nb\nc\n" + b"x" * 5000 + b"\n")
+    code, _, err = run(capsys, "top", p, "--max-line-length", 1000)
+    assert code == 1
+    assert not re.search(r"line \d", one_error_line(err))
+    p = tmp_path / "bad.csv"
+    p.write_text("page,user\na,1\nb,2\nc\n")
+    code, _, err = run(capsys, "top", p, "--column", "page")
+    assert code == 1
+    line = one_error_line(err)
+    assert "different number of fields" in line and not re.search(r"\d", line.replace(str(p), ""))
 
 
 def test_unit_separator_lines_are_counted(capsys, tmp_path):
     p = tmp_path / "us.txt"
     p.write_bytes(b"a\x1fb\n" * 50 + b"c\n" * 10)
-    code, out, err = run(capsys, "top", p, "-k", 1, "--seed", 1, "--json", "--top", 0, "--public-length")
+    code, out, err = run(capsys, "top", p, "-k", 1, "--seed", 1, "--json", "--top", 0)
     assert code == 0, err
     d = json.loads(out)
     assert d["n"] == 60 and d["items"][0][0] == "a\x1fb"
@@ -170,7 +225,7 @@ def test_chunks_yield_arrow_or_int64_without_python_items(heavy):
     assert max(len(b) for b in batches) <= 7_000
     ints = heavy.parent / "i.txt"
     ints.write_text("\n".join(str(i % 13 - 6) for i in range(1000)) + "\n")
-    batches = list(_input.Source(ints).chunks())
+    batches = list(_input.Source(ints, keys="int").chunks())
     assert all(isinstance(b, np.ndarray) and b.dtype == np.int64 for b in batches)
 
 

@@ -8,22 +8,23 @@ in blocks of ``max_line_bytes``. A line or row longer than ``max_line_bytes`` is
 without newlines, e.g. ``/dev/zero``, stops there instead of growing without bound). Parquet is
 read one record batch at a time.
 
-Key typing (``keys='auto'``): the first non-empty chunk decides. If every item in it is a canonical
-decimal integer in the int64 range (``0``, ``-7``, ``42``; not ``007``, ``+1`` or ``1.0``, which
-would print back differently) the keys are int, else str. A later chunk with a non-canonical item
-is then an error naming its line, never a silent change of type (rerun with ``--str-keys``).
-``keys='int'`` parses leniently (surrounding space, leading zeros, ``+``); ``keys='str'`` keeps text.
+Key typing never looks at the items: a type read off the data would be printed with the release
+and could be contradicted by a later item. ``keys='auto'``: text and CSV items are text, a Parquet
+column's type decides (integer column → int keys, except uint64, whose values may not fit int64 →
+text). ``keys='int'`` parses a decimal integer with optional sign, surrounding space and leading
+zeros (``+7``, ``007`` and ``7`` are one key) and **drops** an item that is not one or is outside
+the signed 64-bit range: an error there would depend on the data. ``keys='str'`` keeps text.
 
 Errors are :class:`InputError` (the input cannot be read as asked: exit status 1) or
 :class:`InputUsageError` (the options do not fit the file, e.g. no such column: exit status 2).
-Their messages name lines or rows, never the items themselves.
+Their messages name no item, line number, row number or count: every consumer is a private
+release, and a position is a count of the items before it.
 """
 
 from __future__ import annotations
 
 import codecs
 import csv
-import functools
 import io
 import os
 import re
@@ -38,9 +39,8 @@ __all__ = [
 
 FORMATS = ("text", "csv", "parquet")
 DEFAULT_MAX_LINE_BYTES = 1 << 20  # also the CSV reader's block size: bounds memory in flight
-_CANONICAL_INT = r"^(0|-?[1-9][0-9]{0,18})$"  # what str(int(s)) == s allows, up to 19 digits
 _LENIENT_INT = r"^[+-]?[0-9]+$"
-_INT64_MAX = 2**63 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _BOM = b"\xef\xbb\xbf"
 TEXT_BLOCK_BYTES = 1 << 20  # decompressed bytes per read for text input
 # Bytes at a line's edge that may need trimming: ASCII whitespace, or the lead/continuation byte of
@@ -111,92 +111,49 @@ def check_path(path) -> None:
 class KeyTyper:
     """Turns a chunk of (trimmed, non-empty) large_string items into keys; see the module doc."""
 
-    def __init__(self, mode: str):
+    def __init__(self, mode: str, format: str = "text"):
         if mode not in ("auto", "int", "str"):
             raise ValueError(f"keys must be 'auto', 'int' or 'str', got {mode!r}")
         self.mode = mode
-        self.chosen = None if mode == "auto" else mode
-        self.how = "auto-detected from the first chunk" if mode == "auto" else "forced"
+        if mode != "auto":
+            self.chosen, self.how = mode, "forced"
+        elif format == "parquet":
+            self.chosen, self.how = None, "from the Parquet column type"  # set when the file is opened
+        else:
+            self.chosen, self.how = "str", "text input; --int-keys for integer keys"
 
     def describe(self) -> str:
         return "none" if self.chosen is None else f"{self.chosen} ({self.how})"
 
-    def convert(self, arr, locate):
-        """``arr``: pyarrow large_string array; ``locate(i)`` names item i ('line 12')."""
-        pa, pc = _pa()
-        if self.chosen == "str":
-            return arr
-        if self.chosen is None:
-            ints = _canonical_ints(arr)
-            self.chosen = "str" if ints is None else "int"
-            return arr if ints is None else ints
-        if self.mode == "auto":
-            ints = _canonical_ints(arr)
-            if ints is not None:
-                return ints
-            bad = _first_bad(arr, _CANONICAL_INT)
-            raise InputError(
-                f"{locate(bad)} is not an integer, but the keys were auto-detected as integers from "
-                f"the first chunk; rerun with --str-keys (or --int-keys to parse leniently)"
-            )
-        # --int-keys: lenient parse; '+' is dropped because Arrow's cast does not take it
-        ok = pc.match_substring_regex(arr, _LENIENT_INT)
-        if not pc.all(ok).as_py():
-            bad = _first_false(ok)
-            raise InputError(f"{locate(bad)} is not an integer (--int-keys); rerun without --int-keys")
-        try:
-            return pc.cast(pc.replace_substring_regex(arr, r"^\+", ""), pa.int64()).to_numpy()
-        except pa.ArrowInvalid:
-            bad = _first_overflow(arr)
-            raise InputError(f"{locate(bad)} does not fit in a signed 64-bit integer (--int-keys)") from None
+    def convert(self, arr):
+        """``arr``: pyarrow large_string array -> itself (text keys) or an int64 numpy array."""
+        return arr if self.chosen == "str" else _lenient_ints(arr)
 
 
-def _canonical_ints(arr):
-    """int64 numpy array when every item is a canonical int64 decimal, else None (vectorised)."""
+def _lenient_ints(arr):
+    """The items of ``arr`` that are decimal integers in the int64 range (optional sign, leading
+    zeros), as an int64 numpy array; the other items are dropped."""
     pa, pc = _pa()
-    if not pc.all(pc.match_substring_regex(arr, _CANONICAL_INT)).as_py():
-        return None
-    try:
-        return pc.cast(arr, pa.int64()).to_numpy()
-    except pa.ArrowInvalid:  # 19 digits above 2**63-1
-        return None
-
-
-def _line_of(base: int, blank: np.ndarray, i: int) -> str:
-    """'line N' of item i of a block whose lines start after line `base`, given its blank lines."""
-    line = i
-    while True:  # the i-th non-blank line: i plus the blank lines up to it
-        nxt = i + int(np.searchsorted(blank, line, side="right"))
-        if nxt == line:
-            return f"line {base + line + 1}"
-        line = nxt
-
-
-def _shifted(locate, start: int, i: int) -> str:
-    return locate(start + i)
-
-
-def _first_false(mask) -> int:
-    return int(np.flatnonzero(~mask.to_numpy(zero_copy_only=False))[0])
-
-
-def _first_bad(arr, pattern) -> int:
-    """Index of the first item that is not a canonical int64 (regex, or a 19-digit overflow)."""
-    _, pc = _pa()
-    ok = pc.match_substring_regex(arr, pattern)
+    ok = pc.match_substring_regex(arr, _LENIENT_INT)
+    # Only items of 19 or more characters can be outside int64: check those few exactly.
+    long_idx = np.flatnonzero(pc.and_(ok, pc.greater_equal(pc.utf8_length(arr), 19)).to_numpy(zero_copy_only=False))
+    if long_idx.size:
+        mask = ok.to_numpy(zero_copy_only=False).copy()
+        for i in long_idx.tolist():
+            mask[i] = _fits_int64(arr[i].as_py())
+        ok = pa.array(mask)
     if not pc.all(ok).as_py():
-        return _first_false(ok)
-    return _first_overflow(arr)
+        arr = arr.filter(ok)
+    if not len(arr):
+        return np.zeros(0, dtype=np.int64)
+    return pc.cast(pc.replace_substring_regex(arr, r"^\+", ""), pa.int64()).to_numpy()
 
 
-def _first_overflow(arr) -> int:
-    """Index of the first item outside int64 (only the few items of >= 19 characters are parsed)."""
-    _, pc = _pa()
-    long_idx = np.flatnonzero(pc.greater_equal(pc.utf8_length(arr), 19).to_numpy(zero_copy_only=False))
-    for i in long_idx.tolist():
-        if not -_INT64_MAX - 1 <= int(arr[i].as_py()) <= _INT64_MAX:
-            return i
-    return 0  # pragma: no cover
+def _fits_int64(text: str) -> bool:
+    """``text`` matches _LENIENT_INT; is its value in int64? (digits counted first: int() of a
+    very long string is slow, and refused above sys.get_int_max_str_digits())."""
+    digits = text.lstrip("+-").lstrip("0")
+    return len(digits) <= 19 and _INT64_MIN <= int(text) <= _INT64_MAX
 
 
 def _safe_position(f, size):
@@ -313,7 +270,7 @@ class Source:
             raise InputUsageError(f"unknown encoding {encoding!r}") from None
         self.utf8 = enc in ("utf-8", "utf-8-sig")
         self.encoding = enc
-        self.keys = KeyTyper(keys)
+        self.keys = KeyTyper(keys, self.format)
         self.skipped = 0
         self.skipped_what = {"text": "blank lines", "csv": "empty values"}.get(self.format, "null values")
         self.total = None
@@ -408,17 +365,20 @@ class Source:
             return f"{self.where()} is not a valid gzip file (corrupt compressed data: {msg})"
         return f"cannot read {self.where()}: {getattr(exc, 'strerror', None) or msg}"
 
-    def _split(self, arr, locate):
-        """Slices of at most chunk_size items, each converted to keys (or, for text_chunks, the raw
-        text with its locator)."""
+    def _split(self, arr):
+        """Slices of at most chunk_size items, each converted to keys (for text_chunks: raw text)."""
         for start in range(0, len(arr), self.chunk_size):
             part = arr.slice(start, self.chunk_size)
-            where = functools.partial(_shifted, locate, start)
-            yield (part, where) if self._raw else self.keys.convert(part, where)
+            if self._raw:
+                yield part
+                continue
+            keys = self.keys.convert(part)
+            if len(keys):
+                yield keys
 
     def text_chunks(self):
-        """(large_string array, locate) pairs of the raw stripped items, for commands that parse
-        the text themselves (dpsketch quantiles); Parquet is not handled here."""
+        """large_string arrays of the raw stripped items, for commands that parse the text
+        themselves (dpsketch quantiles); Parquet is not handled here."""
         self._raw = True
         gen = self._text_chunks() if self.format == "text" else self._csv_chunks()
         try:
@@ -437,7 +397,6 @@ class Source:
 
         stream, owned = self._open_bytes()
         carry = np.zeros(0, dtype=np.uint8)
-        line = 0  # lines consumed so far
         bom_checked = not self.utf8
         try:
             while True:
@@ -453,17 +412,16 @@ class Source:
                 r = _core.split_lines(block, eof, self.max_line_bytes)
                 if r["error"] == 1:
                     raise InputError(
-                        f"{self.where()} is not valid {self.encoding} text (line {line + r['error_line'] + 1:,}); "
+                        f"{self.where()} is not valid {self.encoding} text; "
                         f"pass --encoding, or check that it is a text file")
                 if r["error"] == 2:
-                    raise self._too_long(line + r["error_line"] + 1)
+                    raise self._too_long()
                 offsets, blank = r["offsets"], r["blank"]
                 self.skipped += len(blank)
                 if len(offsets) > 1:
                     arr = pa.Array.from_buffers(pa.large_string(), len(offsets) - 1,
                                                 [None, pa.py_buffer(offsets), pa.py_buffer(r["data"])])
-                    yield from self._split(arr, functools.partial(_line_of, line, blank))
-                line += r["lines"]
+                    yield from self._split(arr)
                 carry = block[r["consumed"]:]
                 if eof:
                     return
@@ -471,13 +429,13 @@ class Source:
             if owned is not None:
                 owned.close()
 
-    def _too_long(self, line):
+    def _too_long(self):
         return InputError(
-            f"line {line} of {self.where()} is longer than {self.max_line_bytes:,} bytes (no newline); "
+            f"a line of {self.where()} is longer than {self.max_line_bytes:,} bytes (no newline); "
             f"raise --max-line-length if the input really has such lines"
         )
 
-    def _non_empty(self, arr, locate):
+    def _non_empty(self, arr):
         """Trim (only when some item has a possibly-blank edge byte), drop empty items, yield key chunks."""
         pa, pc = _pa()
         _validity, offsets_buf, data_buf = arr.buffers()
@@ -489,17 +447,12 @@ class Source:
             if _EDGE_WS[data[starts]].any() or _EDGE_WS[data[ends - 1]].any():
                 arr = pc.utf8_trim_whitespace(arr)
                 nz = pc.greater(pc.binary_length(arr), 0).to_numpy(zero_copy_only=False)
-        kept = None
         if not nz.all():
-            kept = np.flatnonzero(nz)
-            self.skipped += len(arr) - len(kept)
+            self.skipped += len(arr) - int(np.count_nonzero(nz))
             arr = arr.filter(pa.array(nz))
         if not len(arr):
             return
-        if kept is not None:
-            inner = locate
-            locate = lambda i: inner(int(kept[i]))  # noqa: E731
-        yield from self._split(arr, locate)
+        yield from self._split(arr)
 
     def _csv_chunks(self):
         pa, pc = _pa()
@@ -510,7 +463,7 @@ class Source:
             head = stream.read(self.max_line_bytes + 1)
             nl = head.find(b"\n")
             if nl < 0 and len(head) > self.max_line_bytes:
-                raise self._too_long(1)
+                raise self._too_long()
             if self.utf8 and head.startswith(_BOM):
                 head = head[3:]
                 nl = head.find(b"\n")
@@ -547,7 +500,6 @@ class Source:
                 if "Empty CSV" in str(exc):
                     return  # a header and nothing else
                 raise InputError(self._csv_message(exc, colname)) from None
-            row = 0
             while True:
                 try:
                     batch = reader.read_next_batch()
@@ -555,22 +507,17 @@ class Source:
                     return
                 except pa.ArrowInvalid as exc:
                     raise InputError(self._csv_message(exc, colname)) from None
-                arr = batch.column(0)
-                base = row
-                row += len(arr)
-                yield from self._non_empty(arr, lambda i, base=base: f"data row {base + 1 + i}")
+                yield from self._non_empty(batch.column(0))
         finally:
             if owned is not None:
                 owned.close()
 
     def _csv_message(self, exc, colname):
-        """Arrow's CSV errors quote the offending row; keep only the row number and the shape."""
+        """Arrow's CSV errors quote the offending row and its number; keep only what went wrong."""
         msg = first_line(exc)
-        m = re.search(r"(?:Row #(\d+): )?Expected (\d+) columns, got (\d+)", msg)
-        if m:
-            row = f"row {m.group(1)}" if m.group(1) else "a row"
-            return (f"malformed CSV in {self.where()}: {row} has {m.group(3)} field(s), "
-                    f"expected {m.group(2)} like the header (check --delimiter and quoting)")
+        if re.search(r"Expected \d+ columns, got \d+", msg):
+            return (f"malformed CSV in {self.where()}: a row has a different number of fields than "
+                    f"the header (check --delimiter and quoting)")
         if "straddl" in msg or "block size" in msg:
             return (f"a row of {self.where()} is longer than {self.max_line_bytes:,} bytes; raise "
                     f"--max-line-length if the input really has such rows")
@@ -635,11 +582,14 @@ class Source:
         if not (is_int or is_str):
             raise InputError(f"column {column!r} has type {typ}; only integer and string columns can be items")
         self.total, self.unit = pf.metadata.num_rows, " rows"
+        is_uint64 = pa.types.is_uint64(typ)
         mode = self.keys.mode
         if mode == "auto":
-            mode = "int" if is_int else "str"
-        self.keys.chosen = mode
-        self.keys.how = "from the Parquet column type" if self.keys.mode == "auto" else "forced"
+            # uint64 values may not fit int64 keys: text keeps every one of them
+            mode = "int" if is_int and not is_uint64 else "str"
+            self.keys.chosen = mode
+            if is_uint64:
+                self.keys.how = "from the Parquet column type: uint64 may exceed int64"
         rows = 0
         self._pos = lambda: rows
         try:
@@ -658,15 +608,13 @@ class Source:
                 if mode == "str" and is_int:
                     arr = arr.cast(pa.large_string())
                 elif mode == "int" and is_str:
-                    try:
-                        arr = pc.cast(pc.utf8_trim_whitespace(arr), pa.int64())
-                    except pa.ArrowInvalid:
-                        raise InputError(
-                            f"column {column!r} holds values that are not 64-bit integers (--int-keys)"
-                        ) from None
-                if mode == "int":
+                    arr = _lenient_ints(pc.utf8_trim_whitespace(arr))
+                elif mode == "int":
+                    if is_uint64:  # --int-keys: values above the int64 range are dropped
+                        arr = arr.filter(pc.less_equal(arr, pa.scalar(_INT64_MAX, pa.uint64())))
                     arr = np.asarray(arr.cast(pa.int64()).to_numpy())
-                yield arr
+                if len(arr):
+                    yield arr
         except (pa.ArrowException, OSError) as exc:
             if isinstance(exc, (InputError, InputUsageError)):  # pragma: no cover
                 raise

@@ -99,6 +99,14 @@ class Budget:
     ``Budget(epsilon, delta=0.0, *, zcdp_delta=None)`` caps the total (ε, δ)-DP guarantee;
     ``Budget(rho=R)`` caps the total ρ-zCDP guarantee. ``spent()``, ``remaining()`` and ``ledger``
     report the state; ``spend()`` records a mechanism run outside dpsketch.
+
+    A budget is one accountant, so it is never duplicated: ``copy.copy(b)`` and
+    ``copy.deepcopy(b)`` return ``b`` itself (an object holding a budget that is deep-copied keeps
+    charging the same one), and pickling raises ``TypeError``, because an unpickled copy in another
+    process would be a second ledger that this one never sees, and together they could spend
+    twice the cap. Keep the Budget in the process that runs the releases and record a spend made
+    elsewhere with :meth:`spend`. A forked child process (``multiprocessing`` with fork) holds a
+    separate copy in its own memory: do not charge budgets there.
     """
 
     def __init__(
@@ -278,6 +286,24 @@ class Budget:
         if self._rho_cap is not None:
             return f"rho={t.rho:.6g}"
         return f"epsilon={t.epsilon:.6g}, delta={t.delta:.6g} (or rho={t.rho:.6g})"
+
+    # -- copies -----------------------------------------------------------------------------------
+    def __copy__(self) -> "Budget":
+        return self  # a second ledger would let the copies together spend more than the cap
+
+    def __deepcopy__(self, memo: dict) -> "Budget":
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(
+            "a dpsketch.Budget cannot be pickled: the unpickled copy would be a second accountant that "
+            "this one never sees, so together they could spend more than the cap. Keep the Budget in "
+            "the process that runs the releases and record spends made elsewhere with "
+            "budget.spend(mechanism, epsilon=..., delta=..., rho=...)"
+        )
+
+    def __reduce__(self):
+        return self.__reduce_ex__(2)
 
     def __repr__(self) -> str:
         s = self.spent()

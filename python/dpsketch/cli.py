@@ -16,8 +16,8 @@
 
 Exit status: 0 on success, 2 for usage errors (bad options or parameters), 1 for runtime errors
 (unreadable or empty input, a release the library refuses). Errors are one line on stderr,
-``dpsketch: error: ...``; they name line numbers, never the items themselves (an item label may
-only be shown once it has passed the release threshold).
+``dpsketch: error: ...``; they name no item, line or row number (an item label may only be shown
+once it has passed the release threshold, and a position counts the items before it).
 """
 
 from __future__ import annotations
@@ -146,9 +146,9 @@ def _build_parser() -> _Parser:
     g.add_argument("--encoding", default="utf-8", help="text/CSV encoding (default utf-8)")
     keys = g.add_mutually_exclusive_group()
     keys.add_argument("--int-keys", dest="keys", action="store_const", const="int",
-                      help="parse every item as a 64-bit integer")
+                      help="parse every item as a 64-bit integer (items that are not one are dropped)")
     keys.add_argument("--str-keys", dest="keys", action="store_const", const="str",
-                      help="keep every item as text")
+                      help="keep every item as text (the default for text and CSV input)")
     g.add_argument("--chunk-size", type=_int_at_least("chunk-size", 1), default=DEFAULT_CHUNK,
                    metavar="N", help=f"items per update batch (default {DEFAULT_CHUNK:,})")
     g.add_argument("--max-line-length", type=_int_at_least("max-line-length", 1),
@@ -339,6 +339,13 @@ def _cmd_audit(args):
 def _note(args, msg):
     if not getattr(args, "quiet", False):
         print(f"{PROG}: {msg}", file=sys.stderr)
+
+
+def _note_spent(args, budget):
+    """The 'spent:' line of every command that draws noise: what its dpsketch.Budget recorded."""
+    s = budget.spent()
+    what = f"rho={_num(s.rho)}" if budget.rho is not None else f"epsilon={_num(s.epsilon)}, delta={_num(s.delta)}"
+    _note(args, f"spent: {what} (dpsketch.Budget ledger)")
 
 
 def _warn(msg):
@@ -598,8 +605,7 @@ def _cmd_top(args):
     released = [(k, v) for k, v in rel.items]
     items = released[: args.top] if args.top else released  # post-processing of the release
     _print_header(args, rel, capacity, keys_desc, source_desc, len(released))
-    spent = args.budget.spent()
-    _note(args, f"spent: epsilon={_num(spent.epsilon)}, delta={_num(spent.delta)} (dpsketch.Budget ledger)")
+    _note_spent(args, args.budget)
     if not released:
         _note(args, f"hint: nothing reached the threshold; a larger --k (now {args.k}) lowers it to "
                     f"frequency >= n/k, a larger --epsilon lowers the noise margin")
@@ -723,7 +729,7 @@ def _print_header(args, rel, capacity, keys_desc, source_desc, released):
 
 class _TextInput:
     """The input of ``dpsketch quantiles``, which parses the numbers itself: a dpsketch._input.Source
-    whose text/CSV chunks are (list of str, locate) pairs."""
+    whose text/CSV chunks are lists of str (``texts()``)."""
 
     def __init__(self, args):
         self._src = _open_source(args, keys="str")
@@ -737,23 +743,21 @@ class _TextInput:
         else:
             setattr(self._src, name, value)
 
-    def _chunks(self):
+    def texts(self):
         try:
-            for arr, locate in self._src.text_chunks():
-                yield arr.to_pylist(), locate
+            for arr in self._src.text_chunks():
+                yield arr.to_pylist()
         except _input.InputUsageError as exc:
             raise UsageError(str(exc)) from None
         except _input.InputError as exc:
             raise RunError(str(exc)) from None
 
-    _text_chunks = _csv_chunks = _chunks
-
 
 def _cmd_quantiles(args):
     from . import quantiles_cmd
 
-    return quantiles_cmd.run(args, input_class=_TextInput, usage_error=UsageError, run_error=RunError, note=_note,
-                             warn=_warn, display=_display, first_line=_first_line)
+    return quantiles_cmd.run(args, input_class=_TextInput, usage_error=UsageError, run_error=RunError,
+                             warn=_warn, display=_display, first_line=_first_line, note_spent=_note_spent)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,9 +1,13 @@
 """``dpsketch quantiles``: private quantiles of a numeric column (the logic behind the command that
 ``cli.py`` defines). One PrivateDyadicCountSketch (docs/algorithms.md §6) is built, with noise, before
-any input is read; values are fed in chunks; quantiles are read off the noisy hierarchy once.
+any input is read (and charged to the run's dpsketch.Budget first); values are fed in chunks;
+quantiles are read off the noisy hierarchy once.
 
-Errors never echo input values (only line numbers), and the number of values clamped to --bounds
-is not reported: it is a function of the data that the privacy budget does not cover.
+All of the output is a private release, so nothing about the input fails the run or is counted
+in it: a value that cannot be parsed (or NaN) is dropped, ±inf and values outside the range are
+clamped, and an input with no values is released like any other (its noisy quantiles). How many
+values were dropped, clamped or skipped is not reported: those counts are data that the budget
+does not cover. Errors name no value, line number or count.
 """
 
 from __future__ import annotations
@@ -48,7 +52,10 @@ def parse_qs(text: str) -> list[float]:
 
 
 def _build_sketch(args, usage_error):
-    """Validate every parameter and build the private sketch (noise drawn now, before any input)."""
+    """Validate every parameter and build the private sketch (noise drawn now, before any input),
+    charged to the run's budget as the mechanism uses it (ρ or ε rounded down to a multiple of
+    2^-32). Returns (sketch, budget, qs, bounds, universe bits)."""
+    from .budget import used_value
     from .dyadic import PrivateDyadicCountSketch
 
     if (args.rho is None) == (args.epsilon is None):
@@ -69,44 +76,50 @@ def _build_sketch(args, usage_error):
         qs = parse_qs(args.q)
     except ValueError as exc:
         raise usage_error(str(exc)) from None
+    budget = _budget(args)
+    spend = {"rho": used_value(args.rho)} if args.rho is not None else {"epsilon": used_value(args.epsilon)}
     try:
-        sketch = PrivateDyadicCountSketch(
-            bits, gamma=args.gamma, bounds=bounds, rho=args.rho, epsilon=args.epsilon,
-            noise_allocation=args.noise_allocation, seed=args.seed,
-        )
+        with budget.charging("PrivateDyadicCountSketch", **spend):
+            sketch = PrivateDyadicCountSketch(
+                bits, gamma=args.gamma, bounds=bounds, rho=args.rho, epsilon=args.epsilon,
+                noise_allocation=args.noise_allocation, seed=args.seed,
+            )
     except (ValueError, TypeError, OverflowError) as exc:
         raise usage_error(str(exc).splitlines()[0]) from None
-    return sketch, qs, bounds, bits
+    return sketch, budget, qs, bounds, bits
 
 
-def _values(texts, locate, integer, bits, run_error):
-    """Parse a chunk of text values into floats (bounds) or uint64 items; one clear line on bad input."""
+def _budget(args):
+    """The run's accountant: its cap is what was asked for (--rho as a zCDP cap, --epsilon pure)."""
+    from .budget import Budget
+
+    return Budget(rho=args.rho) if args.rho is not None else Budget(args.epsilon)
+
+
+def _values(texts, integer, bits):
+    """A chunk of text values as the sketch's items. Each value is mapped on its own (so a
+    neighbouring input changes at most one item): with bounds, a float (Python's float syntax;
+    ±inf is clamped by the sketch, NaN dropped); without, an integer (Python's int syntax) clamped
+    into [0, 2^bits); anything else is dropped."""
     if integer:
-        out = np.empty(len(texts), dtype=np.uint64)
-        top = 2**bits
-        for i, s in enumerate(texts):
+        top = (1 << bits) - 1
+        ints = []
+        for s in texts:
             try:
                 v = int(s)
-            except ValueError:
-                raise run_error(f"{locate(i)} is not an integer (--universe-bits without --bounds expects "
-                                "integers; pass --bounds LO,HI for real values)") from None
-            if not 0 <= v < top:
-                raise run_error(f"{locate(i)} is outside [0, 2^{bits}); raise --universe-bits or pass --bounds LO,HI")
-            out[i] = v
-        return out
-    try:
-        arr = np.array(texts, dtype=np.float64)
-    except ValueError:
-        for i, s in enumerate(texts):
-            try:
-                float(s)
-            except ValueError:
-                raise run_error(f"{locate(i)} is not a number") from None
-        raise
-    bad = np.flatnonzero(np.isnan(arr))
-    if bad.size:
-        raise run_error(f"{locate(int(bad[0]))} is NaN; drop or impute missing values first")
-    return arr
+            except ValueError:  # not an integer, or more digits than int() accepts
+                continue
+            ints.append(0 if v < 0 else top if v > top else v)
+        return np.array(ints, dtype=np.uint64)
+    reals = []
+    for s in texts:
+        try:
+            v = float(s)
+        except ValueError:
+            continue
+        if v == v:  # NaN has no place in the order
+            reals.append(v)
+    return np.array(reals, dtype=np.float64)
 
 
 def _parquet_values(src, integer, bits, run_error, usage_error, display):
@@ -130,29 +143,28 @@ def _parquet_values(src, integer, bits, run_error, usage_error, display):
     typ = pf.schema_arrow.field(column).type
     if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
         raise run_error(f"column {column!r} has type {typ}; quantiles need a numeric column")
+    if integer and pa.types.is_floating(typ):  # the schema's type, not the values, decides
+        raise usage_error(f"column {column!r} has type {typ}; --universe-bits without --bounds needs an "
+                          "integer column (pass --bounds LO,HI for real values)")
+    top = (1 << bits) - 1
     for batch in pf.iter_batches(batch_size=src.chunk_size, columns=[column]):
-        arr = batch.column(0)
-        if arr.null_count:
-            src.skipped += arr.null_count
-            arr = pc.drop_null(arr)
+        arr = pc.drop_null(batch.column(0))
         if not len(arr):
             continue
-        if integer:
-            v = arr.to_numpy(zero_copy_only=False)
-            if v.dtype.kind == "f" or (v.size and (v.min() < 0 or (bits < 64 and v.max() >= 2**bits))):
-                raise run_error(f"column {column!r} holds values that are not integers in [0, 2^{bits}); "
-                                "pass --bounds LO,HI or raise --universe-bits")
-            yield np.ascontiguousarray(v.astype(np.uint64))
+        v = arr.to_numpy(zero_copy_only=False)
+        if integer:  # clamped into [0, 2^bits), like --bounds clamps real values
+            if v.dtype.kind == "i":
+                v = np.maximum(v, 0)
+            v = np.minimum(v.astype(np.uint64), np.uint64(top))
+            yield np.ascontiguousarray(v)
         else:
-            v = arr.cast(pa.float64()).to_numpy(zero_copy_only=False)
-            if np.isnan(v).any():
-                raise run_error(f"column {column!r} holds NaN; drop or impute missing values first")
-            yield v
+            v = v.astype(np.float64, copy=False)
+            yield v[~np.isnan(v)]
 
 
-def run(args, *, input_class, usage_error, run_error, note, warn, display, first_line) -> int:
+def run(args, *, input_class, usage_error, run_error, warn, display, first_line, note_spent) -> int:
     """The command: validate everything, build the sketch, read, print. Helpers come from cli.py."""
-    sketch, qs, bounds, bits = _build_sketch(args, usage_error)
+    sketch, budget, qs, bounds, bits = _build_sketch(args, usage_error)
     if args.file is None and sys.stdin.isatty():
         raise usage_error("no input: give FILE, or '-' to read stdin")
     args.keys = "str"  # raw text; parsed here as numbers
@@ -160,28 +172,23 @@ def run(args, *, input_class, usage_error, run_error, note, warn, display, first
     if args.seed is not None:
         warn("--seed makes the noise reproducible: this release is NOT secret (use for experiments only)")
     integer = bounds is None
-    n_read = 0
     try:
         if src.format == "parquet":
             batches = _parquet_values(src, integer, bits, run_error, usage_error, display)
         else:
-            gen = src._text_chunks() if src.format == "text" else src._csv_chunks()
-            batches = (_values(items, locate, integer, bits, run_error) for items, locate in gen if items)
+            batches = (_values(texts, integer, bits) for texts in src.texts())
         for values in batches:
-            sketch.update_many(values)
-            n_read += len(values)
-    except (ValueError, TypeError, OverflowError) as exc:
+            if len(values):
+                sketch.update_many(values)
+    except (ValueError, TypeError, OverflowError) as exc:  # pragma: no cover - the values are checked above
         raise run_error(first_line(exc)) from None
-    if n_read == 0:
-        raise run_error(f"{display(src.path)} has no values")
-    if src.skipped:
-        note(args, f"skipped {src.skipped:,} {src.skipped_what}")
 
     released = sketch.release()
     values = released.quantiles(qs)
     meta = released.privacy(delta=getattr(args, "delta", None))
     res = released.resolution
     _print_header(args, released, meta, display(src.path), bounds, res)
+    note_spent(args, budget)
     rows = [(q, float(v) if bounds is not None else int(v)) for q, v in zip(qs, values)]
     if args.json:
         obj = {"mechanism": meta["mechanism"], "quantiles": [{"q": q, "value": v} for q, v in rows],
