@@ -64,8 +64,9 @@ def test_epsilon_and_delta_add_exactly_and_match_the_releases():
     r1 = _ss().release(0.25, 1e-6, k=10, seed=1, budget=b)
     r2 = _mg().release(0.1, 2e-6, k=10, seed=2, budget=b)
     r3 = _ss().release(0.125, 3e-6, k=10, seed=3, length_epsilon=0.0625, length_delta=1e-7, budget=b)
-    eps = Fraction(0.25) + _used(0.1) + Fraction(0.125) + Fraction(0.0625)
-    dlt = Fraction(1e-6) + Fraction(2e-6) + Fraction(3e-6) + Fraction(1e-7)
+    # the length's share is carved out of each release's (ε, δ): the totals are the requests
+    eps = Fraction(0.25) + _used(0.1) + Fraction(0.125)
+    dlt = Fraction(1e-6) + Fraction(2e-6) + Fraction(3e-6)
     s = b.spent()
     assert s.epsilon == float(eps) and s.delta == float(dlt) and s.rho == 0.0
     # every ledger entry is what its release reports
@@ -183,11 +184,13 @@ def test_exhaustion_raises_before_noise_and_keeps_the_guard(make, rng_calls):
 
 def test_exhaustion_by_length_epsilon_counts():
     b = Budget(1.0, 1e-5)
-    with pytest.raises(BudgetExceededError):  # 0.75 + ε_n 0.5 > 1
-        _ss().release(0.75, 1e-6, k=10, length_epsilon=0.5, budget=b)
-    with pytest.raises(BudgetExceededError):  # δ + δ_n (default δ_n = δ) > 1e-5
-        _ss().release(0.5, 6e-6, k=10, length_epsilon=0.25, budget=b)
+    with pytest.raises(BudgetExceededError):  # ε 1.5 > 1, whatever its length share
+        _ss().release(1.5, 1e-6, k=10, length_epsilon=0.5, budget=b)
+    with pytest.raises(BudgetExceededError):  # δ 2e-5 > 1e-5
+        _ss().release(0.5, 2e-5, k=10, length_epsilon=0.25, budget=b)
     assert b.ledger == []
+    r = _ss().release(1.0, 1e-5, k=10, length_epsilon=0.5, budget=b)  # exactly the cap fits
+    assert (r.epsilon, r.delta) == (1.0, 1e-5) and b.remaining().epsilon == 0.0
 
 
 def test_private_sketch_charged_at_construction_before_noise(rng_calls):
@@ -306,8 +309,8 @@ def test_pickling_is_refused_with_what_to_do(protocol):
 # ------------------------------------------------------------------------------ command line --
 
 
-@pytest.mark.parametrize("extra, delta_factor", [([], 1), (["--length-epsilon", "0.05"], 2)])
-def test_cli_prints_what_was_spent(capsys, extra, delta_factor):
+@pytest.mark.parametrize("extra", [[], ["--length-epsilon", "0.05"], ["--public-length"]])
+def test_cli_prints_what_was_spent(capsys, extra):
     import json
     import re
 
@@ -320,6 +323,6 @@ def test_cli_prints_what_was_spent(capsys, extra, delta_factor):
     m = re.search(r"spent: epsilon=([0-9.e+-]+), delta=([0-9.e+-]+)", err)
     assert m is not None, err
     assert float(m.group(1)) == pytest.approx(rel["epsilon"], rel=1e-9)
-    assert float(m.group(2)) == pytest.approx(delta_factor * 1e-6, rel=1e-9) == rel["delta"]
-    expected_eps = _used(0.1) + (_used(0.05) if extra else 0)
-    assert rel["epsilon"] == float(expected_eps)
+    assert float(m.group(2)) == pytest.approx(1e-6, rel=1e-9) == pytest.approx(rel["delta"], rel=1e-12)
+    assert rel["delta"] <= 1e-6
+    assert rel["epsilon"] <= float(_used(0.1)) and rel["epsilon"] == pytest.approx(0.1, rel=1e-8)

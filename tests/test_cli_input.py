@@ -137,7 +137,7 @@ def test_auto_keys_of_text_never_depend_on_the_items(capsys, tmp_path):
     p = tmp_path / "ints.txt"
     p.write_text("\n".join(["5", "6", "7", "007", "9223372036854775808"]) + "\n")
     for chunk in (2, 100):
-        code, out, err = run(capsys, "top", p, "--chunk-size", chunk, "-k", 1, "--seed", 1, "--json", "--top", 0)
+        code, out, err = run(capsys, "top", p, "--chunk-size", chunk, "-k", 1, "--seed", 1, "--json", "--public-length", "--top", 0)
         assert code == 0, err
         d = json.loads(out)
         assert d["cli"]["keys"].startswith("str") and d["n"] == 5
@@ -157,7 +157,7 @@ def test_int_keys_drop_what_is_not_an_int64_without_an_error(capsys, tmp_path):
         batches = list(src.chunks())
         assert all(isinstance(b, np.ndarray) and b.dtype == np.int64 and len(b) for b in batches)
         assert sorted(sum((b.tolist() for b in batches), [])) == sorted(kept)
-    code, out, err = run(capsys, "top", p, "--int-keys", "-k", 1, "--seed", 1, "--json", "--top", 0,
+    code, out, err = run(capsys, "top", p, "--int-keys", "-k", 1, "--seed", 1, "--json", "--public-length", "--top", 0,
                          "--chunk-size", 3)
     assert code == 0, err
     d = json.loads(out)
@@ -180,7 +180,7 @@ def test_parquet_key_types(capsys, tmp_path):
     # --int-keys: values outside int64 are dropped, never an error
     assert sum((b.tolist() for b in _input.Source(path, column="u", keys="int").chunks()), []) == [1, 2, 2]
     assert sum((b.tolist() for b in _input.Source(path, column="s", keys="int").chunks()), []) == [1, 2]
-    code, out, err = run(capsys, "top", path, "--column", "s", "--int-keys", "-k", 1, "--seed", 1, "--json")
+    code, out, err = run(capsys, "top", path, "--column", "s", "--int-keys", "-k", 1, "--seed", 1, "--json", "--public-length")
     assert code == 0, err
     assert "x-secret" not in err and json.loads(out)["n"] == 2
 
@@ -208,7 +208,8 @@ def test_reader_errors_name_no_line_or_row(capsys, tmp_path):
 def test_unit_separator_lines_are_counted(capsys, tmp_path):
     p = tmp_path / "us.txt"
     p.write_bytes(b"a\x1fb\n" * 50 + b"c\n" * 10)
-    code, out, err = run(capsys, "top", p, "-k", 1, "--seed", 1, "--json", "--top", 0)
+    code, out, err = run(capsys, "top", p, "-k", 2, "--seed", 1, "--json", "--public-length", "--top", 0,
+                         "--epsilon", 5)
     assert code == 0, err
     d = json.loads(out)
     assert d["n"] == 60 and d["items"][0][0] == "a\x1fb"
