@@ -37,6 +37,7 @@ def run(exe: Path, sequences: int, seed: int) -> str:
     return out.stdout
 
 
+@pytest.mark.slow
 def test_new_core_equals_old_core_on_a_million_sequences(tmp_path):
     sequences = int(os.environ.get("DPSKETCH_DIFF_SEQUENCES", "1000000"))
     out = run(build(tmp_path), sequences, 20261130)
