@@ -119,8 +119,8 @@ void counters() {
     r.update(xs[1]);
     mg.update(xs[1]);
     FUZZ_CHECK(r.serialize() == mg.serialize());
-    (void)release::pmg(mg, 1.0, 1e-6, std::nullopt, std::nullopt, 0.0, rng);
-    (void)release::pmg(mg, 1.0, 1e-6, 4, 0.5, 1e-6, rng);
+    (void)release::pmg(mg, 1.0, 1e-6, std::nullopt, release::Length::unused(), rng);
+    (void)release::pmg(mg, 1.0, 1e-6, 4, release::Length::noisy(mg.n(), 0.5, 0.0, rng), rng);
     ByteWriter w;
     w.header(Family::misra_gries, tag);
     w.u32(1);
