@@ -438,6 +438,7 @@ class PrivateDyadicCountSketch(_DyadicBase):
     ``neighbours="replace"`` uses the replace-one sensitivities (docs/privacy.md).
     Queries are post-processing; quantile targets use the noisy total (so they need no public n).
     ``seed`` makes hash seeds and noise reproducible and NOT secret (experiments only).
+    Publish ``release()``: a read-only copy that withholds n (docs/privacy.md §Publishing).
     """
 
     _family = 9
@@ -534,6 +535,27 @@ class PrivateDyadicCountSketch(_DyadicBase):
         # The noisy total rank(2^L) (two level-1 nodes): post-processing, no public-n assumption.
         return float(self._impl.total())
 
+    @property
+    @_locked
+    def n(self) -> int | None:
+        """The net number of items added, on the live sketch (the data holder's). None on a
+        ``release()`` result and its copies and bytes: a published sketch withholds the exact
+        length (docs/privacy.md §Publishing); use noisy_total()."""
+        return None if self._impl.length_withheld else self._impl.n
+
+    @_locked
+    def noisy_total(self) -> float:
+        """The noisy total rank(2^L), the sum of the two noisy level-1 nodes (what quantile targets
+        use): post-processing of the noisy cells, never the exact n."""
+        return self._total()
+
+    @classmethod
+    def from_bytes(cls, data):
+        obj = super().from_bytes(data)
+        if obj._published and not obj._impl.length_withheld:
+            obj._impl.withhold_length()  # published bytes that still carry n and mass: drop them here
+        return obj
+
     def _check_not_frozen(self):
         if self._published:
             raise RuntimeError("this is a released (published) sketch and is read-only; keep updating the original")
@@ -614,12 +636,15 @@ class PrivateDyadicCountSketch(_DyadicBase):
 
     @_locked
     def release(self, *, allow_repeat: bool = False) -> "PrivateDyadicCountSketch":
-        """The noisy hierarchy as a publishable, read-only copy (to_bytes, queries). A second
-        release raises unless ``allow_repeat=True`` (docs/algorithms.md §0)."""
+        """The noisy hierarchy as a publishable, read-only copy (to_bytes, queries). It withholds
+        the exact length and absorbed mass: ``n`` is None, the bytes hold n = 0 and the mass bound
+        max |cell| (docs/privacy.md §Publishing). A second release raises unless
+        ``allow_repeat=True`` (docs/algorithms.md §0)."""
         if self._published:  # already a published copy: nothing new is revealed
             return type(self).from_bytes(self.to_bytes())
         self._guard.next(type(self).__name__, allow_repeat)
         out = type(self).from_bytes(self.to_bytes())
+        out._impl.withhold_length()
         out._beta, out._seed, out._published = self._beta, self._seed, True
         return out
 
@@ -630,3 +655,9 @@ class PrivateDyadicCountSketch(_DyadicBase):
     def _repr_fields(self):
         p = f"epsilon={self._epsilon:g}" if self._epsilon is not None else f"rho={self._rho:g}"
         return f"{super()._repr_fields()}, {p}, noise_allocation={self.noise_allocation!r}"
+
+    def __repr__(self):
+        if self._impl.length_withheld:  # a published copy: no n (docs/privacy.md §Publishing)
+            flag = ", published=True" if self._published else ""
+            return f"{type(self).__name__}({self._repr_fields()}{flag})"
+        return super().__repr__()
