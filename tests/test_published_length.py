@@ -1,6 +1,7 @@
 """A published private sketch carries nothing exact about the data (docs/algorithms.md §0,
 docs/privacy.md §Publishing, docs/format.md): not the stream length n (attribute, repr, bytes,
-pickle, copies), not the gross absorbed mass; the live object keeps both for the data holder."""
+pickle, copies), not the gross absorbed mass; the live object keeps both for the data holder.
+Also: ``budget=`` on PrivateDyadicCountSketch is charged before its noise is drawn."""
 
 import copy
 import pickle
@@ -261,3 +262,46 @@ def test_published_dyadic_bytes_without_the_withheld_bit_load_withheld():
     q = d.PrivateDyadicCountSketch.from_bytes(old)
     assert q.published and q.n is None
     assert _dyadic_n_mass(q.to_bytes()) == (0, _dyadic_max_cell(q))
+
+
+# -- budget= on PrivateDyadicCountSketch ----------------------------------------------------------
+def test_dyadic_budget_refuses_before_building():
+    from dpsketch.budget import used_value
+
+    b = d.Budget(rho=0.3)
+    with pytest.raises(d.BudgetExceededError):
+        d.PrivateDyadicCountSketch(12, width=32, depth=3, rho=0.5, budget=b)
+    assert b.ledger == [] and b.spent().rho == 0
+    s = d.DyadicCountSketch(12, width=32, depth=3, seed=1)
+    s.update_many(np.arange(100, dtype=np.int64))
+    with pytest.raises(d.BudgetExceededError):
+        d.PrivateDyadicCountSketch.from_sketch(s, rho=0.5, budget=b)
+    assert b.ledger == []
+    p = d.PrivateDyadicCountSketch(12, width=32, depth=3, rho=0.1, budget=b)
+    q = d.PrivateDyadicCountSketch.from_sketch(s, rho=0.15, noise_allocation="zhao", budget=b)
+    assert [x.mechanism for x in b.ledger] == ["PrivateDyadicCountSketch"] * 2
+    assert [x.rho for x in b.ledger] == [float(used_value(0.1)), float(used_value(0.15))]
+    assert p.privacy()["rho_used"] == pytest.approx(b.ledger[0].rho)
+    assert q.privacy()["rho_used"] == pytest.approx(b.ledger[1].rho)
+    with pytest.raises(d.BudgetExceededError):
+        d.PrivateDyadicCountSketch(12, width=32, depth=3, rho=0.1, budget=b)
+    assert len(b.ledger) == 2
+
+
+def test_dyadic_budget_epsilon():
+    from dpsketch.budget import used_value
+
+    b = d.Budget(epsilon=1.0)
+    with pytest.raises(d.BudgetExceededError):
+        d.PrivateDyadicCountSketch(12, width=32, depth=3, epsilon=1.5, budget=b)
+    assert b.ledger == []
+    p = d.PrivateDyadicCountSketch(12, width=32, depth=3, epsilon=0.7, budget=b)
+    assert b.ledger[0].epsilon == float(used_value(0.7)) and b.ledger[0].rho == 0
+    assert p.privacy()["epsilon_used"] == pytest.approx(b.ledger[0].epsilon)
+    s = d.DyadicCountSketch(12, width=32, depth=3)
+    with pytest.raises(d.BudgetExceededError):
+        d.PrivateDyadicCountSketch.from_sketch(s, epsilon=0.5, budget=b)
+    d.PrivateDyadicCountSketch.from_sketch(s, epsilon=0.3, budget=b)
+    assert len(b.ledger) == 2
+    with pytest.raises(TypeError, match="Budget"):
+        d.PrivateDyadicCountSketch(12, width=32, depth=3, epsilon=0.1, budget=0.5)

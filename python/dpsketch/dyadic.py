@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _core
+from .budget import Budget, charging, used_value
 from ._validation import check_int
 from ._release_state import ReleaseState, attach, detach
 from .private import _hash_seed, _noise_rng, zcdp_to_dp
@@ -438,7 +439,8 @@ class PrivateDyadicCountSketch(_DyadicBase):
     ``neighbours="replace"`` uses the replace-one sensitivities (docs/privacy.md).
     Queries are post-processing; quantile targets use the noisy total (so they need no public n).
     ``seed`` makes hash seeds and noise reproducible and NOT secret (experiments only).
-    Publish ``release()``: a read-only copy that withholds n (docs/privacy.md §Publishing).
+    ``budget=`` (a :class:`dpsketch.Budget`) is charged ρ or ε at construction, before the noise is
+    drawn. Publish ``release()``: a read-only copy that withholds n (docs/privacy.md §Publishing).
     """
 
     _family = 9
@@ -447,7 +449,7 @@ class PrivateDyadicCountSketch(_DyadicBase):
 
     def __init__(self, universe_bits: int = 32, *, gamma: float = 0.01, width=None, depth=None, bounds=None,
                  rho=None, epsilon=None, noise_allocation: str = "joint", beta: float = 0.01,
-                 neighbours: str = "add_remove", seed=None):
+                 neighbours: str = "add_remove", seed=None, budget: Budget | None = None):
         bits, w, d, g = _shape(universe_bits, gamma, width, depth)
         b = _check_bounds(bounds)
         if b is not None and bits > _MAX_BOUNDED_BITS:
@@ -456,8 +458,16 @@ class PrivateDyadicCountSketch(_DyadicBase):
         exact = _D.exact_levels(bits, w, d)
         noise = self._setup(bits, exact, d, rho, epsilon, noise_allocation, beta, neighbours, s)
         kind, allocation, nb, params = noise
-        self._impl = self._native(bits, w, d, _hash_seed(s), kind, allocation, nb, params, _noise_rng(s))
+        with self._charging(budget):  # noise is drawn at construction (§6): charge first
+            self._impl = self._native(bits, w, d, _hash_seed(s), kind, allocation, nb, params, _noise_rng(s))
         self._impl.set_meta(g, b)
+
+    def _charging(self, budget):
+        """Charge ``budget`` the ε or ρ the noise uses (rounded down to 2^-32, as the level
+        parameters are; composition over levels gives back exactly that total)."""
+        return charging(budget, type(self).__name__,
+                        epsilon=0 if self._epsilon is None else used_value(self._epsilon),
+                        rho=0 if self._rho is None else used_value(self._rho))
 
     def _setup(self, bits, exact, depth, rho, epsilon, allocation, beta, neighbours, seed):
         """Validate the privacy parameters; return (kind, allocation, neighbours, per-level params)."""
@@ -496,10 +506,12 @@ class PrivateDyadicCountSketch(_DyadicBase):
 
     @classmethod
     def from_sketch(cls, sketch: DyadicCountSketch, *, rho=None, epsilon=None, noise_allocation: str = "joint",
-                    beta: float = 0.01, neighbours: str = "add_remove", seed=None) -> "PrivateDyadicCountSketch":
+                    beta: float = 0.01, neighbours: str = "add_remove", seed=None,
+                    budget: Budget | None = None) -> "PrivateDyadicCountSketch":
         """Privatise a non-private (e.g. merged) sketch once: noise added at the aggregator
         (docs/algorithms.md §8). With the seed the sketch's hashes came from, the cells equal those of
-        a PrivateDyadicCountSketch built with that seed on the same stream."""
+        a PrivateDyadicCountSketch built with that seed on the same stream. ``budget`` is charged
+        as at construction, before the noise is drawn."""
         if type(sketch) is not DyadicCountSketch:
             raise TypeError(f"from_sketch takes a DyadicCountSketch, got {type(sketch).__name__}")
         obj = cls.__new__(cls)
@@ -508,7 +520,8 @@ class PrivateDyadicCountSketch(_DyadicBase):
             noise = obj._setup(sketch.universe_bits, sketch.exact_levels, sketch.depth, rho, epsilon,
                                noise_allocation, beta, neighbours, s)
             kind, allocation, nb, params = noise
-            obj._impl = cls._native.from_sketch(sketch._impl, kind, allocation, nb, params, _noise_rng(s))
+            with obj._charging(budget):
+                obj._impl = cls._native.from_sketch(sketch._impl, kind, allocation, nb, params, _noise_rng(s))
         return obj
 
     def _restore(self):
