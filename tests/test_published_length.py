@@ -305,3 +305,11 @@ def test_dyadic_budget_epsilon():
     assert len(b.ledger) == 2
     with pytest.raises(TypeError, match="Budget"):
         d.PrivateDyadicCountSketch(12, width=32, depth=3, epsilon=0.1, budget=0.5)
+
+
+def test_envelope_length_error_does_not_echo_n():
+    h = d.SketchHeavyHitters(k=2, capacity=8, epsilon=1, delta=1e-3, max_stream_length=1000)
+    h.update_many(np.arange(987, dtype=np.int64))
+    with pytest.raises(ValueError, match="max_stream_length") as e:
+        h.update_many(np.arange(20, dtype=np.int64))
+    assert "987" not in str(e.value)

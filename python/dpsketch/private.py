@@ -394,7 +394,8 @@ class SketchHeavyHitters(Keyed):
         n = len(items)
         if self.n + n > self._n_max:
             raise ValueError(
-                f"adding {n} items would exceed max_stream_length={self._n_max} (n is {self.n}); the error "
+                # no exact n in the message: errors end up in logs (docs/algorithms.md §0)
+                f"adding {n} items would exceed max_stream_length={self._n_max}; the error "
                 "envelope was derived for that length. Build with a larger max_stream_length"
             )
         super().update_many(items, counts)
