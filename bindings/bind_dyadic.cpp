@@ -22,7 +22,9 @@ using U64Array = py::array_t<std::uint64_t, py::array::c_style>;
 using I64Array = py::array_t<std::int64_t, py::array::c_style>;
 using F64Array = py::array_t<double, py::array::c_style>;
 
-void update_batch(DyadicCountSketch& s, const U64Array& items, const std::optional<I64Array>& counts) {
+// S: DyadicCountSketch or PrivateDyadicCountSketch (which refuses once its length is withheld).
+template <class S>
+void update_batch(S& s, const U64Array& items, const std::optional<I64Array>& counts) {
   if (items.ndim() != 1) throw py::value_error("items must be a 1-D array");
   const auto m = static_cast<std::size_t>(items.shape(0));
   const std::int64_t* c = nullptr;
@@ -147,7 +149,7 @@ void bind_dyadic(py::module_& root) {
   d.def(py::init<std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>(), py::arg("bits"), py::arg("width"),
         py::arg("depth"), py::arg("seed"));
   d.def("update", [](D& s, std::uint64_t x, std::int64_t c) { s.update(x, c); }, py::arg("item"), py::arg("count") = 1);
-  d.def("update_many", &update_batch, py::arg("items"), py::arg("counts") = py::none());
+  d.def("update_many", &update_batch<D>, py::arg("items"), py::arg("counts") = py::none());
   d.def("merge", &D::merge);
   d.def("compatible", &D::compatible);
   d.def_property_readonly("mass", &D::mass);
@@ -170,11 +172,12 @@ void bind_dyadic(py::module_& root) {
                                  noise::SecureRng& rng) {
     return P(s, make_noise(kind, allocation, neighbours, params), rng);
   });
-  p.def("update", [](P& s, std::uint64_t x, std::int64_t c) { s.sketch().update(x, c); }, py::arg("item"),
+  p.def("update", [](P& s, std::uint64_t x, std::int64_t c) { s.update(x, c); }, py::arg("item"),
         py::arg("count") = 1);
-  p.def("update_many", [](P& s, const U64Array& items, const std::optional<I64Array>& counts) {
-    update_batch(s.sketch(), items, counts);
-  }, py::arg("items"), py::arg("counts") = py::none());
+  p.def("update_many", &update_batch<P>, py::arg("items"), py::arg("counts") = py::none());
+  // docs/privacy.md §Publishing: the published form drops n and the gross mass; n reads 0 then.
+  p.def("withhold_length", &P::withhold_length);
+  p.def_property_readonly("length_withheld", &P::length_withheld);
   p.def_property_readonly("noise_kind", [](const P& s) {
     return s.noise_spec().kind == release::NoiseKind::laplace ? "laplace" : "gaussian";
   });

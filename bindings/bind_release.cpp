@@ -77,6 +77,9 @@ void bind_private_sketch(py::module_& m, const char* name) {
   c.def_property_readonly("noise_kind", [](const T& s) { return s.noise_spec().kind == NoiseKind::laplace ? "laplace" : "gaussian"; });
   c.def_property_readonly("noise_param", [](const T& s) { return py::make_tuple(s.noise_spec().param.num, s.noise_spec().param.den); });
   c.def_property_readonly("shift", [](const T& s) { return s.noise_spec().shift; });
+  // docs/privacy.md §Publishing: the published form drops n (which then reads 0) and is read-only.
+  c.def("withhold_length", &T::withhold_length);
+  c.def_property_readonly("length_withheld", &T::length_withheld);
   def_sketch_queries<T>(c, [](const T& s) -> const auto& { return s.sketch(); });
 }
 

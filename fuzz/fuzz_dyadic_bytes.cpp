@@ -4,7 +4,8 @@
 // fuzzer reach the payload checks (an odd first byte keeps the input as is: the mismatch path).
 // Whatever the input, deserialize either throws DeserializeError or returns an object that
 // re-serializes to exactly the parsed bytes and survives queries, merges and updates (which fail
-// only with ParameterError / StreamLimitError, leaving the object unchanged).
+// only with ParameterError / StreamLimitError, leaving the object unchanged). A private sketch
+// whose length is withheld (a published copy) refuses its own updates with LengthWithheldError.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -91,6 +92,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     auto p = PrivateDyadicCountSketch::deserialize(in);
     FUZZ_CHECK(p.serialize() == in);
+    if (p.length_withheld()) {
+      FUZZ_CHECK(p.sketch().n() == 0 && p.sketch().mass() == p.sketch().max_cell());
+      bool refused = false;
+      try {
+        p.update(0, 1);
+      } catch (const release::LengthWithheldError&) {
+        refused = true;
+      }
+      FUZZ_CHECK(refused && p.serialize() == in);
+    }
     exercise(p.sketch());
   } catch (const DeserializeError&) {
   }

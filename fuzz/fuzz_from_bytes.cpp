@@ -2,7 +2,8 @@
 // Whatever the input, a deserializer either throws DeserializeError (ValueError in Python) or
 // returns an object that (1) re-serializes to exactly the input, (2) survives updates, estimates,
 // listing and releases without any sanitizer report, and (3) refuses updates only at the stream
-// limit, with StreamLimitError and nothing changed.
+// limit, with StreamLimitError, or (a private sketch whose length is withheld, i.e. a published
+// copy) always, with LengthWithheldError -- and nothing changed.
 #include <optional>
 #include <vector>
 
@@ -23,6 +24,10 @@ template <class K, SketchKind Kd>
 bool at_limit(const LinearSketch<K, Kd>& s) { return s.mass() >= kMaxCellMass; }
 template <class K, SketchKind Kd>
 bool at_limit(const release::PrivateSketch<K, Kd>& s) { return s.sketch().mass() >= kMaxCellMass; }
+template <class T>
+bool read_only(const T&) { return false; }
+template <class K, SketchKind Kd>
+bool read_only(const release::PrivateSketch<K, Kd>& s) { return s.length_withheld(); }
 
 // Updates that must succeed below the limit and fail cleanly at it.
 template <class T>
@@ -34,9 +39,12 @@ void poke(T& s) {
     const bool full = at_limit(s);
     try {
       s.update(key_of<Key>(b));
-      FUZZ_CHECK(!full && s.n() == n + 1);
+      FUZZ_CHECK(!full && !read_only(s) && s.n() == n + 1);
     } catch (const StreamLimitError&) {
-      FUZZ_CHECK(full);
+      FUZZ_CHECK(full && !read_only(s));
+      FUZZ_CHECK(s.serialize() == before);
+    } catch (const release::LengthWithheldError&) {
+      FUZZ_CHECK(read_only(s) && s.n() == 0);
       FUZZ_CHECK(s.serialize() == before);
     }
   }

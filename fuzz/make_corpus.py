@@ -2,8 +2,8 @@
 
     python fuzz/make_corpus.py        # needs dpsketch installed (pip install .)
 
-fuzz_from_bytes: the native to_bytes() of every serializable class and key type (empty, small, evicting),
-plus hand-made blobs at the limits (n = 2^62, |cell| near 2^62). fuzz_operations: byte
+fuzz_from_bytes: the native to_bytes() of every serializable class and key type (empty, small, evicting;
+private sketches also in their published, length-withheld form), plus hand-made blobs at the limits (n = 2^62, |cell| near 2^62). fuzz_operations: byte
 strings choosing each structure (first byte: structure, 0x80 = str keys) and a mix of
 operations. Files are small (< 2 KB). Regression inputs (named regression-*) are kept as they are.
 """
@@ -56,6 +56,8 @@ def from_bytes_seeds() -> None:
                     s.update_many(stream(kind, 1, 0))
                 # The native bytes: the Python layer's header flags and trailer are not the core's.
                 write("fuzz_from_bytes", f"{name}-{kind}-{n}", s._impl.to_bytes())
+                if name.startswith("p") and n == 40:  # the published form: length withheld
+                    write("fuzz_from_bytes", f"{name}-{kind}-{n}-published", s.release()._impl.to_bytes())
     # The F2 row of the envelope's CountSketch is not reachable from Python: build it by hand.
     hdr = lambda fam, tag=1: b"DPSK" + bytes([1, fam, tag, 0])
     inner = hdr(4) + struct.pack("<IIQQ", 2, 1, 9, 3) + struct.pack("<2q", 2, -1)
@@ -99,6 +101,7 @@ def dyadic_seeds() -> None:
         p = dpsketch.PrivateDyadicCountSketch(bits, width=width, depth=depth, rho=1.0, seed=bits)
         p.update_many(items)
         write("fuzz_dyadic_bytes", f"pdcs-{bits}-{n}", p._impl.to_bytes())
+        write("fuzz_dyadic_bytes", f"pdcs-{bits}-{n}-published", p.release()._impl.to_bytes())
     t = dpsketch.DyadicCountSketch(6, width=4, depth=2, seed=1)
     t.update_many(np.array([1, 2, 3], dtype=np.int64), counts=np.array([5, -2, 1], dtype=np.int64))
     write("fuzz_dyadic_bytes", "dcs-turnstile", t._impl.to_bytes())

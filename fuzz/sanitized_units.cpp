@@ -198,6 +198,18 @@ void sketches() {
     FUZZ_CHECK(q.serialize() == p.serialize());
     (void)p.estimate(xs[3]);
     (void)p.f2_upper(2.0L);
+    // The published form: n and the length-derived mass dropped, canonical bytes, read-only.
+    q.withhold_length();
+    const std::string pub = q.serialize();
+    auto r = release::PrivateSketch<Key, Kind>::deserialize(pub);
+    FUZZ_CHECK(r.length_withheld() && r.n() == 0 && r.serialize() == pub);
+    bool refused = false;
+    try {
+      r.update(xs[0]);
+    } catch (const release::LengthWithheldError&) {
+      refused = true;
+    }
+    FUZZ_CHECK(refused && r.serialize() == pub);
   }
   // The envelope wrapper.
   release::SecureRng rng(3);

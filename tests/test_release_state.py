@@ -182,7 +182,7 @@ def test_private_sketch_release_metadata():
     assert m["shift"] == R.gaussian_cm_shift(sigma2, 5, 256, 0.01) and m["beta"] == 0.01
     assert m["delta"] == 1e-6 and m["epsilon"] == pytest.approx(0.5 + 2 * math.sqrt(0.5 * math.log(1e6)))
     assert (m["width"], m["depth"], m["release_index"], m["published"]) == (256, 5, 1, True)
-    assert m["assumes_public_length"] is True and m["reproducible_not_secret"] is False
+    assert m["assumes_public_length"] is False and m["reproducible_not_secret"] is False
     back = d.PrivateCountMin.from_bytes(pub.to_bytes()).metadata
     for key in ("mechanism", "noise_param", "shift", "rho", "width", "depth", "release_index", "published"):
         assert back[key] == m[key]

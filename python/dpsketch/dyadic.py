@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _core
+from .budget import Budget, charging, used_value
 from ._validation import check_int
 from ._release_state import ReleaseState, attach, detach
 from .private import _hash_seed, _noise_rng, zcdp_to_dp
@@ -438,6 +439,8 @@ class PrivateDyadicCountSketch(_DyadicBase):
     ``neighbours="replace"`` uses the replace-one sensitivities (docs/privacy.md).
     Queries are post-processing; quantile targets use the noisy total (so they need no public n).
     ``seed`` makes hash seeds and noise reproducible and NOT secret (experiments only).
+    ``budget=`` (a :class:`dpsketch.Budget`) is charged ρ or ε at construction, before the noise is
+    drawn. Publish ``release()``: a read-only copy that withholds n (docs/privacy.md §Publishing).
     """
 
     _family = 9
@@ -446,7 +449,7 @@ class PrivateDyadicCountSketch(_DyadicBase):
 
     def __init__(self, universe_bits: int = 32, *, gamma: float = 0.01, width=None, depth=None, bounds=None,
                  rho=None, epsilon=None, noise_allocation: str = "joint", beta: float = 0.01,
-                 neighbours: str = "add_remove", seed=None):
+                 neighbours: str = "add_remove", seed=None, budget: Budget | None = None):
         bits, w, d, g = _shape(universe_bits, gamma, width, depth)
         b = _check_bounds(bounds)
         if b is not None and bits > _MAX_BOUNDED_BITS:
@@ -455,8 +458,16 @@ class PrivateDyadicCountSketch(_DyadicBase):
         exact = _D.exact_levels(bits, w, d)
         noise = self._setup(bits, exact, d, rho, epsilon, noise_allocation, beta, neighbours, s)
         kind, allocation, nb, params = noise
-        self._impl = self._native(bits, w, d, _hash_seed(s), kind, allocation, nb, params, _noise_rng(s))
+        with self._charging(budget):  # noise is drawn at construction (§6): charge first
+            self._impl = self._native(bits, w, d, _hash_seed(s), kind, allocation, nb, params, _noise_rng(s))
         self._impl.set_meta(g, b)
+
+    def _charging(self, budget):
+        """Charge ``budget`` the ε or ρ the noise uses (rounded down to 2^-32, as the level
+        parameters are; composition over levels gives back exactly that total)."""
+        return charging(budget, type(self).__name__,
+                        epsilon=0 if self._epsilon is None else used_value(self._epsilon),
+                        rho=0 if self._rho is None else used_value(self._rho))
 
     def _setup(self, bits, exact, depth, rho, epsilon, allocation, beta, neighbours, seed):
         """Validate the privacy parameters; return (kind, allocation, neighbours, per-level params)."""
@@ -495,10 +506,12 @@ class PrivateDyadicCountSketch(_DyadicBase):
 
     @classmethod
     def from_sketch(cls, sketch: DyadicCountSketch, *, rho=None, epsilon=None, noise_allocation: str = "joint",
-                    beta: float = 0.01, neighbours: str = "add_remove", seed=None) -> "PrivateDyadicCountSketch":
+                    beta: float = 0.01, neighbours: str = "add_remove", seed=None,
+                    budget: Budget | None = None) -> "PrivateDyadicCountSketch":
         """Privatise a non-private (e.g. merged) sketch once: noise added at the aggregator
         (docs/algorithms.md §8). With the seed the sketch's hashes came from, the cells equal those of
-        a PrivateDyadicCountSketch built with that seed on the same stream."""
+        a PrivateDyadicCountSketch built with that seed on the same stream. ``budget`` is charged
+        as at construction, before the noise is drawn."""
         if type(sketch) is not DyadicCountSketch:
             raise TypeError(f"from_sketch takes a DyadicCountSketch, got {type(sketch).__name__}")
         obj = cls.__new__(cls)
@@ -507,7 +520,8 @@ class PrivateDyadicCountSketch(_DyadicBase):
             noise = obj._setup(sketch.universe_bits, sketch.exact_levels, sketch.depth, rho, epsilon,
                                noise_allocation, beta, neighbours, s)
             kind, allocation, nb, params = noise
-            obj._impl = cls._native.from_sketch(sketch._impl, kind, allocation, nb, params, _noise_rng(s))
+            with obj._charging(budget):
+                obj._impl = cls._native.from_sketch(sketch._impl, kind, allocation, nb, params, _noise_rng(s))
         return obj
 
     def _restore(self):
@@ -533,6 +547,27 @@ class PrivateDyadicCountSketch(_DyadicBase):
     def _total(self) -> float:
         # The noisy total rank(2^L) (two level-1 nodes): post-processing, no public-n assumption.
         return float(self._impl.total())
+
+    @property
+    @_locked
+    def n(self) -> int | None:
+        """The net number of items added, on the live sketch (the data holder's). None on a
+        ``release()`` result and its copies and bytes: a published sketch withholds the exact
+        length (docs/privacy.md §Publishing); use noisy_total()."""
+        return None if self._impl.length_withheld else self._impl.n
+
+    @_locked
+    def noisy_total(self) -> float:
+        """The noisy total rank(2^L), the sum of the two noisy level-1 nodes (what quantile targets
+        use): post-processing of the noisy cells, never the exact n."""
+        return self._total()
+
+    @classmethod
+    def from_bytes(cls, data):
+        obj = super().from_bytes(data)
+        if obj._published and not obj._impl.length_withheld:
+            obj._impl.withhold_length()  # published bytes that still carry n and mass: drop them here
+        return obj
 
     def _check_not_frozen(self):
         if self._published:
@@ -614,12 +649,15 @@ class PrivateDyadicCountSketch(_DyadicBase):
 
     @_locked
     def release(self, *, allow_repeat: bool = False) -> "PrivateDyadicCountSketch":
-        """The noisy hierarchy as a publishable, read-only copy (to_bytes, queries). A second
-        release raises unless ``allow_repeat=True`` (docs/algorithms.md §0)."""
+        """The noisy hierarchy as a publishable, read-only copy (to_bytes, queries). It withholds
+        the exact length and absorbed mass: ``n`` is None, the bytes hold n = 0 and the mass bound
+        max |cell| (docs/privacy.md §Publishing). A second release raises unless
+        ``allow_repeat=True`` (docs/algorithms.md §0)."""
         if self._published:  # already a published copy: nothing new is revealed
             return type(self).from_bytes(self.to_bytes())
         self._guard.next(type(self).__name__, allow_repeat)
         out = type(self).from_bytes(self.to_bytes())
+        out._impl.withhold_length()
         out._beta, out._seed, out._published = self._beta, self._seed, True
         return out
 
@@ -630,3 +668,9 @@ class PrivateDyadicCountSketch(_DyadicBase):
     def _repr_fields(self):
         p = f"epsilon={self._epsilon:g}" if self._epsilon is not None else f"rho={self._rho:g}"
         return f"{super()._repr_fields()}, {p}, noise_allocation={self.noise_allocation!r}"
+
+    def __repr__(self):
+        if self._impl.length_withheld:  # a published copy: no n (docs/privacy.md §Publishing)
+            flag = ", published=True" if self._published else ""
+            return f"{type(self).__name__}({self._repr_fields()}{flag})"
+        return super().__repr__()

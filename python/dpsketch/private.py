@@ -5,7 +5,7 @@ wrapper over them (§5). Noise is drawn once, when the object is built, from the
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 from . import _core
 from .budget import Budget, charging, used_value
@@ -24,6 +24,7 @@ from .release import (
 __all__ = ["PrivateCountMin", "PrivateCountSketch", "SketchHeavyHitters", "zcdp_to_dp"]
 
 _R = _core.release
+_P = TypeVar("_P", bound="_PrivateLinear")
 
 
 def zcdp_to_dp(rho: float, delta: float) -> float:
@@ -168,6 +169,22 @@ class _PrivateLinear(Keyed):
     reproducible_not_secret = property(lambda self: self._reproducible_not_secret,
                                        doc="True if the noise came from a user seed: anyone with it can remove the noise.")
 
+    @property
+    @locked
+    def n(self) -> int | None:  # type: ignore[override]  # None on a published copy
+        """The net number of items added, on the live sketch (the data holder's). None on a
+        ``release()`` result and its copies and bytes: a published sketch withholds the exact
+        length (docs/privacy.md §Publishing). PrivateCountMin.noisy_total() estimates it from the
+        noisy cells."""
+        return None if self._impl.length_withheld else self._impl.n
+
+    @classmethod
+    def from_bytes(cls: type[_P], data: bytes | bytearray | memoryview) -> _P:
+        obj = super().from_bytes(data)
+        if obj._published and not obj._impl.length_withheld:
+            obj._impl.withhold_length()  # published bytes that still carry n: drop it here
+        return obj
+
     @locked
     def privacy(self, delta: float | None = None) -> dict:
         """The guarantee of the noisy cells; with ``delta``, the (ε, δ) conversion of ρ-zCDP."""
@@ -205,8 +222,8 @@ class _PrivateLinear(Keyed):
             "release_index": self._guard.count,
             "published": self._published,
             "reproducible_not_secret": self._reproducible_not_secret,
-            # the bytes (and .n) hold the exact stream length: it is treated as public (§0)
-            "assumes_public_length": True,
+            # the noise needs no length, and the published copy withholds n (docs/privacy.md §Publishing)
+            "assumes_public_length": False,
         }
         # the guarantee of the noise actually drawn (ε, ρ rounded down to multiples of 2^-32, §1)
         l1, l2 = self._sensitivities()
@@ -259,9 +276,10 @@ class _PrivateLinear(Keyed):
         with estimate; ``metadata`` describes it). The noise, drawn once at construction, protects
         ONE publication of the final state: publishing it at more than one time reveals the
         updates in between exactly, so a second release raises unless ``allow_repeat=True``
-        (docs/privacy.md §Publishing and the release-once rule). The count travels with every
-        copy, pickle and bytes; a published copy stays read-only through all of them. ``delta``
-        (zCDP only) records the (ε, δ)-DP conversion in the metadata.
+        (docs/privacy.md §Publishing and the release-once rule). The release count travels with
+        every copy, pickle and bytes; a published copy stays read-only through all of them and
+        withholds the exact stream length (``n`` is None; the bytes hold 0). ``delta`` (zCDP
+        only) records the (ε, δ)-DP conversion in the metadata.
         Releasing an already published copy returns it again (nothing new is revealed)."""
         if delta is not None:
             if self._rho is None:
@@ -272,6 +290,7 @@ class _PrivateLinear(Keyed):
         else:
             self._guard.next(type(self).__name__, allow_repeat)
             out = type(self).from_bytes(self.to_bytes())
+            out._impl.withhold_length()  # docs/privacy.md §Publishing: nothing exact is published
             out._published = True
         out._beta, out._seed = self._beta, self._seed
         out._conversion_delta = delta if delta is not None else self._conversion_delta
@@ -283,6 +302,11 @@ class _PrivateLinear(Keyed):
         flags = (", published=True" if self._published else "") + (
             ", reproducible_not_secret=True" if self._reproducible_not_secret else "")
         return f"width={self._width}, depth={self._depth}, {p}{nb}{flags}"
+
+    def __repr__(self) -> str:
+        if self._impl.length_withheld:  # a published copy: no n (docs/privacy.md §Publishing)
+            return f"{type(self).__name__}({self._repr_fields()}, key_type={self.key_type!r})"
+        return super().__repr__()
 
 
 class PrivateCountMin(_PrivateLinear):
@@ -299,6 +323,14 @@ class PrivateCountMin(_PrivateLinear):
     _family = 7
     _count_min = True
     _can_publish = True
+
+    @locked
+    def noisy_total(self) -> float:
+        """A noisy estimate of the net stream length, post-processing of the noisy cells: every row
+        sums to n plus its cells' noise (and width·shift, subtracted), averaged over the rows. It is
+        unbiased but noisy (the variance of a row sum is width times a cell's), never the exact n."""
+        cells = self._impl.cells()
+        return float(cells.sum(axis=1, dtype=float).mean()) - self._impl.width * self._impl.shift
 
 
 class PrivateCountSketch(_PrivateLinear):
@@ -373,7 +405,8 @@ class SketchHeavyHitters(Keyed):
         n = len(items)
         if self.n + n > self._n_max:
             raise ValueError(
-                f"adding {n} items would exceed max_stream_length={self._n_max} (n is {self.n}); the error "
+                # no exact n in the message: errors end up in logs (docs/algorithms.md §0)
+                f"adding {n} items would exceed max_stream_length={self._n_max}; the error "
                 "envelope was derived for that length. Build with a larger max_stream_length"
             )
         super().update_many(items, counts)

@@ -253,6 +253,19 @@ class DyadicCountSketch {
     }
     noise_peak_ = std::max(noise_peak_, peak);
   }
+  // Drops the exact length and the gross mass for a published private sketch (docs/privacy.md
+  // §Publishing): n = 0 and mass = max |cell|, a bound computed from the noisy cells alone. It keeps
+  // every |cell|, |n| <= mass <= 2^62, which is what deserialization checks and the arithmetic uses.
+  void withhold_length() noexcept {
+    n_ = 0;
+    mass_ = max_cell();
+  }
+  std::uint64_t max_cell() const noexcept {
+    std::uint64_t m = 0;
+    for (std::int64_t c : cells_) m = std::max(m, abs_count(c));
+    return m;
+  }
+
   // After noise: every cell has |cell| <= old mass + peak noise, so add the peak once.
   void account_noise() {
     if (noise_peak_ > kMaxMass - mass_) throw_mass();

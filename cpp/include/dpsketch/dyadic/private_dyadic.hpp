@@ -46,6 +46,24 @@ class PrivateDyadicCountSketch {
     add_noise(rng);
   }
 
+  // Updates (turnstile, as DyadicCountSketch); refused once the length is withheld.
+  void update(std::uint64_t x, std::int64_t count) {
+    check_writable();
+    sketch_.update(x, count);
+  }
+  void update_many(const std::uint64_t* items, const std::int64_t* counts, std::size_t m) {
+    check_writable();
+    sketch_.update_many(items, counts, m);
+  }
+
+  // Makes this the published form (docs/privacy.md §Publishing): n and the gross absorbed mass are
+  // dropped (see DyadicCountSketch::withhold_length) and updates are refused from now on.
+  void withhold_length() noexcept {
+    sketch_.withhold_length();
+    length_withheld_ = true;
+  }
+  bool length_withheld() const noexcept { return length_withheld_; }
+
   DyadicCountSketch& sketch() noexcept { return sketch_; }
   const DyadicCountSketch& sketch() const noexcept { return sketch_; }
   const DyadicNoise& noise_spec() const noexcept { return spec_; }
@@ -53,12 +71,14 @@ class PrivateDyadicCountSketch {
     return sketch_.memory_bytes() + sizeof(spec_) + spec_.level_params.capacity() * sizeof(noise::Rational);
   }
 
-  // Payload: kind u8, allocation u8, neighbours u8, L u8, L x (num u64, den u64), then the sketch
-  // payload (as family 5, without its header), then checksum64 of everything before it (u64).
+  // Payload: kind u8 (| release::kLengthWithheldBit), allocation u8, neighbours u8, L u8,
+  // L x (num u64, den u64), then the sketch payload (as family 5, without its header; withheld:
+  // n = 0 and mass = max |cell|), then checksum64 of everything before it (u64).
   std::string serialize() const {
     ByteWriter w;
     w.header(kPrivateDyadicFamily, kDyadicKeyTag);
-    w.u8(static_cast<std::uint8_t>(spec_.kind));
+    w.u8(static_cast<std::uint8_t>(static_cast<std::uint8_t>(spec_.kind) |
+                                   (length_withheld_ ? release::kLengthWithheldBit : 0)));
     w.u8(static_cast<std::uint8_t>(spec_.allocation));
     w.u8(static_cast<std::uint8_t>(spec_.neighbours));
     w.u8(static_cast<std::uint8_t>(spec_.level_params.size()));
@@ -76,7 +96,9 @@ class PrivateDyadicCountSketch {
     ByteReader r(verify_checksum(bytes));
     r.header(kPrivateDyadicFamily, kDyadicKeyTag);
     DyadicNoise spec;
-    const std::uint8_t kind = r.u8(), alloc = r.u8(), nb = r.u8(), levels = r.u8();
+    const std::uint8_t kind_byte = r.u8(), alloc = r.u8(), nb = r.u8(), levels = r.u8();
+    const bool withheld = (kind_byte & release::kLengthWithheldBit) != 0;
+    const std::uint8_t kind = kind_byte & static_cast<std::uint8_t>(~release::kLengthWithheldBit);
     if (kind != 1 && kind != 2) throw DeserializeError("unknown noise kind");
     if (alloc != 1 && alloc != 2) throw DeserializeError("unknown noise allocation");
     if (nb != 1 && nb != 2) throw DeserializeError("unknown neighbour model");
@@ -92,7 +114,11 @@ class PrivateDyadicCountSketch {
     DyadicCountSketch s = DyadicCountSketch::read_payload(r, /*check_counts=*/false);
     r.finish();
     if (s.bits() != levels) throw DeserializeError("noise parameters do not match the number of levels");
+    // One canonical withheld form, so the n and mass fields can carry nothing about the data.
+    if (withheld && (s.n() != 0 || s.mass() != s.max_cell()))
+      throw DeserializeError("a withheld length must be written as n = 0 and mass = max |cell|");
     PrivateDyadicCountSketch p(std::move(s), std::move(spec));
+    p.length_withheld_ = withheld;
     try {
       p.check_spec();
     } catch (const std::exception&) {
@@ -103,6 +129,10 @@ class PrivateDyadicCountSketch {
 
  private:
   PrivateDyadicCountSketch(DyadicCountSketch&& s, DyadicNoise&& spec) : sketch_(std::move(s)), spec_(std::move(spec)) {}
+
+  void check_writable() const {
+    if (length_withheld_) throw release::LengthWithheldError();
+  }
 
   void check_spec() const {
     if (spec_.level_params.size() != sketch_.bits())
@@ -131,6 +161,7 @@ class PrivateDyadicCountSketch {
 
   DyadicCountSketch sketch_;
   DyadicNoise spec_;
+  bool length_withheld_ = false;
 };
 
 }  // namespace dpsketch::dyadic

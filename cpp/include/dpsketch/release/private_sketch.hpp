@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,16 @@ struct NoiseSpec {
   bool replace_neighbours = false;
 };
 inline constexpr std::uint8_t kReplaceNeighboursBit = 0x10;
+// Bit 5 of the noise-kind byte: the length is withheld (a published copy, docs/privacy.md
+// §Publishing): the n field is written as 0 and is no stream length.
+inline constexpr std::uint8_t kLengthWithheldBit = 0x20;
+
+// Updating a published copy (whose length is withheld). RuntimeError in Python.
+struct LengthWithheldError : std::logic_error {
+  LengthWithheldError()
+      : std::logic_error("this sketch is a published copy (its stream length is withheld) and is read-only; "
+                         "keep updating the original") {}
+};
 
 inline constexpr std::uint8_t kPrivateFamilyOffset = 4;  // families 7/8: private CM/CS
 
@@ -76,24 +87,31 @@ class PrivateSketch {
   // carrying it takes unit insertions only.
   void update(const View& x, std::int64_t count) {
     check_counted();
+    check_writable();
     sketch_.update(x, count);
   }
   template <class Items>
   void update_many_counted(const Items& items, const std::int64_t* counts, std::size_t m) {
     check_counted();
+    check_writable();
     sketch_.update_many_counted(items, counts, m);
   }
   static std::uint64_t batch_mass(const std::int64_t* counts, std::size_t m) { return Sketch::batch_mass(counts, m); }
   void reserve_mass(std::uint64_t a) {
     check_counted();
+    check_writable();
     sketch_.reserve_mass(a);
   }
   void add_reserved(const View& x, std::int64_t count) noexcept { sketch_.add_reserved(x, count); }
   void update_fp(std::uint64_t fp) {
+    check_writable();
     sketch_.update_fp(fp);  // checks the limit before changing anything
     if (!f2_cells_.empty()) f2_cells_[reduce_range(f2_hash_(fp), sketch_.width())] += 1;
   }
-  void check_room(std::uint64_t more) const { sketch_.check_room(more); }
+  void check_room(std::uint64_t more) const {
+    check_writable();
+    sketch_.check_room(more);
+  }
   // All-or-nothing at the stream limit.
   template <class It>
   void update_many(It first, It last) {
@@ -124,18 +142,30 @@ class PrivateSketch {
   const Sketch& sketch() const noexcept { return sketch_; }
   const NoiseSpec& noise_spec() const noexcept { return spec_; }
   const std::vector<std::int64_t>& f2_cells() const noexcept { return f2_cells_; }
-  std::int64_t n() const noexcept { return sketch_.n(); }
+  std::int64_t n() const noexcept { return sketch_.n(); }  // 0 when the length is withheld
+
+  // Makes this the published form (docs/privacy.md §Publishing): the exact length and the mass
+  // bound derived from it are dropped (the mass restarts from the noisy cells), and updates are
+  // refused from now on, so no later state can pair the noisy cells with an exact count.
+  void withhold_length() {
+    sketch_.withhold_length();
+    sketch_.cover_mass(max_magnitude(f2_cells_));
+    length_withheld_ = true;
+  }
+  bool length_withheld() const noexcept { return length_withheld_; }
   std::size_t memory_bytes() const noexcept {
     return sizeof(*this) + sketch_.memory_bytes() - sizeof(Sketch) + f2_cells_.capacity() * 8;
   }
 
-  // Payload: noise kind u8, param num u64, den u64, shift i64, f2 width u32 (0: none), f2 cells,
-  // then the inner sketch's own serialization (length-prefixed).
+  // Payload: noise kind u8 (| kReplaceNeighboursBit, | kLengthWithheldBit), param num u64, den u64,
+  // shift i64, f2 width u32 (0: none), f2 cells, then the inner sketch's own serialization
+  // (length-prefixed; its n is 0 when the length is withheld).
   std::string serialize() const {
     ByteWriter w;
     w.header(static_cast<Family>(static_cast<std::uint8_t>(Sketch::family) + kPrivateFamilyOffset), KeyTraits<Key>::tag);
     w.u8(static_cast<std::uint8_t>(static_cast<std::uint8_t>(spec_.kind) |
-                                   (spec_.replace_neighbours ? kReplaceNeighboursBit : 0)));
+                                   (spec_.replace_neighbours ? kReplaceNeighboursBit : 0) |
+                                   (length_withheld_ ? kLengthWithheldBit : 0)));
     w.u64(spec_.param.num);
     w.u64(spec_.param.den);
     w.i64(spec_.shift);
@@ -151,9 +181,10 @@ class PrivateSketch {
     NoiseSpec spec;
     const std::uint8_t kind_byte = r.u8();
     const std::uint8_t kind = kind_byte & 0x0f;
-    if ((kind != 1 && kind != 2) || (kind_byte & 0xf0 & ~kReplaceNeighboursBit) != 0)
+    if ((kind != 1 && kind != 2) || (kind_byte & 0xf0 & ~(kReplaceNeighboursBit | kLengthWithheldBit)) != 0)
       throw DeserializeError("unknown noise kind");
     spec.replace_neighbours = (kind_byte & kReplaceNeighboursBit) != 0;
+    const bool withheld = (kind_byte & kLengthWithheldBit) != 0;
     spec.kind = static_cast<NoiseKind>(kind);
     spec.param.num = r.u64();
     spec.param.den = r.u64();
@@ -168,6 +199,9 @@ class PrivateSketch {
     const std::string_view inner = r.bytes();
     r.finish();
     PrivateSketch p(Sketch::deserialize(inner, /*check_counts=*/false), spec);
+    // A withheld length is written as 0 (one canonical form: the field can carry nothing else).
+    if (withheld && p.sketch_.n() != 0) throw DeserializeError("a withheld stream length must be written as 0");
+    p.length_withheld_ = withheld;
     if (f2w != 0 && f2w != p.sketch_.width()) throw DeserializeError("F2 row width must equal the sketch width");
     p.sketch_.cover_mass(max_magnitude(f2));  // unit updates move F2 cells too
     if (f2w) {
@@ -185,6 +219,9 @@ class PrivateSketch {
     std::uint64_t m = 0;
     for (const std::int64_t c : cells) m = std::max(m, c < 0 ? 0 - static_cast<std::uint64_t>(c) : static_cast<std::uint64_t>(c));
     return m;
+  }
+  void check_writable() const {
+    if (length_withheld_) throw LengthWithheldError();
   }
   void check_counted() const {
     if (!f2_cells_.empty())
@@ -214,6 +251,7 @@ class PrivateSketch {
   NoiseSpec spec_;
   MultiplyAddShift f2_hash_;
   std::vector<std::int64_t> f2_cells_;
+  bool length_withheld_ = false;
 };
 
 }  // namespace dpsketch::release

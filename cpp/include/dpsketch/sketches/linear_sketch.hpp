@@ -145,6 +145,13 @@ class LinearSketch {
     mass_ = m;
   }
   std::uint64_t mass() const noexcept { return mass_; }
+  // Drops the exact length for a published private sketch (docs/privacy.md §Publishing): n = 0 and
+  // the mass bound restarts from the (noisy) cells alone, so neither carries a function of the data.
+  // Every |cell| <= mass still holds, which is all deserialization and later arithmetic rely on.
+  void withhold_length() {
+    n_ = 0;
+    reset_mass();
+  }
   // Raises the mass to at least m (cells outside this sketch that later unit updates also move, as
   // the private sketches' F2 row): DeserializeError beyond 2^62.
   void cover_mass(std::uint64_t m) {
