@@ -136,7 +136,7 @@ def test_skipped_lines_are_not_counted_in_the_output(tmp_path, capsys):
     obj, err = _quantiles(capsys, p, "--bounds", "0,10", "--rho", "1")
     text = err.replace(str(p), "") + json.dumps(obj)
     assert "skipped" not in text and "blank" not in text
-    assert not re.search(r"\b(37|29|66)\b", err)  # the blank, unparseable and dropped counts
+    assert not re.search(r"\b(37|29|66)\b", err.replace(str(tmp_path), ""))  # blank, unparseable, dropped counts
 
 
 def test_reader_errors_name_no_line(tmp_path, capsys):
