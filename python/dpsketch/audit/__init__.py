@@ -31,11 +31,12 @@ from __future__ import annotations
 import importlib
 
 __all__ = ["AuditResult", "MECHANISMS", "PAIRS", "audit", "audit_samplers", "available_mechanisms",
-           "clopper_pearson", "epsilon_lower_bound", "mu_lower_bound", "pair", "uncaught"]
+           "clopper_pearson", "discrete_gaussian_mu", "epsilon_lower_bound", "mu_lower_bound", "pair", "uncaught"]
 
 _WHERE = {
     "AuditResult": "_stats", "audit_samplers": "_stats", "clopper_pearson": "_stats",
     "epsilon_lower_bound": "_stats", "mu_lower_bound": "_stats", "label_result": "_stats",
+    "discrete_gaussian_mu": "_stats",
     "PAIRS": "_pairs", "Ctx": "_pairs", "pair": "_pairs", "zcdp_rho_for": "_pairs",
     "WRAPPER_DELTA": "_pairs", "WRAPPER_MIN_EPSILON": "_pairs",
     "audit": "_run", "available_mechanisms": "_run", "uncaught": "_run", "format_table": "_run",
