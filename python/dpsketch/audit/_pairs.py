@@ -506,16 +506,15 @@ for _kind in ("laplace", "gaussian"):
 # is a function of the ε-DP noisy sketch, so the pairs are tested at δ = 0.
 WRAPPER_DELTA = 0.99  # envelope δ of the wrapper pairs (sets the depth only)
 WRAPPER_MIN_EPSILON = 2.0  # the wrapper pairs run at max(ε, this)
-WRAPPER_TRIALS_FACTOR = 4  # runs per side: this many times --trials, at most WRAPPER_MAX_TRIALS
-WRAPPER_MAX_TRIALS = 400_000
+WRAPPER_MAX_TRIALS = 400_000  # runs per side: a multiple of --trials, at most this
 
 
 def _wrapper_eps(ctx):
     return max(ctx.eps_used, WRAPPER_MIN_EPSILON)
 
 
-def _wrapper_trials(ctx):
-    return max(ctx.trials, min(ctx.trials * WRAPPER_TRIALS_FACTOR, WRAPPER_MAX_TRIALS))
+def _wrapper_trials(ctx, factor):
+    return max(ctx.trials, min(ctx.trials * factor, WRAPPER_MAX_TRIALS))
 
 
 def _envelope(native, **kw):
@@ -565,7 +564,7 @@ def _wrapper_countmin(ctx):
             vx[i] = _value_of(_envelope_release(h, rng), _ITEM)
         return vx, vxp
 
-    res = ctx.samplers(sample, epsilon=eps, delta=0.0, trials=_wrapper_trials(ctx))
+    res = ctx.samplers(sample, epsilon=eps, delta=0.0, trials=_wrapper_trials(ctx, 4))
     res.notes.update(depth=depth, width=width, capacity=capacity, copies=m, envelope_delta=WRAPPER_DELTA)
     return res
 
@@ -607,6 +606,6 @@ def _wrapper_countsketch(ctx):
             vx[i] = stat(h)
         return vx, vxp
 
-    res = ctx.samplers(sample, epsilon=eps, delta=0.0, trials=_wrapper_trials(ctx))
+    res = ctx.samplers(sample, epsilon=eps, delta=0.0, trials=_wrapper_trials(ctx, 10))
     res.notes.update(depth=depth, width=1, copies=m, envelope_delta=WRAPPER_DELTA)
     return res

@@ -32,7 +32,7 @@ def audit(mechanisms=None, *, epsilon: float = 1.0, delta: float = 1e-6, label_d
           miscalibrated: bool = False, progress: Callable[[AuditResult], None] | None = None) -> list[AuditResult]:
     """Run the built-in neighbouring pairs of each mechanism (default: all) and return one
     AuditResult per pair (docs/audit.md). ``trials`` runs per side (the heavy-hitter wrappers use
-    4× as many, at most 400,000). ``label_delta`` is the δ of the unstable-label pairs (large, so
+    4× (Count-Min) and 10× (CountSketch) as many, at most 400,000). ``label_delta`` is the δ of the unstable-label pairs (large, so
     the δ-event is frequent enough to measure). ``confidence`` is family-wise: with that
     probability every reported bound holds at once (Bonferroni over all tests), so a correct
     mechanism FAILs with probability at most 1 − confidence.
