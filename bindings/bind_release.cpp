@@ -116,6 +116,17 @@ void bind_envelope(py::module_& m, const char* name) {
   c.def_property_readonly("width", [](const T& s) { return s.params().width; });
   c.def_property_readonly("depth", [](const T& s) { return s.params().depth; });
   c.def("memory_bytes", &T::memory_bytes);
+  // The noisy oracle's cells (d x w) and its F2 row (empty for Count-Min): the data holder's view
+  // of the ε-DP state every released value is computed from (the audit reads it).
+  c.def("oracle_cells", [](const T& s) {
+    const auto& sk = s.oracle().sketch();
+    py::array_t<std::int64_t> a({static_cast<py::ssize_t>(sk.depth()), static_cast<py::ssize_t>(sk.width())});
+    std::copy(sk.cells().begin(), sk.cells().end(), a.mutable_data());
+    const auto& f2 = s.oracle().f2_cells();
+    py::array_t<std::int64_t> b(static_cast<py::ssize_t>(f2.size()));
+    std::copy(f2.begin(), f2.end(), b.mutable_data());
+    return py::make_tuple(a, b);
+  });
   c.def("release", [](const T& s, const Length& length) { return to_python(s.release(length)); }, py::arg("length"));
 }
 

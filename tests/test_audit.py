@@ -1,14 +1,17 @@
 """The empirical privacy audit (dpsketch.audit, `dpsketch audit`; docs/audit.md): exact
-Clopper–Pearson bounds, the estimator catches broken mechanisms, and the real ones pass."""
+Clopper–Pearson bounds, the ε̂ and μ̂ estimators, the real mechanisms pass and their halved-noise
+copies are all caught."""
 
-import functools
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import dpsketch.audit as A
+import dpsketch.audit._pairs as P
 from dpsketch.cli import main
 
 
@@ -58,35 +61,88 @@ def test_estimator_catches_a_hand_made_non_private_function():
     assert sound.verdict == "pass" and 0.5 < sound.epsilon_hat <= 1.0
 
 
-@pytest.mark.parametrize("name", ["PrivateCountMin-laplace", "PrivateCountSketch-laplace"])
-def test_audit_catches_halved_sketch_noise(name):
-    broken = A.audit([name], trials=4000, seed=5, _noise_scale=0.5)
-    assert [r.verdict for r in broken] == ["FAIL"] and broken[0].epsilon_hat > 1.0
-    real = A.audit([name], trials=4000, seed=5)
-    assert [r.verdict for r in real] == ["pass"] and real[0].epsilon_hat <= 1.0
+def _gaussian_pair(shift, seed):
+    rng = np.random.default_rng(seed)
+
+    def sample(m):  # a Gaussian mechanism with sensitivity `shift` and σ = 1: μ = shift
+        return shift + rng.standard_normal(m), rng.standard_normal(m)
+
+    return sample
+
+
+@pytest.mark.parametrize("kx,kxp,n,alpha", [(6000, 4000, 10_000, 1e-3), (700, 90, 1000, 1e-5), (20, 3, 50, 0.01)])
+def test_mu_lower_bound_matches_scipy(kx, kxp, n, alpha):
+    st = pytest.importorskip("scipy.stats")
+    mh, tpr, fpr = A.mu_lower_bound(kx, kxp, n, alpha)
+    want_tpr = st.beta.ppf(alpha, kx, n - kx + 1)
+    want_fpr = st.beta.ppf(1 - alpha, kxp + 1, n - kxp)
+    assert tpr == pytest.approx(want_tpr, rel=1e-9) and fpr == pytest.approx(want_fpr, rel=1e-9)
+    assert mh == pytest.approx(st.norm.ppf(want_tpr) - st.norm.ppf(want_fpr), rel=1e-9, abs=1e-12)
+    assert A.mu_lower_bound(0, 5, 100, 0.01)[0] is None  # TPR lower bound 0: no evidence
+
+
+def test_mu_test_on_a_synthetic_gaussian_pair():
+    from statistics import NormalDist
+
+    sound = A.audit_samplers("Gaussian", "+1", _gaussian_pair(1.0, 3), epsilon=1e9, delta=1e-6, trials=20_000,
+                             mu=1.0, test_epsilon=False)
+    # the bound is Φ⁻¹(TPR_lower) − Φ⁻¹(FPR_upper) of the selected event, below the true μ = 1
+    inv = NormalDist().inv_cdf
+    assert sound.mu_hat == pytest.approx(inv(sound.tpr_lower) - inv(sound.fpr_upper))
+    assert sound.verdict == "pass" and 0.85 < sound.mu_hat <= 1.0 and sound.epsilon_hat is None
+    broken = A.audit_samplers("Gaussian σ/2", "+1", _gaussian_pair(2.0, 4), epsilon=1e9, delta=1e-6,
+                              trials=20_000, mu=1.0, test_epsilon=False)
+    assert broken.verdict == "FAIL" and 1.0 < broken.mu_hat <= 2.0
+
+
+def test_discrete_gaussian_event_mu():
+    # large σ: the continuous value √(Σ diff²/σ²); small σ: the discrete Gaussian is above it in
+    # the tails, which is why the μ-test bound is the larger of the two
+    big = A.discrete_gaussian_mu([(2, 50.0, 1.0)])
+    assert big == pytest.approx(math.sqrt(2 / 50.0), rel=1e-3) and big >= math.sqrt(2 / 50.0) - 1e-9
+    small = A.discrete_gaussian_mu([(2, 0.5, 1.0)])
+    assert small > 2.0 + 0.05
+    two = A.discrete_gaussian_mu([(2, 40.0, 1.0), (2, 80.0, 1.0)])  # the Zhao-allocation shape
+    assert two == pytest.approx(math.sqrt(2 / 40 + 2 / 80), rel=1e-3)
 
 
 def test_label_rate_above_delta_fails():
-    r = A._label_result("m", "c", hits=300, trials=1000, delta=0.2, epsilon=1.0, confidence=0.999,
-                        t0=0.0, notes={})
+    r = A.label_result("m", "c", hits=300, trials=1000, delta=0.2, epsilon=1.0, confidence=0.999, t0=0.0, notes={})
     assert r.verdict == "FAIL" and r.label_rate_lower > 0.2
-    r = A._label_result("m", "c", hits=30, trials=1000, delta=0.2, epsilon=1.0, confidence=0.999, t0=0.0, notes={})
+    r = A.label_result("m", "c", hits=30, trials=1000, delta=0.2, epsilon=1.0, confidence=0.999, t0=0.0, notes={})
     assert r.verdict == "pass" and r.label_rate_upper < 0.2
 
 
 def test_every_real_mechanism_passes_a_small_audit():
     results = A.audit(trials=3000, seed=2024)
     names = {r.mechanism for r in results}
-    assert {"DPSS", "PMG", "PrivateCountMin-laplace", "PrivateCountMin-gaussian", "PrivateCountSketch-laplace",
-            "PrivateCountSketch-gaussian", "SketchHeavyHitters-countmin", "SketchHeavyHitters-countsketch"} <= names
+    assert set(A.available_mechanisms()) == names
+    assert {"DPSS", "PMG", "PrivateCountMin-laplace", "PrivateCountMin-gaussian-replace",
+            "PrivateCountSketch-gaussian-from_sketch", "SketchHeavyHitters-countmin",
+            "SketchHeavyHitters-countsketch"} <= names
     for r in results:
         assert r.verdict == "pass", r
         assert r.epsilon_hat is None or r.epsilon_hat <= r.epsilon
+        assert r.mu_hat is None or r.mu_hat <= r.mu
     labels = [r for r in results if r.label_rate is not None]
-    assert len(labels) == 2 and all(0 < r.label_rate_upper < r.delta for r in labels)
+    assert len(labels) == 3 and all(0 < r.label_rate_upper < r.delta for r in labels)  # DPSS, PMG, lookup
+    assert all(r.mu is not None for r in results if "gaussian" in r.mechanism)
     # the +1 pairs on pure-DP noise see most of ε even at 3,000 trials (the audit has power)
-    tight = [r for r in results if r.mechanism in ("DPSS", "PrivateCountMin-laplace") and r.label_rate is None]
+    tight = [r for r in results if r.mechanism in ("DPSS", "PrivateCountMin-laplace") and r.case.startswith("+1")
+             or r.mechanism == "PrivateCountMin-laplace"]
     assert all(r.epsilon_hat > 0.6 for r in tight)
+
+
+def test_quick_miscalibrated_audit_catches_every_mechanism(capsys):
+    # `dpsketch audit --quick --miscalibrated` (what CI runs), seeded: exit 0 iff every mechanism
+    # with halved noise FAILs at least one pair against its claimed guarantee
+    code = main(["audit", "--quick", "--miscalibrated", "--seed", "11", "-q", "--json"])
+    out, err = capsys.readouterr()
+    d = json.loads(out)
+    assert code == 0, d["uncaught"]
+    assert d["miscalibrated"] is True and d["uncaught"] == []
+    assert {r["mechanism"] for r in d["results"]} == set(A.available_mechanisms())
+    assert all(r["noise_factor"] == 0.5 for r in d["results"])
 
 
 def test_cli_audit(capsys, monkeypatch):
@@ -94,12 +150,87 @@ def test_cli_audit(capsys, monkeypatch):
     out, err = capsys.readouterr()
     assert code == 0, err
     d = json.loads(out)
-    assert d["passed"] is True and len(d["results"]) == 5
+    assert d["passed"] is True and len(d["results"]) == 6
     code = main(["audit", "NoSuchMechanism", "--trials", "100"])
     out, err = capsys.readouterr()
     assert code == 2 and "unknown mechanism" in err and "Traceback" not in err
-    # a broken mechanism makes the command fail (exit 1) and say FAIL
-    monkeypatch.setattr(A, "audit", functools.partial(A.audit, _noise_scale=0.5))
+    # the miscalibrated mode: a caught mechanism exits 0 and says so ...
+    code = main(["audit", "PrivateCountMin-laplace", "--trials", "4000", "--seed", "3", "-q", "--miscalibrated"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "FAIL" in out and "caught all 1 mechanisms" in out
+    # a broken mechanism in the normal mode makes the command fail (exit 1) and say FAIL
+    real = A._run.audit
+    monkeypatch.setattr(A._run, "audit", lambda *a, **k: real(*a, **{**k, "miscalibrated": True}))
     code = main(["audit", "PrivateCountMin-laplace", "--trials", "4000", "--seed", "3", "-q"])
     out, err = capsys.readouterr()
     assert code == 1 and "FAIL" in out
+
+
+def test_uncaught_names_the_mechanisms_without_a_failing_pair():
+    mk = A.AuditResult
+    rs = [mk("a", "1", 1.0, 0.0, 10, verdict="FAIL"), mk("a", "2", 1.0, 0.0, 10), mk("b", "1", 1.0, 0.0, 10)]
+    assert A.uncaught(rs) == ["b"]
+
+
+def test_a_registered_pair_runs_with_the_noise_factor(capsys):
+    seen = []
+
+    @A.pair("Test-Laplace", "+1 on a counting query")
+    def _p(ctx):
+        seen.append(ctx.noise)
+        return ctx.samplers(_laplace_pair(1.0 * ctx.noise, 9), epsilon=1.0, delta=0.0)
+
+    @A.pair("Test-blind", "a pair that ignores the noise factor")
+    def _q(ctx):
+        return ctx.samplers(_laplace_pair(1.0, 10), epsilon=1.0, delta=0.0)
+
+    try:
+        (ok,) = A.audit(["Test-Laplace"], trials=4000, seed=1)
+        (bad,) = A.audit(["Test-Laplace"], trials=4000, seed=1, miscalibrated=True)
+        # the miscalibrated command names a mechanism it did not catch and exits 1
+        code = main(["audit", "Test-Laplace", "Test-blind", "--trials", "4000", "--seed", "1", "-q",
+                     "--miscalibrated"])
+        out, _ = capsys.readouterr()
+    finally:
+        A.PAIRS[:] = [p for p in A.PAIRS if not p.mechanism.startswith("Test-")]
+    assert seen[:2] == [1.0, 0.5] and ok.verdict == "pass" and bad.verdict == "FAIL"
+    assert code == 1 and "NOT caught" in out and "Test-blind" in out.splitlines()[-1]
+    assert "Test-Laplace" not in out.splitlines()[-1]
+
+
+def test_import_dpsketch_does_not_load_the_audit():
+    code = "import sys, dpsketch; print(any(m.startswith('dpsketch.audit.') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+# -- the length pairs catch a threshold that reads an exact length --------------------------------
+
+def _exact_length_dpss(summary, eps, delta, k, rng):
+    return P._R.dpss(summary, eps, delta, k, P._R.Length.fixed(summary.n), rng)
+
+
+def _per_partition_lengths(parts, *, k, epsilon, delta, seed=None, **_):
+    """The counters route with every partition released on its own exact n_p."""
+    from dpsketch import _core
+    from dpsketch.release import Release
+
+    R, rng = _core.release, _core.noise.SecureRng(seed)
+    items = []
+    for s in parts:
+        items += R.dpss(s._impl, epsilon, delta, k, R.Length.fixed(s.n), rng)[0]
+    return Release(items=items, threshold=0.0, epsilon=epsilon, delta=delta, mechanism="old", n=None)
+
+
+def test_length_pair_fails_a_threshold_reading_the_exact_n(monkeypatch):
+    monkeypatch.setattr(P, "_dpss", _exact_length_dpss)
+    res = [r for r in A.audit(["DPSS"], trials=2000, seed=3) if "crosses" in r.case]
+    assert res and res[0].verdict == "FAIL"
+
+
+def test_route_pair_fails_per_partition_lengths(monkeypatch):
+    import dpsketch.distributed as dd
+
+    monkeypatch.setattr(dd, "release_partitions", _per_partition_lengths)
+    res = [r for r in A.audit(["spark.counters[DPSS]"], trials=4000, seed=3) if "removed" in r.case]
+    assert res and res[0].verdict == "FAIL"

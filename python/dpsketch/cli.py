@@ -264,8 +264,10 @@ def _build_parser() -> _Parser:
         "audit",
         help="empirically audit the privacy of every mechanism (lower bounds on epsilon)",
         description="Run built-in worst-case neighbouring inputs through each mechanism and report an "
-                    "empirical lower bound on epsilon (Clopper-Pearson) and the unstable-label release "
-                    "rate vs delta. Exit status 1 if any bound exceeds the claimed guarantee. See docs/audit.md.",
+                    "empirical lower bound on epsilon (Clopper-Pearson), on the Gaussian-DP mu for the Gaussian "
+                    "mechanisms, and the unstable-label release rate vs delta. Exit status 1 if any bound exceeds "
+                    "the claimed guarantee (with --miscalibrated: if some halved-noise mechanism is not caught). "
+                    "See docs/audit.md.",
     )
     a.add_argument("mechanisms", nargs="*", metavar="MECHANISM", help="mechanisms to audit (default: all)")
     a.add_argument("--epsilon", "-e", type=_positive_float("epsilon"), default=1.0, help="epsilon audited (default 1)")
@@ -275,6 +277,9 @@ def _build_parser() -> _Parser:
     a.add_argument("--trials", type=_int_at_least("trials", 10), metavar="N",
                    help="runs per side of each pair (default 200000; --quick: 10000)")
     a.add_argument("--quick", action="store_true", help="small, fast audit for CI")
+    a.add_argument("--miscalibrated", action="store_true",
+                   help="audit copies of the mechanisms with their noise scale halved (same claimed guarantee); "
+                        "exit 0 iff every mechanism FAILs, i.e. the audit catches each of them")
     a.add_argument("--confidence", type=_float_in("confidence", lambda v: 0.5 <= v < 1, "in [0.5, 1)"),
                    default=0.999, help="family-wise confidence of the bounds (default 0.999)")
     a.add_argument("--seed", type=_int_at_least("seed", 0, 2**64 - 1), help="seed the audit (reproducible)")
@@ -326,7 +331,7 @@ def _cmd_audit(args):
         return audit.run_command(
             args.mechanisms, epsilon=args.epsilon, delta=args.delta, label_delta=args.label_delta,
             trials=args.trials, quick=args.quick, confidence=args.confidence, seed=args.seed,
-            as_json=args.json, quiet=args.quiet, out=sys.stdout, err=sys.stderr)
+            as_json=args.json, quiet=args.quiet, out=sys.stdout, err=sys.stderr, miscalibrated=args.miscalibrated)
     except ValueError as exc:
         raise UsageError(_first_line(exc)) from None
 

@@ -5,12 +5,15 @@ and from these functions; the audit and the tests call them directly.
 :func:`release_partitions` -- the counters route: one PMG/DPSS release per key partition, every
 partition's threshold reading one length bound computed for the whole data set (never an exact
 per-partition length), the union of the releases.
+:func:`lookup_labels` -- the sketch route's label lookup: candidate fingerprints (a DP output)
+mapped back to labels by a noisy exact count that a label of count 1 rarely clears.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+import math
+from typing import Any, Mapping, Sequence
 
 from . import _core
 from .budget import Budget, charging, used_value
@@ -18,7 +21,7 @@ from .release import Release, calibrate, make_length, make_rng, privacy_record
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
 
-__all__ = ["release_partitions", "partition_seed"]
+__all__ = ["release_partitions", "partition_seed", "lookup_labels", "lookup_t", "rho_for"]
 
 _MECHANISM = {"spacesaving": "DPSS", "misragries": "PMG"}
 
@@ -111,3 +114,44 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
         meta.update(n_used=length.n_hat, n_lower=length.n_lo, n_upper=length.n_up, length_t=length.t)
     return Release(items=items, threshold=threshold, epsilon=cal["epsilon_total"], delta=cal["delta_total"],
                    mechanism=mechanism, n=length.n_hat, metadata=meta)
+
+
+def rho_for(epsilon: float, delta: float) -> float:
+    """Largest ρ (to 1e-12 relative) with ρ + 2·sqrt(ρ·ln(1/δ)) <= ε (docs/algorithms.md §1):
+    sqrt(ρ) = sqrt(ln(1/δ) + ε) − sqrt(ln(1/δ)) solves it exactly."""
+    a = math.log(1.0 / delta)
+    return (math.sqrt(a + epsilon) - math.sqrt(a)) ** 2 * (1 - 1e-12)
+
+
+def lookup_t(epsilon: float, delta: float) -> int:
+    """Smallest integer t >= 1 with P(DLap(1/ε) >= t) = e^{-εt}/(1 + e^{-ε}) <= δ (§1 tails)."""
+    t = max(1, math.ceil(math.log(1.0 / (delta * (1 + math.exp(-epsilon)))) / epsilon))
+    while t > 1 and math.exp(-epsilon * (t - 1)) / (1 + math.exp(-epsilon)) <= delta:
+        t -= 1
+    while math.exp(-epsilon * t) / (1 + math.exp(-epsilon)) > delta:
+        t += 1
+    return t
+
+
+def lookup_labels(candidates: Sequence[int], found: Mapping[int, tuple[int, int, Any]], *, epsilon: float,
+                  delta: float, n_hat: float, k: int, rng) -> tuple[list, int, float]:
+    """The label lookup of the sketch route (docs/privacy.md §Sketch route), for candidate
+    fingerprints fixed before the lookup reads the data: ``found[φ] = (c, u, label)`` holds the
+    exact count c of rows with fingerprint φ, the number u of distinct labels among them and one
+    label. Every candidate (in sorted order, so the draws do not depend on the data) gets
+    v = c + DLap(1/ε); (label, v) is released iff c >= 1, u == 1 and v >= τ = max(1 + t, n̂/k − t),
+    t = :func:`lookup_t` (ε, δ): a label of count 1 is released with probability <= δ.
+    ``epsilon`` is used as given (round it down first, §1). Returns (items, 1 + t, τ)."""
+    t = lookup_t(epsilon, delta)
+    threshold = max(1 + t, n_hat / k - t)
+    num, den = _core.release.laplace_scale(1, epsilon)  # one row moves one count by 1
+    fps = sorted(candidates)
+    noise = _core.noise.discrete_laplace(rng, num, den, len(fps))
+    items = []
+    for fp, z in zip(fps, noise.tolist()):
+        c, u, label = found.get(fp, (0, 0, None))
+        v = c + int(z)
+        if c and u == 1 and v >= threshold:
+            items.append((label, v))
+    items.sort(key=lambda kv: (-kv[1], kv[0]))
+    return items, 1 + t, threshold

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _core
 from .budget import Budget, charging
-from .distributed import partition_seed, release_partitions
+from .distributed import lookup_labels, partition_seed, release_partitions, rho_for as _rho_for
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .private import zcdp_to_dp
 from .release import Release, calibrate, check_privacy_params, make_rng
@@ -297,24 +297,6 @@ def _partition_summary_fn(kind, cls, kt):
 _FP_SALT_BITS = 63
 
 
-def _rho_for(eps: float, delta: float) -> float:
-    """Largest ρ (to 1e-12 relative) with ρ + 2·sqrt(ρ·ln(1/δ)) <= ε (docs/algorithms.md §1)."""
-    a = math.log(1.0 / delta)
-    # sqrt(ρ) = -sqrt(a) + sqrt(a + ε)  solves ρ + 2 sqrt(ρ a) = ε exactly.
-    r = (math.sqrt(a + eps) - math.sqrt(a)) ** 2
-    return r * (1 - 1e-12)
-
-
-def _lookup_t(eps_l: float, delta_l: float) -> int:
-    """Smallest integer t >= 1 with P(DLap(1/ε_L) >= t) = e^{-ε t}/(1 + e^{-ε}) <= δ_L (§1 tails)."""
-    t = max(1, math.ceil(math.log(1.0 / (delta_l * (1 + math.exp(-eps_l)))) / eps_l))
-    while t > 1 and math.exp(-eps_l * (t - 1)) / (1 + math.exp(-eps_l)) <= delta_l:
-        t -= 1
-    while math.exp(-eps_l * t) / (1 + math.exp(-eps_l)) > delta_l:
-        t += 1
-    return t
-
-
 def _noisy_length(noisy, priv, delta_t: float):
     """n̂ and an upper bound from the noisy sketch's own total rank(2^L) (two exact level-1 cells,
     each + DGauss(σ²)): post-processing, no budget. The sum of the two noises is sub-Gaussian with
@@ -399,9 +381,6 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
             f"fingerprint collisions (probability <= n_up^2/2^65 = {d_fp:.3g}, from the noisy length) exceed "
             f"delta/3; raise delta to at least {3 * d_fp:.3g} or use route='counters'"
         )
-    eps_l = eps_l_used
-    t_l = _lookup_t(eps_l, d_l)
-    tau_l = 1 + t_l
     fps = [fp for fp, _ in cands]
     found = {}
     if fps:
@@ -410,21 +389,13 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
                 .groupBy("fp").agg(F.count(F.lit(1)).alias("c"), F.countDistinct("label").alias("u"),
                                    F.min("label").alias("label")))
         found = {r["fp"]: (int(r["c"]), int(r["u"]), r["label"]) for r in _collect(hits)}
-    rng, _ = make_rng(_partition_seed(seed, -5))
-    lap_num, lap_den = _core.release.laplace_scale(1, eps_l)  # DLap(1/ε_L): one row moves one count by 1
-    fps = sorted(fps)  # fixed order: which draw goes to which candidate does not depend on the data
-    noise = _core.noise.discrete_laplace(rng, lap_num, lap_den, len(fps))
-    items = []
-    for fp, z in zip(fps, noise.tolist()):
-        c, u, label = found.get(fp, (0, 0, None))
-        v = c + int(z)
-        if c and u == 1 and v >= max(tau_l, n_hat / k - t_l):
-            items.append((label, v))
-    items.sort(key=lambda kv: (-kv[1], kv[0]))
+    items, tau_l, lookup_threshold = lookup_labels(fps, found, epsilon=eps_l_used, delta=d_l, n_hat=n_hat, k=k,
+                                                   rng=make_rng(_partition_seed(seed, -5))[0])
+    eps_l = eps_l_used
     meta.update({"labels": "lookup pass: label released iff its exact count + DLap(1/epsilon_lookup) >= tau_lookup",
                  "epsilon_lookup": eps_l, "tau_lookup": tau_l, "delta_lookup": d_l, "delta_fingerprint": d_fp,
                  "fingerprint": "xxhash64(salt, key), salt drawn per release"})
-    return Release(items=items, threshold=max(tau_l, n_hat / k - t_l), epsilon=total_eps,
+    return Release(items=items, threshold=lookup_threshold, epsilon=total_eps,
                    delta=dlt, mechanism=mechanism, n=n_hat, metadata=meta, rho=rho)
 
 
