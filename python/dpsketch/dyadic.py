@@ -26,7 +26,7 @@ from .budget import Budget, charging, used_value
 from ._validation import check_int
 from ._release_state import ReleaseState, attach, detach
 from .private import _hash_seed, _noise_rng, zcdp_to_dp
-from .release import ReleaseGuard, check_privacy_params
+from .release import PRIVACY_UNIT, ReleaseGuard, check_privacy_params
 
 __all__ = ["DyadicCountSketch", "PrivateDyadicCountSketch"]
 
@@ -610,6 +610,8 @@ class PrivateDyadicCountSketch(_DyadicBase):
             "noise": impl.noise_kind,
             "noise_allocation": impl.allocation,
             "neighbours": impl.neighbours,
+            "privacy_unit": PRIVACY_UNIT,
+            "length": "unused",  # quantile targets use the noisy total (post-processing)
             "rho": self._rho,
             "epsilon": self._epsilon,
             "universe_bits": bits, "width": impl.width, "depth": d, "exact_levels": exact,

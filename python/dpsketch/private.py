@@ -13,6 +13,7 @@ from ._keyed import Keyed, locked
 from ._release_state import derive_seed
 from ._validation import check_int
 from .release import (
+    PRIVACY_UNIT,
     Release,
     build_release,
     calibrate,
@@ -191,6 +192,7 @@ class _PrivateLinear(Keyed):
         l1, l2 = self._sensitivities()
         out = {"epsilon": self._epsilon, "rho": self._rho, "noise": self._impl.noise_kind,
                "noise_param": self._impl.noise_param, "shift": self._impl.shift, "neighbours": self._neighbours,
+               "privacy_unit": PRIVACY_UNIT, "length": "unused",
                "l1_sensitivity": l1, "l2_sensitivity_squared": l2,
                "reproducible_not_secret": self._reproducible_not_secret}
         if self._rho is not None and delta is not None:
@@ -214,6 +216,8 @@ class _PrivateLinear(Keyed):
             # §4: Laplace scale Δ1/ε, Gaussian σ² = Δ2²/(2ρ); (Δ1, Δ2²) = (d, d) for add/remove,
             # doubled (CountSketch ℓ2²: 4d) for replace neighbours (docs/privacy.md §Dyadic)
             "neighbours": self._neighbours,
+            "privacy_unit": PRIVACY_UNIT,
+            "length": "unused",
             "noise_param": num / den,
             "noise_param_rational": [num, den],
             "shift": self._impl.shift,
