@@ -170,6 +170,8 @@ void bind_calibration(py::module_& m) {
     return d;
   }, py::arg("epsilon"), py::arg("delta"), py::arg("need"), py::arg("public_length") = false,
      py::arg("length_epsilon") = 0.0, py::arg("length_delta") = 0.0);
+  m.def("zcdp_epsilon", &zcdp_epsilon, py::arg("rho"), py::arg("delta"));
+  m.def("zcdp_rho_for", &zcdp_rho_for, py::arg("epsilon"), py::arg("delta"));
   m.attr("LENGTH_EPSILON_SHARE") = kLengthEpsilonShare;
   m.attr("LENGTH_DELTA_SHARE") = kLengthDeltaShare;
 }

@@ -7,12 +7,13 @@ import pytest
 
 from dpsketch import distributed as dpd
 from dpsketch import spark as dps
+from dpsketch.calibration import zcdp_rho_for
 from dpsketch.private import zcdp_to_dp
 
 
 @pytest.mark.parametrize("eps, delta", [(0.1, 1e-6), (1.0, 1e-5), (5.0, 1e-9), (1e-3, 0.3)])
 def test_rho_for_is_the_largest_rho_within_epsilon(eps, delta):
-    rho = dpd.rho_for(eps, delta)
+    rho = zcdp_rho_for(eps, delta)
     assert zcdp_to_dp(rho, delta) <= eps
     assert zcdp_to_dp(rho * (1 + 1e-9), delta) > eps * (1 - 1e-6)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterator, Optional, Union
 
-from . import _core
+from .calibration import used_value, zcdp_epsilon, zcdp_rho_for
 from .release import ReleaseBudgetError
 
 __all__ = ["Budget", "BudgetExceededError", "Spend", "PrivacyTotals"]
@@ -59,15 +59,6 @@ class PrivacyTotals:
     rho: float
 
 
-def used_value(x: float) -> Fraction:
-    """ε or ρ as the mechanisms use it: rounded down to a multiple of 2^-32 (docs/algorithms.md §1)."""
-    num, den = _core.noise.dyadic_down(float(x), 32)
-    return Fraction(num, den)
-
-
-def zcdp_epsilon(rho: float, delta: float) -> float:
-    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (docs/algorithms.md §1)."""
-    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
 def _up(x: float) -> Fraction:
@@ -221,9 +212,7 @@ class Budget:
         e_left = float(Fraction(self._epsilon_cap) - self._eps_sum)
         if e_left <= 0 or not self._fits(self._eps_sum, self._delta_sum, self._rho_sum + Fraction(2**-60)):
             return 0.0
-        log_term = math.log(1.0 / self._zcdp_delta)
-        total = (math.sqrt(log_term + e_left) - math.sqrt(log_term)) ** 2
-        extra = float(Fraction(total) - self._rho_sum)
+        extra = float(Fraction(zcdp_rho_for(e_left, self._zcdp_delta)) - self._rho_sum)
         for _ in range(64):  # float error: step down until the exact check accepts it
             if extra <= 0:
                 return 0.0

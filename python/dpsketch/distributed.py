@@ -16,12 +16,13 @@ import math
 from typing import Any, Mapping, Sequence
 
 from . import _core
-from .budget import Budget, charging, used_value
-from .release import Release, calibrate, make_length, make_rng, privacy_record
+from .budget import Budget, charging
+from .calibration import calibrate, make_length, privacy_record, used_value
+from .release import Release, make_rng
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
 
-__all__ = ["release_partitions", "partition_seed", "lookup_labels", "lookup_t", "rho_for"]
+__all__ = ["release_partitions", "partition_seed", "lookup_labels", "lookup_t"]
 
 _MECHANISM = {"spacesaving": "DPSS", "misragries": "PMG"}
 
@@ -114,13 +115,6 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
         meta.update(n_used=length.n_hat, n_lower=length.n_lo, n_upper=length.n_up, length_t=length.t)
     return Release(items=items, threshold=threshold, epsilon=cal["epsilon_total"], delta=cal["delta_total"],
                    mechanism=mechanism, n=length.n_hat, metadata=meta)
-
-
-def rho_for(epsilon: float, delta: float) -> float:
-    """Largest ρ (to 1e-12 relative) with ρ + 2·sqrt(ρ·ln(1/δ)) <= ε (docs/algorithms.md §1):
-    sqrt(ρ) = sqrt(ln(1/δ) + ε) − sqrt(ln(1/δ)) solves it exactly."""
-    a = math.log(1.0 / delta)
-    return (math.sqrt(a + epsilon) - math.sqrt(a)) ** 2 * (1 - 1e-12)
 
 
 def lookup_t(epsilon: float, delta: float) -> int:

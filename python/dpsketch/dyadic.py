@@ -22,10 +22,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _core
-from .budget import Budget, charging, used_value
+from .budget import Budget, charging
+from .calibration import used_value, zcdp_epsilon
 from ._validation import check_int
 from ._release_state import ReleaseState, attach, detach
-from .private import _hash_seed, _noise_rng, zcdp_to_dp
+from .private import _hash_seed, _noise_rng
 from .release import PRIVACY_UNIT, ReleaseGuard, check_privacy_params
 
 __all__ = ["DyadicCountSketch", "PrivateDyadicCountSketch"]
@@ -631,7 +632,7 @@ class PrivateDyadicCountSketch(_DyadicBase):
                 if not 0 < dl < 1:
                     raise ValueError(f"delta must be in (0, 1), got {delta!r}")
                 out["delta"] = dl
-                out["epsilon_from_zcdp"] = zcdp_to_dp(out["rho_used"], dl)
+                out["epsilon_from_zcdp"] = zcdp_epsilon(out["rho_used"], dl)
         else:
             out["epsilon_used"] = sum(lv["epsilon_share"] for lv in levels)
         if self._beta is not None:

@@ -4,11 +4,11 @@ wrapper over them (§5). Noise is drawn once, when the object is built, from the
 
 from __future__ import annotations
 
-import math
 from typing import Any, TypeVar
 
 from . import _core
-from .budget import Budget, charging, used_value
+from .budget import Budget, charging
+from .calibration import used_value, zcdp_epsilon
 from ._keyed import Keyed, locked
 from ._release_state import derive_seed
 from ._validation import check_int
@@ -28,9 +28,7 @@ _R = _core.release
 _P = TypeVar("_P", bound="_PrivateLinear")
 
 
-def zcdp_to_dp(rho: float, delta: float) -> float:
-    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (docs/algorithms.md §1)."""
-    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+zcdp_to_dp = zcdp_epsilon  # the public name of docs/algorithms.md §1's conversion
 
 
 def _hash_seed(seed):

@@ -55,7 +55,7 @@ def _build_sketch(args, usage_error):
     """Validate every parameter and build the private sketch (noise drawn now, before any input),
     charged to the run's budget as the mechanism uses it (ρ or ε rounded down to a multiple of
     2^-32). Returns (sketch, budget, qs, bounds, universe bits)."""
-    from .budget import used_value
+    from .calibration import used_value
     from .dyadic import PrivateDyadicCountSketch
 
     if (args.rho is None) == (args.epsilon is None):

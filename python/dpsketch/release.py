@@ -7,11 +7,11 @@ true count. Only labels that passed the threshold appear anywhere in a Release (
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import _core
+from .calibration import PRIVACY_UNIT, calibrate, check_privacy_params, make_length, privacy_record  # noqa: F401
 
 __all__ = ["Release", "ReleaseBudgetError", "check_privacy_params", "make_rng", "calibrate"]
 
@@ -89,23 +89,6 @@ class Release:
         )
 
 
-def check_privacy_params(epsilon, delta, *, name="epsilon", delta_name="delta"):
-    """Validate ε > 0 (finite) and δ in (0, 1); return them as floats."""
-    for nm, v in ((name, epsilon), (delta_name, delta)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) and not hasattr(v, "__float__"):
-            raise TypeError(f"{nm} must be a number, got {type(v).__name__}")
-    e, d = float(epsilon), float(delta)
-    if not math.isfinite(e) or e <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
-    if e > 2**31 - 1:
-        raise ValueError(f"{name} must be below 2**31, got {epsilon!r}")
-    if e < 2**-32:
-        raise ValueError(f"{name} must be at least 2**-32 (it is rounded down to a multiple of 2**-32), got {epsilon!r}")
-    if not (0 < d < 1):
-        raise ValueError(f"{delta_name} must be in (0, 1), got {delta!r}")
-    return e, d
-
-
 def make_rng(seed):
     """A fresh generator per release: OS-keyed ChaCha20, or seeded (reproducible, NOT secret)."""
     if seed is None:
@@ -114,57 +97,6 @@ def make_rng(seed):
 
     s = check_int("seed", seed, 0, 2**64 - 1)
     return _core.noise.SecureRng(s), True
-
-
-PRIVACY_UNIT = "one stream element"
-
-
-def calibrate(epsilon, delta, need, *, public_length=False, length_epsilon=None, length_delta=None) -> dict:
-    """How a release spends the caller's (ε, δ) (docs/privacy.md §Stream length; the arithmetic is
-    the C++ core's ``calibration.hpp``). ``need``: what the mechanism reads of the stream length n --
-    ``"none"``, ``"estimate"`` (a post-processing cut n̂/k) or ``"bounds"`` (an upper bound in a
-    privacy-relevant threshold). By default n is private: a share of (ε, δ) buys n̂ = n + DLap(1/ε_n)
-    (``length_epsilon``, default ε/10; ``length_delta``, default δ/10, when bounds are needed).
-    ``public_length=True`` treats n as a fixed public parameter: neighbours become replace-one and the
-    mechanism runs at (ε/2, δ/(1 + e^{ε/2})), so the reported (ε, δ) hold for that relation."""
-    eps, dlt = check_privacy_params(epsilon, delta)
-    if not isinstance(public_length, bool):
-        raise TypeError(f"public_length must be True or False, got {type(public_length).__name__}")
-    if public_length and (length_epsilon is not None or length_delta is not None):
-        raise ValueError("length_epsilon/length_delta price a private length; they cannot be combined with public_length=True")
-    le = ld = 0.0
-    if length_epsilon is not None:
-        le, _ = check_privacy_params(length_epsilon, 0.5, name="length_epsilon")
-        if not le < eps:
-            raise ValueError(f"length_epsilon must be below epsilon (it is carved out of it), got {length_epsilon!r} >= {epsilon!r}")
-    if length_delta is not None:
-        _, ld = check_privacy_params(1.0, length_delta, delta_name="length_delta")
-        if not ld < dlt:
-            raise ValueError(f"length_delta must be below delta (it is carved out of it), got {length_delta!r} >= {delta!r}")
-    return dict(_core.release.calibrate(eps, dlt, need, public_length, le, ld))
-
-
-def make_length(cal: dict, n: int, rng):
-    """The length as the release uses it: unused, the public n, or n̂ drawn from ``rng`` now."""
-    if cal["length"] == "unused":
-        return _core.release.Length.unused()
-    if cal["length"] == "public":
-        return _core.release.Length.fixed(n)
-    return _core.release.Length.noisy(n, cal["length_epsilon"], cal["length_delta"], rng)
-
-
-def privacy_record(cal: dict, *, epsilon_requested, delta_requested) -> dict:
-    """The metadata every release carries about its guarantee (docs/privacy.md §Model)."""
-    return {
-        "privacy_unit": PRIVACY_UNIT,
-        "neighbours": cal["neighbours"],
-        "length": cal["length"],
-        "assumes_public_length": cal["length"] == "public",
-        "epsilon_requested": epsilon_requested,
-        "delta_requested": delta_requested,
-        "epsilon_mechanism": cal["epsilon_mechanism"],
-        "delta_mechanism": cal["delta_mechanism"],
-    }
 
 
 def build_release(raw, *, mechanism, cal, epsilon, delta, seeded, extra):

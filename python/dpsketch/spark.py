@@ -23,10 +23,10 @@ import numpy as np
 
 from . import _core
 from .budget import Budget, charging
-from .distributed import lookup_labels, partition_seed, release_partitions, rho_for as _rho_for
+from .calibration import calibrate, check_privacy_params, zcdp_epsilon, zcdp_rho_for
+from .distributed import lookup_labels, partition_seed, release_partitions
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
-from .private import zcdp_to_dp
-from .release import Release, calibrate, check_privacy_params, make_rng
+from .release import Release, make_rng
 from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
@@ -317,9 +317,9 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
     eps_s = eps * (rho_fraction if strings else 1.0)
     eps_l = eps - eps_s
     d_s = dlt / 3 if strings else dlt  # δ split: zCDP conversion, lookup threshold, fingerprint collisions
-    rho = _rho_for(eps_s, d_s)
+    rho = zcdp_rho_for(eps_s, d_s)
     eps_l_used = _core.release.epsilon_used(eps_l) if strings else 0.0  # rounded down (§1)
-    total_eps = zcdp_to_dp(rho, d_s) + eps_l_used
+    total_eps = zcdp_epsilon(rho, d_s) + eps_l_used
     mechanism = "spark.sketch[DyadicCountSketch+lookup]" if strings else "spark.sketch[DyadicCountSketch]"
     with charging(budget, mechanism, epsilon=total_eps, delta=dlt):
         pass  # before any noise or salt is drawn; a refusal spends nothing

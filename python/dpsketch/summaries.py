@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from . import _core
-from .budget import Budget, charging, used_value
+from .budget import Budget, charging
+from .calibration import used_value
 from ._keyed import Keyed, locked
 from ._validation import check_int
 from .release import Release, build_release, calibrate, make_length, make_rng

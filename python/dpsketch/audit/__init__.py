@@ -37,7 +37,7 @@ _WHERE = {
     "AuditResult": "_stats", "audit_samplers": "_stats", "clopper_pearson": "_stats",
     "epsilon_lower_bound": "_stats", "mu_lower_bound": "_stats", "label_result": "_stats",
     "discrete_gaussian_mu": "_stats",
-    "PAIRS": "_pairs", "Ctx": "_pairs", "pair": "_pairs", "zcdp_rho_for": "_pairs",
+    "PAIRS": "_pairs", "Ctx": "_pairs", "pair": "_pairs", 
     "WRAPPER_DELTA": "_pairs",
     "audit": "_run", "available_mechanisms": "_run", "uncaught": "_run", "format_table": "_run",
     "run_command": "_run", "DEFAULT_TRIALS": "_run", "QUICK_TRIALS": "_run", "MISCALIBRATED_NOISE": "_run",

@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _core
+from ..calibration import zcdp_epsilon, zcdp_rho_for
 from .._release_state import derive_seed
 from ._stats import AuditResult, audit_samplers, discrete_gaussian_mu, label_result
 
@@ -373,12 +374,6 @@ def _pmg_labels(ctx):
 
 
 # Linear-sketch pairs: the statistic is the likelihood-ratio test of the cells ----------------------
-def zcdp_rho_for(epsilon: float, delta: float) -> float:
-    """The ρ whose (ε, δ)-DP conversion ρ + 2√(ρ ln 1/δ) equals ε (docs/algorithms.md §1)."""
-    L = math.log(1 / delta)
-    return (math.sqrt(L + epsilon) - math.sqrt(L)) ** 2
-
-
 def _cells_result(ctx, sample_cells, diff, base, kind, sigma2, claim):
     """Audit a mechanism that publishes noisy cells. ``sample_cells(m)`` returns (m, c) arrays of
     the c touched cells for X and X'; ``diff`` = cells(X) − cells(X') without noise, ``base`` =
@@ -402,7 +397,6 @@ def _cells_result(ctx, sample_cells, diff, base, kind, sigma2, claim):
         cx, cxp = sample_cells(m)
         return (cx - base) @ weight, (cxp - base) @ weight
 
-    from ..private import zcdp_to_dp
 
     # μ-test bound: √(2ρ), or the exact event-μ of the discrete Gaussian at the claimed σ if larger
     groups: dict = {}
@@ -410,7 +404,7 @@ def _cells_result(ctx, sample_cells, diff, base, kind, sigma2, claim):
         groups[(float(s2), float(a))] = groups.get((float(s2), float(a)), 0) + 1
     mu_cont = math.sqrt(2 * claim)
     mu_disc = discrete_gaussian_mu([(k, s2, a) for (s2, a), k in groups.items()])
-    res = ctx.samplers(sample, epsilon=zcdp_to_dp(claim, ctx.delta), delta=ctx.delta, mu=max(mu_cont, mu_disc))
+    res = ctx.samplers(sample, epsilon=zcdp_epsilon(claim, ctx.delta), delta=ctx.delta, mu=max(mu_cont, mu_disc))
     res.notes.update(mu_sqrt_2rho=mu_cont, mu_discrete_gaussian=mu_disc)
     return res
 

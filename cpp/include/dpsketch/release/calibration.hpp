@@ -93,6 +93,26 @@ inline Calibration calibrate(double epsilon, double delta, LengthNeed need, bool
   return c;
 }
 
+// §1: ρ-zCDP implies (ρ + 2·sqrt(ρ·ln(1/δ)), δ)-DP.
+inline double zcdp_epsilon(double rho, double delta) {
+  if (!(rho >= 0) || !std::isfinite(rho)) throw ParameterError("rho must be a finite number >= 0");
+  if (!(delta > 0 && delta < 1)) throw ParameterError("delta must be in (0, 1)");
+  return rho + 2 * std::sqrt(rho * std::log(1 / delta));
+}
+
+// The inverse: the largest ρ with ρ + 2·sqrt(ρ·L) <= ε, L = ln(1/δ). sqrt(ρ) = sqrt(L + ε) − sqrt(L)
+// solves the equality; the result is stepped down until the forward conversion, as computed in
+// floating point, does not exceed ε.
+inline double zcdp_rho_for(double epsilon, double delta) {
+  if (!(epsilon > 0) || !std::isfinite(epsilon)) throw ParameterError("epsilon must be a finite number > 0");
+  if (!(delta > 0 && delta < 1)) throw ParameterError("delta must be in (0, 1)");
+  const double L = std::log(1 / delta);
+  const double r = std::sqrt(L + epsilon) - std::sqrt(L);
+  double rho = r * r;
+  while (rho > 0 && zcdp_epsilon(rho, delta) > epsilon) rho = std::nextafter(rho, 0.0);
+  return rho;
+}
+
 template <class Rng>
 Length make_length(const Calibration& c, std::uint64_t n, Rng& rng) {
   if (c.need == LengthNeed::none) return Length::unused();
