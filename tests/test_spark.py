@@ -369,6 +369,11 @@ def test_budget_is_charged_by_every_spark_release(spark, int_df):
     assert budget.spent().epsilon <= 2.0 + 1e-12 and budget.spent().epsilon > 1.9
     with pytest.raises(dp.BudgetExceededError):
         dps.heavy_hitters(int_df, "x", k=20, epsilon=1.5, delta=1e-6, seed=1, budget=budget)
+    zcdp = dp.Budget(rho=1.0)
+    dps.quantiles(int_df, "x", [0.5], rho=0.75, bounds=(-200, 5000), seed=1, budget=zcdp)
+    with pytest.raises(dp.BudgetExceededError):
+        dps.quantiles(int_df, "x", [0.5], rho=0.5, bounds=(-200, 5000), seed=1, budget=zcdp)
+    assert [s.rho for s in zcdp.ledger] == [0.75]
 
 
 def test_quantiles_skip_nan_and_answer_on_empty_data(spark):
