@@ -1,9 +1,9 @@
 """The counter core against an independent reference core on random operation sequences.
 
 tests/native/counters_differential.cpp drives the library's SpaceSaving / MisraGries and the frozen
-reference core (tests/native/legacy/: linked count groups, an 8-byte probing table) through the same random updates, batch updates, merges and
-serialization round trips, and requires identical items(), min_count() / decrements(), estimates
-and bytes after every operation. It is compiled here with the system C++ compiler (the library is
+reference core (tests/native/legacy/: linked count groups, an 8-byte probing table) through the
+same random updates, batch updates, merges and serialization round trips, and requires identical
+items(), min_count() / decrements(), estimates and bytes after every operation. It is compiled here with the system C++ compiler (the library is
 header-only). DPSKETCH_DIFF_SEQUENCES overrides the number of sequences (default 10^6).
 """
 

@@ -1,5 +1,6 @@
 """Single-release protections survive every copy path, seeded private sketches do not expose
-their noise, and private-sketch releases carry metadata. docs/privacy.md §Publishing and the release-once rule, §Seeds; docs/format.md."""
+their noise, and private-sketch releases carry metadata. docs/privacy.md §Publishing and the
+release-once rule, §Seeds; docs/format.md."""
 
 import copy
 import math
