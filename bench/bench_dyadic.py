@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Dyadic CountSketch speed (issue 9 targets), as a markdown table, all in one run:
+"""Dyadic CountSketch speed against its targets (docs/benchmarks.md), as a markdown table, all in one run:
 
   * update_many ns/item at L = 32 and L = 16 (γ = 1 %, Zhao's shape), uniform and Zipf items;
   * the same hierarchy in vectorised numpy (tests/dyadic_reference.py: per level a shift, per row a

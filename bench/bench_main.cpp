@@ -260,7 +260,7 @@ void register_key_type() {
   add_update<Key>("MisraGries", [](std::uint64_t k) { return MisraGries<Key>(k); });
   add_update<Key>("ProbeFloor", [](std::uint64_t k, const auto& xs) { return ProbeFloor<Key>(k, xs); });
   add_update<Key>("EvictionFloor", [](std::uint64_t k) { return EvictionFloor<Key>(k); });
-  // The pre-issue-13 core and floor (tests/native/legacy/), for before/after ratios in one run.
+  // The frozen reference core and its floor (tests/native/legacy/): a fixed yardstick in the same run.
   add_update<Key>("SpaceSavingV1", [](std::uint64_t k) { return legacy::SpaceSaving<Key>(k); });
   add_update<Key>("MisraGriesV1", [](std::uint64_t k) { return legacy::MisraGries<Key>(k); });
   add_update<Key>("ProbeFloorV1", [](std::uint64_t k, const auto& xs) { return ProbeFloorV1<Key>(k, xs); });

@@ -1,4 +1,4 @@
-"""Private quantiles side by side with peer libraries (issue 9 item 5), on the data of
+"""Private quantiles side by side with peer libraries, on the data of
 ``dpsketch experiment zhao-quantiles``: Zipf a = 1.0 over [1, 2^16) and the GCIDE tokens hashed to
 32 bits (CAIDA stand-in), N = 10^5 per run.
 

@@ -5,8 +5,8 @@
 // frequent keys of the stream (ties: smaller key first); an update hashes, probes, and increments
 // the slot's count on a hit, and does nothing on a miss (no eviction, no count order to keep).
 // EvictionFloor is the same storage evicting round-robin on a miss: the floor of any evicting
-// summary. ProbeFloorV1 is ProbeFloor with the pre-issue-13 storage (8-byte entries at load 1/8,
-// separate key and count arrays), for comparisons across the redesign. All use the counters'
+// summary. ProbeFloorV1 is ProbeFloor on the reference core's storage (tests/native/legacy/: 8-byte
+// entries at load 1/8, separate key and count arrays), a fixed yardstick. All use the counters'
 // internals.
 #pragma once
 
@@ -66,7 +66,7 @@ class ProbeFloor {
 // candidate lists): one table erase and insert, and the slot's key and count written. Any
 // summary that must evict on a miss -- SpaceSaving, or Misra-Gries reusing a zero -- does at
 // least this, so on a stream of misses (uniform) it bounds from below what the counters can reach
-// against ProbeFloor, whose miss does nothing (docs/benchmarks.md §Counters v2). Its counts mean
+// against ProbeFloor, whose miss does nothing (docs/benchmarks.md §Counters). Its counts mean
 // nothing; only its time is of interest.
 template <class Key>
 class EvictionFloor {

@@ -72,7 +72,7 @@ def from_bytes_seeds() -> None:
     write("fuzz_from_bytes", "pcs-cell-at-limit",
           hdr(8) + struct.pack("<BQQqI", 1, 1, 1, 0, 1) + struct.pack("<q", -EXCESS) + struct.pack("<I", len(cs))
           + cs[:-8] + struct.pack("<q", EXCESS))
-    # Issue 11's reproduction (must be rejected).
+    # A count of 2^64 - 2, past the 2^62 limit (must be rejected).
     write("fuzz_from_bytes", "ss-2^64-2", hdr(2) + struct.pack("<IQI", 1, 2**64 - 2, 1) + struct.pack("<qQ", 7, 2**64 - 2))
 
 

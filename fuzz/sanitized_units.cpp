@@ -103,7 +103,7 @@ void counters() {
     auto full = SpaceSaving<Key>::deserialize(at_limit);
     limit_refused(full, k);
     (void)release::dpss(full, 1.0, 1e-6, 1, release::Length::fixed(full.n()), rng);
-    // Issue 11's reproduction: count 2^64 - 2 must not load.
+    // A count of 2^64 - 2 (past the 2^62 limit) must not load.
     std::string crafted = at_limit;
     crafted.replace(12, 8, le64(~std::uint64_t{1}));
     crafted.replace(crafted.size() - 8, 8, le64(~std::uint64_t{1}));

@@ -184,7 +184,7 @@ def test_dataframe_without_column_is_a_type_error(table):
     obj = d.SpaceSaving(8)
     with pytest.raises(TypeError, match="pass one column"):
         obj.update_many(table())
-    assert obj.n == 0 and obj.key_type is None  # nothing counted (it used to count column names)
+    assert obj.n == 0 and obj.key_type is None  # nothing counted (not even the column names)
 
 
 def test_polars_dataframe_is_a_type_error():

@@ -1,9 +1,9 @@
-"""Old vs new counter core on random operation sequences (issue 13).
+"""The counter core against an independent reference core on random operation sequences.
 
-tests/native/counters_differential.cpp drives the current SpaceSaving / MisraGries and the frozen
-pre-redesign core (tests/native/legacy/) through the same random updates, batch updates, merges and
-serialization round trips, and requires identical items(), min_count() / decrements(), estimates
-and bytes after every operation. It is compiled here with the system C++ compiler (the library is
+tests/native/counters_differential.cpp drives the library's SpaceSaving / MisraGries and the frozen
+reference core (tests/native/legacy/: linked count groups, an 8-byte probing table) through the
+same random updates, batch updates, merges and serialization round trips, and requires identical
+items(), min_count() / decrements(), estimates and bytes after every operation. It is compiled here with the system C++ compiler (the library is
 header-only). DPSKETCH_DIFF_SEQUENCES overrides the number of sequences (default 10^6).
 """
 
@@ -38,7 +38,7 @@ def run(exe: Path, sequences: int, seed: int) -> str:
 
 
 @pytest.mark.slow
-def test_new_core_equals_old_core_on_a_million_sequences(tmp_path):
+def test_core_equals_reference_core_on_a_million_sequences(tmp_path):
     sequences = int(os.environ.get("DPSKETCH_DIFF_SEQUENCES", "1000000"))
     out = run(build(tmp_path), sequences, 20261130)
     assert out.startswith(f"agreed on {sequences} sequences"), out
@@ -46,16 +46,16 @@ def test_new_core_equals_old_core_on_a_million_sequences(tmp_path):
 
 def test_time_renumbering_keeps_the_order(tmp_path):
     # A clock limit of 700 ticks makes the rank renumbering of the 32-bit times (counters/flat_slots.hpp)
-    # run every few hundred updates; the states must still equal the old core's, and no time may reach
+    # run every few hundred updates; the states must still equal the reference core's, and no time may reach
     # the limit (DPSKETCH_CHECK_CLOCK: the one-compare guard of FlatSlots::advance must be kept fresh
     # through merges and deserialization).
     out = run(build(tmp_path, "-DDPSKETCH_COUNTER_CLOCK_LIMIT=700", "-DDPSKETCH_CHECK_CLOCK"), 20000, 7)
     assert out.startswith("agreed on 20000 sequences"), out
 
 
-def test_portable_table_lookup_equals_old_core(tmp_path):
+def test_portable_table_lookup_equals_reference_core(tmp_path):
     # The slot table's byte-loop group match (used where SSE2 is absent, common/compact_table.hpp)
-    # forced on this machine: the states must still equal the old core's.
+    # forced on this machine: the states must still equal the reference core's.
     out = run(build(tmp_path, "-DDPSKETCH_PORTABLE_TABLE"), 50000, 11)
     assert out.startswith("agreed on 50000 sequences"), out
 

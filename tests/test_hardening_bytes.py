@@ -1,4 +1,4 @@
-"""Hardening of the native core against crafted bytes and overlong streams (issue 11, defects 1-2).
+"""Hardening of the native core against crafted bytes and overlong streams.
 
 Limits (docs/hardening.md, cpp/include/dpsketch/common/limits.hpp): n <= 2^62 for the counter
 summaries; for the sketches every |cell| and |n| <= mass <= 2^62 (total |count| absorbed plus the
@@ -110,7 +110,7 @@ def _probe(case, tag):
 SAFE = {"from_bytes:ValueError", "update:OverflowError:unchanged"}
 
 CRAFTED_COUNTS = {
-    # The reproduction of issue 11: count 2^64 - 2, then one update hits CountGroups' ~0 sentinel.
+    # Count 2^64 - 2: one update away from the all-ones value no count may take; must be refused.
     "ss-2^64-2": (lambda t: ss_blob(1, 2**64 - 2, [(7, 2**64 - 2)], t), "SpaceSaving"),
     "mg-2^64-2": (lambda t: mg_blob(1, 2**64 - 2, 0, [(7, 2**64 - 2)], tag=t), "MisraGries"),
     "ss-2^63": (lambda t: ss_blob(2, 2**63, [(7, 2**62), (8, 2**62)], t), "SpaceSaving"),

@@ -1,6 +1,6 @@
-"""Single-release protections survive every copy path (issue 11, defect 3), seeded private
-sketches do not expose their noise (defect 4), and private-sketch releases carry metadata
-(defect 7). docs/privacy.md §Publishing and the release-once rule, §Seeds; docs/format.md."""
+"""Single-release protections survive every copy path, seeded private sketches do not expose
+their noise, and private-sketch releases carry metadata. docs/privacy.md §Publishing and the
+release-once rule, §Seeds; docs/format.md."""
 
 import copy
 import math
@@ -46,8 +46,8 @@ def test_release_count_survives_every_copy_path(path):
 
 
 def test_averaging_releases_of_copies_is_refused():
-    # The attack on the old guard: every copy of a released summary released "for the first time";
-    # averaging the fresh DLap(1/ε) draws converges to the exact count. Now the first copy refuses.
+    # The attack: if every copy of a released summary could release "for the first time", averaging
+    # the fresh DLap(1/ε) draws would converge to the exact count. So the first copy refuses.
     ss = _released_spacesaving()
     values = []
     for i in range(200):
@@ -104,7 +104,7 @@ def test_old_bytes_load_and_unknown_flags_are_rejected():
     ss = d.SpaceSaving(4)
     ss.update_many([1, 2, 2])
     b = ss.to_bytes()
-    assert b[7] == 0  # never released: byte-identical to the old format
+    assert b[7] == 0  # never released: flags 0, i.e. the bytes of the flag-less format, which must keep loading
     assert d.SpaceSaving.from_bytes(b).items() == ss.items()
     for bit in (0x10, 0x20, 0x40, 0x80):
         with pytest.raises(ValueError, match="unknown header flags"):

@@ -1,5 +1,5 @@
 // Per-update cost of dpsketch's counter summaries (SpaceSaving, MisraGries) against Apache
-// DataSketches' C++ frequent_items_sketch at the same a-priori error bound (issue 13). Benchmark
+// DataSketches' C++ frequent_items_sketch at the same a-priori error bound. Benchmark
 // only: DataSketches is fetched outside the repository by fetch_datasketches.sh and compiled in by
 // run.sh; nothing of it is vendored here. dpsketch is used through its public API only
 // (`SpaceSaving<std::int64_t>(k)`, `.update(x)`, `.memory_bytes()`; same for MisraGries), plus the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build and run bench_vs_datasketches: dpsketch's SpaceSaving / MisraGries against Apache
-# DataSketches' C++ frequent_items_sketch at the same a-priori error bound (issue 13).
+# DataSketches' C++ frequent_items_sketch at the same a-priori error bound.
 # Not part of the CMake build or CI: it needs the DataSketches headers, fetched first (outside
 # the repository) by fetch_datasketches.sh.
 #

@@ -1,5 +1,5 @@
-// Differential test of the counter core (issue 13): the redesigned SpaceSaving / MisraGries
-// (cpp/include/dpsketch/counters/) against the frozen pre-redesign core (tests/native/legacy/) on
+// Differential test of the counter core: the library's SpaceSaving / MisraGries
+// (cpp/include/dpsketch/counters/, "New") against the frozen reference core (tests/native/legacy/, "Old") on
 // random operation sequences. After every operation both must agree exactly on items() (in
 // structure order), min_count() / decrements(), n, size, estimates and contains(); after every
 // serialization, and at the end of each sequence, on the bytes.

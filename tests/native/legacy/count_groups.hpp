@@ -1,7 +1,8 @@
-// Frozen copy of the counter core before issue 13 (commit a10a47b), kept only as the oracle of
-// tests/native/counters_differential.cpp (old vs new core on random operation sequences) and for
-// before/after benchmarks. Not part of the library. Its slot table (common/slot_table.hpp, still
-// used by SketchHeavyHitters) and merge step are the live ones: issue 13 left them unchanged.
+// Reference counter core: an independent SpaceSaving / Misra-Gries with linked count groups and
+// an 8-byte-entry probing table, frozen, kept only as the oracle of
+// tests/native/counters_differential.cpp (library core vs this one on random operation sequences)
+// and as a fixed yardstick in dpsketch_bench. Not part of the library. Its slot table
+// (common/slot_table.hpp, also used by SketchHeavyHitters) and merge step are the library's own.
 // The stream-summary of Metwally et al.: slots grouped by count value, groups in ascending value
 // order in a doubly linked list, each group's slots in a doubly linked list ordered newest first.
 // A slot enters a group only when it is incremented (or inserted), i.e. at its latest occurrence,

@@ -1,7 +1,8 @@
-// Frozen copy of the counter core before issue 13 (commit a10a47b), kept only as the oracle of
-// tests/native/counters_differential.cpp (old vs new core on random operation sequences) and for
-// before/after benchmarks. Not part of the library. Its slot table (common/slot_table.hpp, still
-// used by SketchHeavyHitters) and merge step are the live ones: issue 13 left them unchanged.
+// Reference counter core: an independent SpaceSaving / Misra-Gries with linked count groups and
+// an 8-byte-entry probing table, frozen, kept only as the oracle of
+// tests/native/counters_differential.cpp (library core vs this one on random operation sequences)
+// and as a fixed yardstick in dpsketch_bench. Not part of the library. Its slot table
+// (common/slot_table.hpp, also used by SketchHeavyHitters) and merge step are the library's own.
 // SpaceSaving with the exact recency tie rule (docs/algorithms.md §3; Holland, Algorithm 2).
 //
 // update(x): tracked -> c[x] += 1; else a free slot -> c[x] = 1; else evict, among the items with
@@ -35,8 +36,8 @@
 #include "dpsketch/common/limits.hpp"
 #include "dpsketch/counters/mg_merge.hpp"
 #include "dpsketch/common/serialization.hpp"
-#include "dpsketch/common/slot_table.hpp"  // unchanged by issue 13: the live table
-#include "dpsketch/counters/flat_slots.hpp"  // for_each_hashed, moved there unchanged
+#include "dpsketch/common/slot_table.hpp"  // the library's table
+#include "dpsketch/counters/flat_slots.hpp"  // for_each_hashed
 #include "count_groups.hpp"
 
 namespace dpsketch::legacy {

@@ -1,4 +1,4 @@
-// Compact index from key to slot for the counter summaries (issue 13).
+// Compact index from key to slot for the counter summaries.
 //
 // Open addressing over groups of 16 control bytes (as in SwissTable), with the slot ids in a
 // parallel array. Positions: a power of two >= kSpread * capacity, in groups of 16.
@@ -16,11 +16,9 @@
 //     byte loop elsewhere); each tag match checks its slot's key (a key matches a foreign tag 1 time
 //     in 128 per occupied lane, ~3 % of lookups at 4 keys per group); a key is absent when no
 //     match holds and the flag is clear, which is the overwhelmingly common case.
-//   * Why this layout (docs/benchmarks.md §Counters v2, session 7): the control bytes are 4 per
-//     slot, so up to a few thousand slots they stay in L1, and a miss -- which on a skewed stream
-//     follows a mispredicted hit/miss branch -- is settled by an L1 load. The 32-byte buckets of
-//     seven 4-byte (tag, slot) entries it replaced (one bucket per slot, often-hit keys promoted
-//     to lane 0) needed an L2 load there: the probe-only floor is ~20 % faster with groups.
+//   * Why this layout (docs/benchmarks.md §Counters): the control bytes are 4 per slot, so up to
+//     a few thousand slots they stay in L1, and a miss -- which on a skewed stream follows a
+//     mispredicted hit/miss branch -- is settled by an L1 load rather than an L2 load.
 //   * An insertion takes the free lane the lookup returned; an erasure clears the lane, and only
 //     a displaced entry (the global count of displaced entries says whether any exists) walks from
 //     its home group to uncount itself.
@@ -51,7 +49,7 @@ class CompactTable {
  public:
   static constexpr std::int32_t kEmpty = -1;
   static constexpr std::size_t kGroup = 16;      // control bytes per group: 15 lanes + the flag
-  static constexpr std::size_t kSpread = 4;      // positions per slot (measured: 2 and 8 no faster)
+  static constexpr std::size_t kSpread = 4;      // positions per slot (2 is slower on miss-heavy streams, 8 no faster)
   static constexpr unsigned kLanes = 0x7FFFu;    // mask bits of the 15 lanes
   static constexpr unsigned kNoOverflow = 0x8000u;  // mask bit of a clear flag, in a free-byte mask
 
@@ -93,7 +91,7 @@ class CompactTable {
     const std::uint8_t* G = ctrl_ + g * kGroup;
     const Masks m = masks(G, want);
     // The match loop written out (not find_in_group) returns straight from a key match: no sentinel
-    // to test again, and the caller's hit test folds into it (slot ids are >= 0). ~1 % per update.
+    // to test again, and the caller's hit test folds into it (slot ids are >= 0).
     for (unsigned match = m.match; match; match &= match - 1) {
       const std::size_t pos = lane(g, match);
       const std::int32_t s = ids_[pos];

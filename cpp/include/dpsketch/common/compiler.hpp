@@ -1,6 +1,6 @@
 // Inlining control for hot paths: an update's common case inlined into the caller's loop, its
 // rare cases (evictions, stage rebuilds) out of line so they do not cost the common case registers
-// and spills (docs/benchmarks.md §Counters v2, session 7). DPSKETCH_ASSUME(c) tells the optimizer c
+// and spills (docs/benchmarks.md §Counters). DPSKETCH_ASSUME(c) tells the optimizer c
 // holds (it must: a false assumption is undefined behaviour), so it can drop a re-test of c.
 #pragma once
 

@@ -19,7 +19,7 @@ class SlotTable {
 
  public:
   static constexpr std::int32_t kEmpty = -1;
-  static constexpr std::size_t kSpread = 8;  // measured: 4 -> 8 cut SpaceSaving misses ~35%
+  static constexpr std::size_t kSpread = 8;  // load <= 1/8: short probes on a miss
 
   // Where a key is (slot >= 0, at entry `pos`) or would be inserted (slot == kEmpty, `pos` is the
   // first empty entry of its probe run).

@@ -1,4 +1,4 @@
-// The storage shared by SpaceSaving and MisraGries (issue 13).
+// The storage shared by SpaceSaving and MisraGries.
 //
 // FlatSlots: per slot, the key and its count side by side (a probe's key comparison brings the
 // count's cache line with it), the time of the slot's last increment, and a CompactTable from key
@@ -11,7 +11,7 @@
 // epoch boundary is translated with them (a boundary b becomes 1 + #slots with time < b). The
 // clock is not a second counter: an update's time is derived from the owner's stream length n
 // after it, t = uint32(n) + bias_ (mod 2^32), so an update advances one counter in memory instead
-// of two (1-2 % per update; docs/benchmarks.md §Counters v2). bias_ moves only when times are renumbered, when a rebuild
+// of two. bias_ moves only when times are renumbered, when a rebuild
 // stamps slots without updates (tick_extra), and when the owner's n jumps (rebase).
 //
 // SplitStack: one buffer holding two stacks that grow toward each other, so the summaries' two
@@ -93,8 +93,8 @@ class FlatSlots {
   // The time of the update that brings the owner's stream length to n, one more than at the previous
   // advance, tick_extra or rebase. Throws StreamLimitError (nothing changed) when n would exceed
   // kMaxStreamLength (limits.hpp); renumbers first when the clock is at its limit (`boundary` is
-  // translated). One compare per update covers both: guard_ is the smallest n that needs either
-  // (the owners' hit paths were ~3 % faster without a second check, docs/benchmarks.md §Counters v2).
+  // translated). One compare per update covers both: guard_ is the smallest n that needs either,
+  // so the owners' hit paths carry a single, never-taken check.
   DPSKETCH_ALWAYS_INLINE std::uint32_t advance(std::uint64_t n, std::uint32_t& boundary) {
     if (n >= guard_) advance_slow(n, boundary);
 #ifdef DPSKETCH_CHECK_CLOCK  // test hook: a time at the clock limit here means guard_ was stale
@@ -147,8 +147,8 @@ class FlatSlots {
   // mark(s, match), in index order, where match says whether count == eq and time(s) < before, for
   // every slot -- or, in the AVX2 twin for int keys (4 slots per step), at least for every slot
   // with a match (groups of 4 without one are skipped), so mark must do nothing when match is
-  // false (branch-free pushes and counts do nothing then). The scans were ~15-25 % of the time of
-  // miss-heavy streams.
+  // false (branch-free pushes and counts do nothing then). On miss-heavy streams these scans are a
+  // large share of the time, hence the vector twin.
   template <class Mark>
   std::uint64_t scan(std::uint32_t n, std::uint64_t above, std::uint64_t eq, std::uint32_t before, Mark&& mark) const {
     std::uint32_t s = 0;
@@ -180,9 +180,8 @@ class FlatSlots {
   }
 
   // Sorts slot indices [first, last) by time ascending. With `scratch` room for as many indices,
-  // and enough of them, by a stable LSD radix sort on the time bytes that differ (the comparison
-  // sort's unpredictable branches were 4-7 % of the time on Zipf 1.1 at k~ = 4096: the stage and
-  // zero-layer candidate sorts, docs/benchmarks.md §Counters v2); otherwise std::sort. Times of the
+  // and enough of them, by a stable LSD radix sort on the time bytes that differ (no data-dependent
+  // branches, unlike a comparison sort on random times); otherwise std::sort. Times of the
   // sorted slots are distinct (a time is the tick of one update), so both orders are the same.
   void sort_by_time(std::int32_t* first, std::int32_t* last, std::int32_t* scratch = nullptr,
                     std::size_t scratch_size = 0) const {

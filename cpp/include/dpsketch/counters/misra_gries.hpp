@@ -6,7 +6,7 @@
 // decreases by 1 and x is not stored. A key whose count reaches 0 stays stored until its slot is
 // reused. Guarantee: f(x) - n/(m+1) <= c(x) <= f(x).
 //
-// Representation (issue 13, "counters v2"): flat per-slot arrays (detail::FlatSlots) holding
+// Representation: flat per-slot arrays (detail::FlatSlots) holding
 // value = count + base and the time of the slot's last increment; "decrement all" is base += 1, so
 // a slot's count is 0 iff value <= base, and the value at which it reached 0 is its value. The
 // reuse order is therefore value descending (reached 0 most recently first), then time descending
@@ -118,8 +118,7 @@ class MisraGries {
   }
 
   // A hit on a key stored with count 0: back to count 1 (its zero-stack entry goes stale). Out of
-  // line, as SpaceSaving's leave_minimum: the hit path keeps fewer registers (1-2 % per update on
-  // Zipf 1.1, docs/benchmarks.md §Counters v2).
+  // line, as SpaceSaving's leave_minimum, so the common hit path keeps fewer registers.
   DPSKETCH_NOINLINE void revive(std::int32_t s) {
     slots_[s].count = base_ + 1;
     if (cands_.used() == cands_.size()) drop_stale_zeros(base_);  // frees this slot's entry at least
@@ -168,9 +167,8 @@ class MisraGries {
     // pushed. They fit: a decrement happens only when no zero is left (miss() pops stale entries
     // until a valid one or none), so the low stack is empty here, and these slots and the high
     // list's are distinct -- at most capacity entries in a buffer of 1.25 * capacity + 2, with
-    // room for the branch-free push. (One scan; a first scan used to count them: 3-6 % per update
-    // on skewed streams, docs/benchmarks.md §Counters v2.) The pushes are unchecked, so the
-    // precondition is checked.
+    // room for the branch-free push, so one scan suffices and nothing needs counting first. The
+    // pushes are unchecked, so the precondition is checked.
     if (cands_.low() != 0) throw std::logic_error("MisraGries: zero layer over a non-empty stack (internal error)");
     const std::uint64_t next_min =
         slots_.scan(capacity_, base_, base_, epoch_start_, [this](std::int32_t s, bool match) { cands_.push_if(s, match); });

@@ -5,7 +5,7 @@
 // c[x] = c_min + 1. Guarantees: f(x) <= c(x) <= f(x) + c_min,  c_min <= n / capacity,  sum of
 // counts == n.
 //
-// Representation (issue 13, "counters v2"): flat per-slot arrays (detail::FlatSlots) -- key and
+// Representation: flat per-slot arrays (detail::FlatSlots) -- key and
 // count side by side, and the time of the slot's last increment -- plus a compact slot table.
 // Every update increments exactly one slot and makes it the newest (a hit: the item's slot; a
 // miss: the victim's), so the state is fully described by (count, time) per slot: the structure
@@ -105,13 +105,12 @@ class SpaceSaving {
       const std::uint64_t c = slot.count;
       slot.count = c + 1;
       slots_.time(found.slot) = t;
-      // It reached cmin_ + 1 in this stage iff it had cmin_ (never true before the first eviction):
-      // 2-4 % of the hits on Zipf 1.1 streams, 10-14 % on Zipf 0.8. A branch: the hit path without
-      // the former branch-free append is 15 % faster (docs/benchmarks.md §Counters v2).
+      // It reached cmin_ + 1 in this stage iff it had cmin_ (never true before the first eviction).
+      // Rare on skewed streams, so a branch: the common hit path then does no append at all.
       if (c == cmin_) leave_minimum(found.slot);
     } else if constexpr (std::is_arithmetic_v<Key>) {
       miss(found.pos, h, x, t);
-    } else {  // string keys: their miss path (key copy) out of line made Zipf 1.1 streams 3-6 % faster
+    } else {  // string keys: the miss path (a key copy) out of line keeps the hit path lean
       miss_out_of_line(found.pos, h, x, t);
     }
   }
@@ -127,8 +126,8 @@ class SpaceSaving {
     if (cands_.used() == cands_.size()) cands_.filter_low([this](std::int32_t t) { return slots_[t].count == cmin_; });
   }
 
-  // x (hash h) is not tracked; its probe ended at the free lane `pos`. (Inline for int keys: out
-  // of line, their miss-heavy streams were 5-15 % slower.)
+  // x (hash h) is not tracked; its probe ended at the free lane `pos`. (Inline for int keys: their
+  // miss path is short, and miss-heavy streams pay for a call on every update.)
   void miss(std::size_t pos, std::uint64_t h, const View& x, std::uint32_t t) {
     if (size_ < capacity_) {
       const auto s = static_cast<std::int32_t>(size_++);

@@ -433,8 +433,8 @@ class DyadicCountSketch {
   };
 
   // The exact levels 1..F with 2^F <= len/4 are not incremented item by item: they have few cells,
-  // so consecutive items hit the same cell and each increment waits for the previous store (at
-  // L = 16 the 13 exact levels took ~38% of the time). Instead the chunk's level-F histogram is
+  // so consecutive items hit the same cell and each increment would wait for the previous store.
+  // Instead the chunk's level-F histogram is
   // built once and folded upwards: level j-1 of the chunk is level j with sibling cells summed.
   // Cost per chunk ~4 * 2^F + len operations instead of F * len dependent increments.
   static std::uint32_t folded_levels(std::uint32_t exact, std::size_t len, std::size_t hist_cells) noexcept {
@@ -618,7 +618,7 @@ class DyadicCountSketch {
   }
 
   // Adds one or two rows' deltas as narrow_rows_avx2 laid them out. Not inlined on purpose: inside
-  // add_chunk the loop ran short of registers and reloaded a row pointer per item (~6% at L = 32).
+  // add_chunk the loop runs short of registers and reloads a row pointer per item.
   template <bool Counted, int R>
   __attribute__((noinline)) static void scatter_rows(std::int64_t* __restrict row0, std::int64_t* __restrict row1,
                                                      const std::uint64_t* __restrict idx0,
