@@ -5,17 +5,27 @@ Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
 ``SpaceSaving.release`` (DPSS), :class:`PrivateCountMin`, :class:`PrivateCountSketch`,
 :class:`SketchHeavyHitters`; each returns or builds on a :class:`Release`. Ranks, quantiles,
 range counts and hierarchical heavy hitters: :class:`DyadicCountSketch`,
-:class:`PrivateDyadicCountSketch`. Several releases can draw from one :class:`Budget`. The
+:class:`PrivateDyadicCountSketch`. Several releases can draw from one :class:`Budget`. Every error is a :class:`DPSketchError`
+(``dpsketch.errors``). The
 documentation is installed with the package: ``dpsketch docs`` (the specification is
 docs/algorithms.md, the derivations docs/privacy.md).
 """
 
 from ._core import __version__
-from . import audit, datasets
-from .budget import Budget, BudgetExceededError, PrivacyTotals, Spend
+from . import datasets, errors
+from .budget import Budget, PrivacyTotals, Spend
+from .errors import (
+    BudgetExceededError,
+    CorruptBytesError,
+    DPSketchError,
+    ParameterError,
+    ReadOnlyError,
+    ReleaseBudgetError,
+    StreamLimitError,
+)
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
-from .release import Release, ReleaseBudgetError
+from .release import Release
 from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
 
@@ -30,12 +40,26 @@ __all__ = [
     "DyadicCountSketch",
     "PrivateDyadicCountSketch",
     "Release",
-    "ReleaseBudgetError",
     "Budget",
+    "DPSketchError",
+    "ParameterError",
+    "CorruptBytesError",
+    "StreamLimitError",
+    "ReadOnlyError",
+    "ReleaseBudgetError",
     "BudgetExceededError",
     "PrivacyTotals",
     "Spend",
     "datasets",
+    "errors",
     "audit",
     "__version__",
 ]
+
+
+def __getattr__(name):  # dpsketch.audit loads on first use: importing dpsketch does not import it
+    if name == "audit":
+        import importlib
+
+        return importlib.import_module(".audit", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,6 +33,8 @@ import sys
 
 import numpy as np
 
+from .errors import DPSketchError
+
 __all__ = [
     "FORMATS", "InputError", "InputUsageError", "Source", "detect_format", "DEFAULT_MAX_LINE_BYTES",
 ]
@@ -50,11 +52,11 @@ _EDGE_WS[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
 _EDGE_WS[0x80:] = True
 
 
-class InputError(Exception):
+class InputError(DPSketchError):
     """The input cannot be read as asked (exit status 1)."""
 
 
-class InputUsageError(Exception):
+class InputUsageError(DPSketchError):
     """The options do not fit the input, e.g. a column that does not exist (exit status 2)."""
 
 

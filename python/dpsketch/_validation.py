@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 import numbers
 
+from .errors import ParameterError
+
 __all__ = ["check_int", "check_seed"]
 
 
 def check_int(name: str, value, lo: int, hi: int) -> int:
-    """Return ``value`` as an int in [lo, hi] or raise ValueError/TypeError saying what to pass."""
+    """Return ``value`` as an int in [lo, hi] or raise ParameterError (a ValueError)/TypeError saying what to pass."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an integer, got bool {value!r}")
     if isinstance(value, numbers.Integral):
@@ -17,14 +19,14 @@ def check_int(name: str, value, lo: int, hi: int) -> int:
     elif isinstance(value, numbers.Real):
         f = float(value)
         if math.isnan(f) or math.isinf(f):
-            raise ValueError(f"{name} must be an integer between {lo} and {hi}, got {f!r}")
+            raise ParameterError(f"{name} must be an integer between {lo} and {hi}, got {f!r}")
         if not f.is_integer():
-            raise ValueError(f"{name} must be an integer between {lo} and {hi}, got {f!r}")
+            raise ParameterError(f"{name} must be an integer between {lo} and {hi}, got {f!r}")
         v = int(f)
     else:
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
     if not lo <= v <= hi:
-        raise ValueError(f"{name} must be between {lo} and {hi}, got {v}")
+        raise ParameterError(f"{name} must be between {lo} and {hi}, got {v}")
     return v
 
 

@@ -27,15 +27,13 @@ from fractions import Fraction
 from typing import Iterator, Optional, Union
 
 from .calibration import used_value, zcdp_epsilon, zcdp_rho_for
-from .release import ReleaseBudgetError
+from .errors import BudgetExceededError, ReleaseBudgetError  # noqa: F401  (re-exported)
 
 __all__ = ["Budget", "BudgetExceededError", "Spend", "PrivacyTotals"]
 
 Number = Union[int, float, Fraction]
 
 
-class BudgetExceededError(ReleaseBudgetError):
-    """A release would exceed its :class:`Budget`. Nothing was spent and no noise was drawn."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import math
 from fractions import Fraction
 
 from . import _core
+from .errors import ParameterError
 
 __all__ = ["PRIVACY_UNIT", "calibrate", "check_privacy_params", "make_length", "privacy_record", "used_value",
            "zcdp_epsilon", "zcdp_rho_for"]
@@ -27,13 +28,13 @@ def check_privacy_params(epsilon, delta, *, name="epsilon", delta_name="delta"):
             raise TypeError(f"{nm} must be a number, got {type(v).__name__}")
     e, d = float(epsilon), float(delta)
     if not math.isfinite(e) or e <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
+        raise ParameterError(f"{name} must be a finite number > 0, got {epsilon!r}")
     if e > 2**31 - 1:
-        raise ValueError(f"{name} must be below 2**31, got {epsilon!r}")
+        raise ParameterError(f"{name} must be below 2**31, got {epsilon!r}")
     if e < 2**-32:
-        raise ValueError(f"{name} must be at least 2**-32 (it is rounded down to a multiple of 2**-32), got {epsilon!r}")
+        raise ParameterError(f"{name} must be at least 2**-32 (it is rounded down to a multiple of 2**-32), got {epsilon!r}")
     if not (0 < d < 1):
-        raise ValueError(f"{delta_name} must be in (0, 1), got {delta!r}")
+        raise ParameterError(f"{delta_name} must be in (0, 1), got {delta!r}")
     return e, d
 
 
@@ -65,16 +66,16 @@ def calibrate(epsilon, delta, need, *, public_length=False, length_epsilon=None,
     if not isinstance(public_length, bool):
         raise TypeError(f"public_length must be True or False, got {type(public_length).__name__}")
     if public_length and (length_epsilon is not None or length_delta is not None):
-        raise ValueError("length_epsilon/length_delta price a private length; they cannot be combined with public_length=True")
+        raise ParameterError("length_epsilon/length_delta price a private length; they cannot be combined with public_length=True")
     le = ld = 0.0
     if length_epsilon is not None:
         le, _ = check_privacy_params(length_epsilon, 0.5, name="length_epsilon")
         if not le < eps:
-            raise ValueError(f"length_epsilon must be below epsilon (it is carved out of it), got {length_epsilon!r} >= {epsilon!r}")
+            raise ParameterError(f"length_epsilon must be below epsilon (it is carved out of it), got {length_epsilon!r} >= {epsilon!r}")
     if length_delta is not None:
         _, ld = check_privacy_params(1.0, length_delta, delta_name="length_delta")
         if not ld < dlt:
-            raise ValueError(f"length_delta must be below delta (it is carved out of it), got {length_delta!r} >= {delta!r}")
+            raise ParameterError(f"length_delta must be below delta (it is carved out of it), got {length_delta!r} >= {delta!r}")
     return dict(_core.release.calibrate(eps, dlt, need, public_length, le, ld))
 
 

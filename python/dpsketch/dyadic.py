@@ -23,6 +23,7 @@ import numpy as np
 
 from . import _core
 from .budget import Budget, charging
+from .errors import ReadOnlyError
 from .calibration import used_value, zcdp_epsilon
 from ._validation import check_int
 from ._release_state import ReleaseState, attach, detach
@@ -572,7 +573,7 @@ class PrivateDyadicCountSketch(_DyadicBase):
 
     def _check_not_frozen(self):
         if self._published:
-            raise RuntimeError("this is a released (published) sketch and is read-only; keep updating the original")
+            raise ReadOnlyError("this is a released (published) sketch and is read-only; keep updating the original")
 
     @_locked
     def update(self, item, count: int = 1) -> None:

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from . import _core
 from .budget import Budget, charging
+from .errors import ReadOnlyError
 from .calibration import used_value, zcdp_epsilon
 from ._keyed import Keyed, locked
 from ._release_state import derive_seed
@@ -252,7 +253,7 @@ class _PrivateLinear(Keyed):
 
     def _check_not_frozen(self):
         if self._published:
-            raise RuntimeError("this is a released (published) sketch and is read-only; keep updating the original")
+            raise ReadOnlyError("this is a released (published) sketch and is read-only; keep updating the original")
 
     @locked
     def cells(self):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _core
+from .errors import ReleaseBudgetError
 from .calibration import PRIVACY_UNIT, calibrate, check_privacy_params, make_length, privacy_record  # noqa: F401
 
 __all__ = ["Release", "ReleaseBudgetError", "check_privacy_params", "make_rng", "calibrate"]
@@ -19,8 +20,6 @@ __all__ = ["Release", "ReleaseBudgetError", "check_privacy_params", "make_rng", 
 _INT_META = {"k", "capacity", "gamma", "t", "width", "depth", "noisy_cells", "l1_sensitivity", "max_stream_length", "length_t"}
 
 
-class ReleaseBudgetError(RuntimeError):
-    """Raised when a summary that was already released is released again without opting in."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,35 @@ import typing
 from . import noise
 from . import release
 from . import dyadic
-__all__: list[str] = ['CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'FastUpdate', 'FastUpdateState', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_CELL_MASS', 'MAX_DEPTH', 'MAX_STREAM_LENGTH', 'MisraGriesInt', 'MisraGriesStr', 'ObjectLock', 'SpaceSavingInt', 'SpaceSavingStr', 'dyadic', 'int_list_to_array', 'make_fast_state', 'noise', 'register_keyed', 'release', 'split_lines']
+__all__: list[str] = ['CorruptBytesError', 'CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'DPSketchError', 'EntropyError', 'FastUpdate', 'FastUpdateState', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_CELL_MASS', 'MAX_DEPTH', 'MAX_STREAM_LENGTH', 'MisraGriesInt', 'MisraGriesStr', 'NoiseRangeError', 'ObjectLock', 'ParameterError', 'ReadOnlyError', 'SpaceSavingInt', 'SpaceSavingStr', 'StreamLimitError', 'dyadic', 'int_list_to_array', 'make_fast_state', 'noise', 'register_keyed', 'release', 'split_lines']
+class DPSketchError(Exception):
+    """
+    Base class of every error dpsketch raises.
+    """
+class ParameterError(DPSketchError, ValueError):
+    """
+    A parameter is out of range or inconsistent.
+    """
+class CorruptBytesError(DPSketchError, ValueError):
+    """
+    Serialized bytes are corrupt, truncated or of another family.
+    """
+class StreamLimitError(DPSketchError, OverflowError):
+    """
+    An update would take a summary past its stream limit; nothing changed.
+    """
+class NoiseRangeError(DPSketchError, OverflowError):
+    """
+    A noise scale or draw is outside the samplers' exact integer range.
+    """
+class EntropyError(DPSketchError, RuntimeError):
+    """
+    The operating system's entropy source failed.
+    """
+class ReadOnlyError(DPSketchError, RuntimeError):
+    """
+    A published (released) object is read-only.
+    """
 class SpaceSavingInt:
     @staticmethod
     def from_bytes(data: bytes) -> SpaceSavingInt:

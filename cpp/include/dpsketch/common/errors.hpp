@@ -1,5 +1,7 @@
-// Error types. The bindings map std::invalid_argument to ValueError, std::overflow_error to
-// OverflowError and std::domain_error to TypeError; messages say what to do instead.
+// Error types. The bindings translate each to a subclass of dpsketch.DPSketchError that also
+// derives from the matching built-in (ParameterError and DeserializeError: ValueError,
+// StreamLimitError and NoiseRangeError: OverflowError, EntropyError: RuntimeError); messages say
+// what to do instead. Other std::invalid_argument / std::overflow_error keep pybind11's mapping.
 #pragma once
 
 #include <stdexcept>
@@ -25,6 +27,16 @@ struct StreamLimitError : std::overflow_error {
 // Raised when a summary/sketch parameter is out of range.
 struct ParameterError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
+};
+
+// Raised by the noise samplers for a scale or a draw outside what their integer arithmetic holds.
+struct NoiseRangeError : std::overflow_error {
+  using std::overflow_error::overflow_error;
+};
+
+// Raised when the operating system's entropy source fails (the secure generator cannot be keyed).
+struct EntropyError : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 }  // namespace dpsketch

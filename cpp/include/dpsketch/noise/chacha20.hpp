@@ -14,6 +14,8 @@
 #include <string>
 #include <sys/types.h>
 
+#include "dpsketch/common/errors.hpp"
+
 #if defined(__linux__)
 #include <sys/random.h>
 #else
@@ -57,7 +59,7 @@ inline void os_random_bytes(void* buf, std::size_t n) {
         const ssize_t r = ::getrandom(p, n, 0);
         if (r < 0) {
             if (errno == EINTR) continue;
-            throw std::runtime_error(std::string("dpsketch: getrandom(2) failed: ") +
+            throw EntropyError(std::string("dpsketch: getrandom(2) failed: ") +
                                      std::strerror(errno));
         }
         p += r;
@@ -65,7 +67,7 @@ inline void os_random_bytes(void* buf, std::size_t n) {
 #else
         const std::size_t chunk = n < 256 ? n : 256;  // getentropy's per-call limit
         if (::getentropy(p, chunk) != 0)
-            throw std::runtime_error(std::string("dpsketch: getentropy failed: ") +
+            throw EntropyError(std::string("dpsketch: getentropy failed: ") +
                                      std::strerror(errno));
         p += chunk;
         n -= chunk;
@@ -124,7 +126,7 @@ public:
     static constexpr result_type max() noexcept { return ~std::uint64_t{0}; }
     result_type operator()() { return next_u64(); }
 
-    // Secure: key from the OS CSPRNG (getrandom(2)). Throws std::runtime_error if unavailable.
+    // Secure: key from the OS CSPRNG (getrandom(2)). Throws EntropyError if unavailable.
     SecureRng() : seeded_(false) {
         std::uint8_t key[32];
         detail::os_random_bytes(key, sizeof key);
@@ -164,7 +166,7 @@ public:
 
     // Uniform on {0, ..., n-1}, exact (Lemire's multiply-and-reject). Requires n >= 1.
     std::uint64_t uniform_below(std::uint64_t n) {
-        if (n == 0) throw std::invalid_argument("SecureRng::uniform_below: n must be >= 1");
+        if (n == 0) throw ParameterError("SecureRng::uniform_below: n must be >= 1");
         if (n == 1) return 0;
         u128 m = u128(next_u64()) * n;
         if (std::uint64_t(m) < n) {
@@ -176,7 +178,7 @@ public:
 
     // Uniform on {0, ..., n-1} for 128-bit n, exact (masked rejection, < 2 tries on average).
     u128 uniform_below_u128(u128 n) {
-        if (n == 0) throw std::invalid_argument("SecureRng::uniform_below_u128: n must be >= 1");
+        if (n == 0) throw ParameterError("SecureRng::uniform_below_u128: n must be >= 1");
         if ((n >> 64) == 0) return uniform_below(std::uint64_t(n));
         const std::uint64_t hi_max = std::uint64_t((n - 1) >> 64);  // >= 1 here
         const std::uint64_t hi_mask = ~std::uint64_t{0} >> __builtin_clzll(hi_max);

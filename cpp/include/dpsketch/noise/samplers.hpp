@@ -27,8 +27,7 @@ struct Rational {
 
     void validate(const char* what) const {
         if (den == 0)
-            throw std::invalid_argument(std::string(what) +
-                                        ": denominator must be > 0 (pass num/den with den >= 1)");
+            throw ParameterError(std::string(what) + ": denominator must be > 0 (pass num/den with den >= 1)");
     }
     Rational reduced() const;
 };
@@ -46,15 +45,15 @@ inline u128 gcd128(u128 a, u128 b) noexcept {
 
 inline constexpr u128 kU64Max = std::numeric_limits<std::uint64_t>::max();
 
-// num/den reduced to lowest terms; std::overflow_error if it does not fit in 64-bit parts.
+// num/den reduced to lowest terms; NoiseRangeError if it does not fit in 64-bit parts.
 inline Rational make_rational(u128 num, u128 den, const char* what) {
     const u128 g = gcd128(num, den);  // den > 0, so g > 0
     num /= g;
     den /= g;
     if (num > kU64Max || den > kU64Max)
-        throw std::overflow_error(std::string(what) +
-                                  ": result does not fit a 64-bit numerator/denominator; use "
-                                  "smaller parameters or fewer fractional bits");
+        throw NoiseRangeError(std::string(what) +
+                              ": result does not fit a 64-bit numerator/denominator; use "
+                              "smaller parameters or fewer fractional bits");
     return Rational{std::uint64_t(num), std::uint64_t(den)};
 }
 
@@ -106,7 +105,7 @@ std::int64_t discrete_laplace_ts(Rng& rng, std::uint64_t t, std::uint64_t s) {
         const bool negative = (rng.next_u64() & 1) != 0;
         if (negative && y == 0) continue;
         if (y > u128(std::numeric_limits<std::int64_t>::max()))  // P < exp(-2^15) given the
-            throw std::overflow_error("discrete_laplace: sample exceeds int64");  // scale limit
+            throw NoiseRangeError("discrete_laplace: sample exceeds int64");  // scale limit
         return negative ? -std::int64_t(y) : std::int64_t(y);
     }
 }
@@ -129,7 +128,7 @@ template <class Rng>
 bool bernoulli_rational(Rng& rng, std::uint64_t num, std::uint64_t den) {
     Rational{num, den}.validate("bernoulli_rational");
     if (num > den)
-        throw std::invalid_argument("bernoulli_rational: probability num/den must be <= 1 "
+        throw ParameterError("bernoulli_rational: probability num/den must be <= 1 "
                                     "(pass num <= den)");
     return detail::bernoulli_u128(rng, num, den);
 }
@@ -142,7 +141,7 @@ bool bernoulli_exp(Rng& rng, Rational gamma) {
 }
 
 // Largest supported discrete-Laplace scale. Bounds P(|Z| > 2^63) by exp(−2^15), so the int64
-// result cannot overflow in practice; larger scales throw std::overflow_error up front.
+// result cannot overflow in practice; larger scales throw NoiseRangeError up front.
 inline constexpr std::uint64_t kMaxLaplaceScale = std::uint64_t{1} << 48;
 
 // Discrete Laplace DLap(b), b = scale = num/den > 0: P(Z=z) ∝ exp(−|z|/b) (CKS20 Alg. 2).
@@ -153,9 +152,9 @@ public:
     explicit DiscreteLaplace(Rational scale) {
         scale.validate("discrete_laplace");
         if (scale.num == 0)
-            throw std::invalid_argument("discrete_laplace: scale must be > 0 (pass scale_num >= 1)");
+            throw ParameterError("discrete_laplace: scale must be > 0 (pass scale_num >= 1)");
         if (scale.num / scale.den >= kMaxLaplaceScale)
-            throw std::overflow_error("discrete_laplace: scale must be < 2^48 (int64 output range)");
+            throw NoiseRangeError("discrete_laplace: scale must be < 2^48 (int64 output range)");
         scale_ = scale.reduced();  // smaller numbers: fewer wide operations
     }
     Rational scale() const noexcept { return scale_; }
@@ -184,7 +183,7 @@ public:
     explicit DiscreteGaussian(Rational sigma2) {
         sigma2.validate("discrete_gaussian");
         if (sigma2.num == 0)
-            throw std::invalid_argument(
+            throw ParameterError(
                 "discrete_gaussian: sigma2 must be > 0 (pass sigma2_num >= 1)");
         sigma2_ = sigma2.reduced();
         n_ = sigma2_.num;
@@ -192,7 +191,7 @@ public:
         dt_ = u128(sigma2_.den) * t_;
         y_max_ = dt_ > detail::kU64Max ? 0 : detail::kU64Max / dt_;
         if (y_max_ < u128(64) * t_)
-            throw std::overflow_error(
+            throw NoiseRangeError(
                 "discrete_gaussian: sigma2 = num/den too large for exact 128-bit arithmetic "
                 "(need 64*den*(floor(sigma)+1)^2 < 2^64 after reducing the fraction, roughly "
                 "num < 2^58); reduce the fraction or use fewer fractional bits");
@@ -209,7 +208,7 @@ public:
             if (abs_y <= y_max_) {
                 if (detail::bernoulli_exp_u128(rng, numer(abs_y), denom_)) return y;
             } else if (detail::bernoulli_exp_u128(rng, tail_numer_, denom_)) {
-                throw std::overflow_error("discrete_gaussian: proposal beyond exact arithmetic "
+                throw NoiseRangeError("discrete_gaussian: proposal beyond exact arithmetic "
                                           "range (probability < e^-2000); retry");
             }
         }
@@ -244,16 +243,16 @@ std::int64_t discrete_gaussian(Rng& rng, Rational sigma2) {
 // default 32 bits), and x ≥ 2^-frac_bits (otherwise the result would be 0).
 inline Rational dyadic_down(double x, int frac_bits = 32) {
     if (frac_bits < 0 || frac_bits > 62)
-        throw std::invalid_argument("dyadic_down: frac_bits must be in [0, 62]");
+        throw ParameterError("dyadic_down: frac_bits must be in [0, 62]");
     if (!std::isfinite(x) || !(x > 0))
-        throw std::invalid_argument("dyadic_down: x must be a finite number > 0");
+        throw ParameterError("dyadic_down: x must be a finite number > 0");
     const double scaled = std::ldexp(x, frac_bits);  // exact: scaling by a power of two
     if (!(scaled < 0x1p63))
-        throw std::invalid_argument("dyadic_down: x must be < 2^(63 - frac_bits) (2^31 for "
+        throw ParameterError("dyadic_down: x must be < 2^(63 - frac_bits) (2^31 for "
                                     "frac_bits=32); pass a smaller value or fewer frac_bits");
     const auto num = static_cast<std::uint64_t>(std::floor(scaled));  // floor is exact
     if (num == 0)
-        throw std::invalid_argument("dyadic_down: x < 2^-frac_bits rounds down to 0; pass a "
+        throw ParameterError("dyadic_down: x < 2^-frac_bits rounds down to 0; pass a "
                                     "larger frac_bits");
     return detail::make_rational(num, u128(1) << frac_bits, "dyadic_down");
 }
@@ -261,8 +260,8 @@ inline Rational dyadic_down(double x, int frac_bits = 32) {
 // Discrete-Laplace scale Δ/ε, exact and reduced. Δ ≥ 1, ε > 0.
 inline Rational laplace_scale(std::uint64_t sensitivity, Rational epsilon) {
     epsilon.validate("laplace_scale");
-    if (sensitivity == 0) throw std::invalid_argument("laplace_scale: sensitivity must be >= 1");
-    if (epsilon.num == 0) throw std::invalid_argument("laplace_scale: epsilon must be > 0");
+    if (sensitivity == 0) throw ParameterError("laplace_scale: sensitivity must be >= 1");
+    if (epsilon.num == 0) throw ParameterError("laplace_scale: epsilon must be > 0");
     return detail::make_rational(u128(sensitivity) * epsilon.den, epsilon.num, "laplace_scale");
 }
 
@@ -270,8 +269,8 @@ inline Rational laplace_scale(std::uint64_t sensitivity, Rational epsilon) {
 inline Rational gaussian_sigma2(std::uint64_t l2_sensitivity_squared, Rational rho) {
     rho.validate("gaussian_sigma2");
     if (l2_sensitivity_squared == 0)
-        throw std::invalid_argument("gaussian_sigma2: l2_sensitivity_squared must be >= 1");
-    if (rho.num == 0) throw std::invalid_argument("gaussian_sigma2: rho must be > 0");
+        throw ParameterError("gaussian_sigma2: l2_sensitivity_squared must be >= 1");
+    if (rho.num == 0) throw ParameterError("gaussian_sigma2: rho must be > 0");
     return detail::make_rational(u128(l2_sensitivity_squared) * rho.den, u128(2) * rho.num,
                                  "gaussian_sigma2");
 }
