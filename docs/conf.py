@@ -15,7 +15,7 @@ author = "dpsketch contributors"
 copyright = "dpsketch contributors, Apache-2.0"
 release = version = dpsketch.__version__
 
-extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.mathjax", "cpp_headers"]
+extensions = ["myst_parser", "sphinx.ext.autodoc", "cpp_headers"]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 # docs/results/ holds experiment outputs (claims tables, CSVs) that docs/results.md links to;
@@ -24,7 +24,6 @@ exclude_patterns = ["results/**", "_ext"]
 
 # Markdown: GitHub-style anchors for headings (the pages link to each other by them).
 myst_heading_anchors = 4
-myst_enable_extensions = ["dollarmath"]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
