@@ -655,7 +655,7 @@ class PrivateDyadicCountSketch(_DyadicBase):
     def release(self, *, allow_repeat: bool = False) -> "PrivateDyadicCountSketch":
         """The noisy hierarchy as a publishable, read-only copy (to_bytes, queries). It withholds
         the exact length and absorbed mass: ``n`` is None, the bytes hold n = 0 and the mass bound
-        max |cell| (docs/privacy.md §Publishing). A second release raises unless
+        max ``|cell|`` (docs/privacy.md §Publishing). A second release raises unless
         ``allow_repeat=True`` (docs/algorithms.md §0)."""
         if self._published:  # already a published copy: nothing new is revealed
             return type(self).from_bytes(self.to_bytes())

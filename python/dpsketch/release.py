@@ -26,15 +26,15 @@ _INT_META = {"k", "capacity", "gamma", "t", "width", "depth", "noisy_cells", "l1
 class Release:
     """A differentially private heavy-hitter release.
 
-    items      -- list of (key, noisy value), noisy value descending (ties by key)
-    threshold  -- released values are > threshold (>= for PMG; see metadata['threshold_inclusive'])
-    epsilon    -- total ε of this release: at most the ε asked for (the length's share included)
-    delta      -- total δ, at most the δ asked for
-    rho        -- zCDP ρ where the mechanism is zCDP, else None
-    mechanism  -- 'PMG', 'DPSS', 'SketchHeavyHitters[countmin]', ...
-    n          -- the stream length the release used: the noisy n̂ (default), the public n
+    :ivar items: list of (key, noisy value), noisy value descending (ties by key)
+    :ivar threshold: released values are > threshold (>= for PMG; see metadata['threshold_inclusive'])
+    :ivar epsilon: total ε of this release: at most the ε asked for (the length's share included)
+    :ivar delta: total δ, at most the δ asked for
+    :ivar rho: zCDP ρ where the mechanism is zCDP, else None
+    :ivar mechanism: 'PMG', 'DPSS', 'SketchHeavyHitters[countmin]', ...
+    :ivar n: the stream length the release used: the noisy n̂ (default), the public n
                   (``public_length=True``), or None when the mechanism reads no length
-    metadata   -- the guarantee record (privacy_unit, neighbours, length, epsilon/delta requested
+    :ivar metadata: the guarantee record (privacy_unit, neighbours, length, epsilon/delta requested
                   and of the mechanism proper) and every parameter and derived constant (γ, τ, d,
                   w, envelope terms, reproducible_not_secret, release_index, ...)
     """

@@ -255,7 +255,7 @@ def discrete_gaussian_mu(groups) -> float:
     """The largest Φ⁻¹(P_X[S ∈ E]) − Φ⁻¹(P_X'[S ∈ E]) over threshold events E (either side,
     either direction) of the likelihood-ratio statistic S = Σ_c diff_c·cell_c/σ_c² of cells with
     discrete Gaussian noise: the exact μ the audit's μ-test can see for a correct mechanism.
-    ``groups`` lists (cells, σ², |diff|). The continuous Gaussian gives √(Σ cells·diff²/σ²) for
+    ``groups`` lists (cells, σ², ``|diff|``). The continuous Gaussian gives √(Σ cells·diff²/σ²) for
     every event; the discrete one is slightly above it in the tails when σ is small."""
     vals, pmf = np.zeros(1), np.ones(1)
     shift = 0.0
