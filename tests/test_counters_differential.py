@@ -44,6 +44,7 @@ def test_core_equals_reference_core_on_a_million_sequences(tmp_path):
     assert out.startswith(f"agreed on {sequences} sequences"), out
 
 
+@pytest.mark.slow
 def test_time_renumbering_keeps_the_order(tmp_path):
     # A clock limit of 700 ticks makes the rank renumbering of the 32-bit times (counters/flat_slots.hpp)
     # run every few hundred updates; the states must still equal the reference core's, and no time may reach
@@ -53,6 +54,7 @@ def test_time_renumbering_keeps_the_order(tmp_path):
     assert out.startswith("agreed on 20000 sequences"), out
 
 
+@pytest.mark.slow
 def test_portable_table_lookup_equals_reference_core(tmp_path):
     # The slot table's byte-loop group match (used where SSE2 is absent, common/compact_table.hpp)
     # forced on this machine: the states must still equal the reference core's.
@@ -60,6 +62,7 @@ def test_portable_table_lookup_equals_reference_core(tmp_path):
     assert out.startswith("agreed on 50000 sequences"), out
 
 
+@pytest.mark.slow
 def test_the_differential_test_can_fail(tmp_path):
     # The same program with the SpaceSaving victim chosen among the oldest instead of the newest
     # minimum-count slots must report a mismatch.
