@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "dpsketch/dyadic/dyadic_count_sketch.hpp"
-#include "dpsketch/dyadic/private_dyadic.hpp"
+#include "dpsketch/release/private_dyadic.hpp"
 #include "keys.hpp"
 
 namespace py = pybind11;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "dpsketch/dyadic/dyadic_count_sketch.hpp"
-#include "dpsketch/dyadic/private_dyadic.hpp"
+#include "dpsketch/release/private_dyadic.hpp"
 #include "fuzz_common.hpp"
 
 namespace {

@@ -29,8 +29,9 @@ inline constexpr std::uint64_t fmix64(std::uint64_t k) noexcept {
   return k;
 }
 
-// SplitMix64: expands one 64-bit seed into a stream of well-mixed words (hash parameters only;
-// never used for privacy noise, which comes from noise/chacha20.hpp).
+// SplitMix64: expands one 64-bit seed into a stream of well-mixed words: hash parameters, and the
+// ChaCha20 key of a seeded (reproducible, not secret) generator. Secure noise is keyed from the OS
+// instead (noise/chacha20.hpp).
 inline constexpr std::uint64_t splitmix64(std::uint64_t& state) noexcept {
   std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

@@ -237,7 +237,7 @@ class DyadicCountSketch {
     n_ += o.n_;
   }
 
-  // Adds v to every cell of `level` (noise; see private_dyadic.hpp). draw() must return values with
+  // Adds v to every cell of `level` (noise; see release/private_dyadic.hpp). draw() must return values with
   // |v| < 2^62 - mass (checked).
   template <class Draw>
   void add_level_noise(std::uint32_t level, Draw&& draw) {

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "dpsketch/common/errors.hpp"
+#include "dpsketch/common/hash.hpp"
 
 #if defined(__linux__)
 #include <sys/random.h>
@@ -42,13 +43,6 @@ inline void quarter_round(std::uint32_t* s, int a, int b, int c, int d) noexcept
 inline std::uint32_t load_le32(const std::uint8_t* p) noexcept {
     return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
            std::uint32_t(p[3]) << 24;
-}
-
-inline std::uint64_t splitmix64(std::uint64_t& s) noexcept {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
 }
 
 // Fill buf with n bytes from the kernel CSPRNG; retries on EINTR and short reads.
@@ -138,7 +132,7 @@ public:
     explicit SecureRng(std::uint64_t seed) : seeded_(true) {
         std::uint8_t key[32];
         for (int i = 0; i < 4; ++i) {
-            const std::uint64_t w = detail::splitmix64(seed);
+            const std::uint64_t w = dpsketch::splitmix64(seed);
             for (int j = 0; j < 8; ++j) key[8 * i + j] = std::uint8_t(w >> (8 * j));
         }
         init_key(key);
