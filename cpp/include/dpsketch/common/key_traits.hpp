@@ -38,6 +38,7 @@ struct KeyTraits<std::int64_t> {
   static constexpr std::size_t min_serialized_bytes = 8;
   static std::size_t heap_bytes(std::int64_t) noexcept { return 0; }
 };
+static_assert(KeyTraits<std::int64_t>::tag == kInt64KeyTag, "untyped bytes use the int64 layout");
 
 template <>
 struct KeyTraits<std::string> {
