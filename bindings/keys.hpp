@@ -346,6 +346,7 @@ void def_counted(Cls& c) {
 // from_bytes reads it from the bytes, to_bytes writes it; the Python layer sets it before writing.
 template <class T, class Cls>
 void def_release_state(Cls& c) {
+  c.def("serialized_size", [](const T& s) { return s.serialized_size(); });  // len(to_bytes())
   c.def_property_readonly("release_count", [](const T& s) { return s.release_count(); });
   c.def_property_readonly("published", [](const T& s) { return s.published(); });
   c.def_property_readonly("seeded", [](const T& s) { return s.seeded(); });

@@ -171,3 +171,42 @@ def test_a_wrong_manifest_fact_fails_the_golden_check(entry):
             wrong = copy.deepcopy(entry)
             wrong["facts"][key] += 1
             assert _problems(wrong, data), key
+
+
+# -- serialized_size -------------------------------------------------------------------------------
+@pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
+def test_serialized_size_is_the_length_of_the_bytes(entry):
+    data = (GOLDEN / entry["file"]).read_bytes()
+    obj = getattr(d, entry["family"]).from_bytes(data)
+    assert obj.serialized_size() == len(obj.to_bytes()) == len(data)
+    assert _native_class(entry).from_bytes(data).serialized_size() == len(data)
+
+
+def test_serialized_size_follows_updates_merges_and_releases():
+    for key_type, keys in (("int", [1, 2, 2, 3, 4, 5, 5, 5]), ("str", ["a", "bb", "bb", "ccc", "", "é", "é"])):
+        for make in (lambda: d.MisraGries(3), lambda: d.SpaceSaving(3), lambda: d.CountMin(5, 2, seed=1),
+                     lambda: d.CountSketch(5, 2, seed=1), lambda: d.PrivateCountMin(5, 2, epsilon=1.0, seed=1)):
+            s = make()
+            assert s.serialized_size() == len(s.to_bytes())  # untyped
+            for k in keys:
+                s.update(k)
+                assert s.serialized_size() == len(s.to_bytes())
+            if isinstance(s, d.PrivateCountMin):
+                pub = s.release()
+                assert s.serialized_size() == len(s.to_bytes()) and pub.serialized_size() == len(pub.to_bytes())
+                continue
+            if isinstance(s, d.MisraGries):
+                s.release(1.0, 1e-3)  # the trailer
+                assert s.serialized_size() == len(s.to_bytes())
+            other = make()
+            other.update_many(keys[:3])
+            s.merge(other)
+            assert s.serialized_size() == len(s.to_bytes())
+    big = d.SpaceSaving(70_000)  # free slots padded (docs/format.md)
+    big.update_many([1, 2, 3])
+    assert big.serialized_size() == len(big.to_bytes()) > 70_000
+    p = d.PrivateDyadicCountSketch(6, width=4, depth=3, rho=1.0, seed=2)
+    p.update_many([1, 2, 3])
+    assert p.serialized_size() == len(p.to_bytes())
+    pub = p.release()
+    assert p.serialized_size() == len(p.to_bytes()) and pub.serialized_size() == len(pub.to_bytes())

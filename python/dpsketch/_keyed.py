@@ -261,6 +261,13 @@ class Keyed:
         impl.untyped = not self._key_type_fixed
         return impl.to_bytes()  # type: ignore[no-any-return]
 
+    @locked
+    def serialized_size(self) -> int:
+        """``len(self.to_bytes())``, computed by the native structure without writing the bytes."""
+        impl = stamp(self._impl, self._guard.count, self._published, self._reproducible_not_secret)
+        impl.untyped = not self._key_type_fixed
+        return int(impl.serialized_size())
+
     @classmethod
     def from_bytes(cls: type[_K], data: bytes | bytearray | memoryview) -> _K:
         """Rebuild from ``to_bytes()`` output. Corrupt or mismatched bytes raise ValueError."""

@@ -328,6 +328,11 @@ class _DyadicBase:
         """Serialize (docs/format.md, family 5 / 9), release state included."""
         return stamp(self._impl, self._guard.count, self._published, self._reproducible_not_secret).to_bytes()
 
+    @_locked
+    def serialized_size(self) -> int:
+        """``len(self.to_bytes())``, computed by the native structure without writing the bytes."""
+        return int(stamp(self._impl, self._guard.count, self._published, self._reproducible_not_secret).serialized_size())
+
     @classmethod
     def from_bytes(cls, data):
         """Rebuild from ``to_bytes()``; corrupt or mismatched bytes raise ValueError."""

@@ -71,6 +71,7 @@ template <class T>
 void check(const std::string& file, const std::string& b, const std::string& line) {
   T s = T::deserialize(b);
   if (s.serialize() != b) fail(file, "re-serialization differs");
+  if (s.serialized_size() != b.size()) fail(file, "serialized_size() differs from the length");
   const auto flags = static_cast<std::uint8_t>(b[7]);
   if ((s.release_count() > 0) != ((flags & kFlagReleaseTrailer) != 0)) fail(file, "release count vs bit 1");
   if (s.published() != ((flags & kFlagPublished) != 0)) fail(file, "published vs bit 2");
@@ -94,7 +95,8 @@ void mutate(const std::string& file, const std::string& b) {
       m[i] = static_cast<char>(static_cast<unsigned char>(m[i]) ^ x);
       try {
         const T s = T::deserialize(m);
-        if (s.serialize() != m) fail(file, "byte " + std::to_string(i) + " changed: accepted but not canonical");
+        if (s.serialize() != m || s.serialized_size() != m.size())
+          fail(file, "byte " + std::to_string(i) + " changed: accepted but not canonical");
       } catch (const DeserializeError&) {
       }
     }

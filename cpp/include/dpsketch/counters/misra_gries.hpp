@@ -297,6 +297,15 @@ class MisraGries : public WireState<false> {
     return out;
   }
 
+  // serialize().size(), without writing the bytes.
+  std::size_t serialized_size() const {
+    std::size_t b = kHeaderBytes + 4 + 8 + 8 + 4 + 4 + trailer_bytes();
+    for (std::int32_t s : positive_order()) b += Traits::serialized_bytes(slots_[s].key) + 8;
+    for (std::int32_t s : zero_order())
+      b += 1 + ((keyed_[static_cast<std::size_t>(s)] & 1) ? Traits::serialized_bytes(slots_[s].key) : 0);
+    return b;
+  }
+
   static MisraGries deserialize(std::string_view bytes) {
     ByteReader r(bytes);
     const HeaderInfo h = r.read_header(Family::misra_gries, Traits::tag, kFlagMerged, /*can_publish=*/false,

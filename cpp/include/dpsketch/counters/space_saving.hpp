@@ -270,6 +270,14 @@ class SpaceSaving : public WireState<false> {
     return out;
   }
 
+  // serialize().size(), without writing the bytes.
+  std::size_t serialized_size() const {
+    std::size_t b = kHeaderBytes + 4 + 8 + (merged_ ? 8 : 0) + 4 + trailer_bytes();
+    for (std::int32_t s : ordered(true)) b += Traits::serialized_bytes(slots_[s].key) + 8;
+    if (capacity_ - size_ > kUnbackedFreeSlots) b += capacity_ - size_;
+    return b;
+  }
+
   static SpaceSaving deserialize(std::string_view bytes) {
     ByteReader r(bytes);
     const HeaderInfo h = r.read_header(Family::space_saving, Traits::tag, kFlagMerged, /*can_publish=*/false,

@@ -320,6 +320,9 @@ class DyadicCountSketch : public WireState<false> {
     append_trailer(out);
     return out;
   }
+  // serialize().size() and the size of write_payload(), without writing the bytes.
+  std::size_t serialized_size() const noexcept { return kHeaderBytes + payload_size() + 8 + trailer_bytes(); }
+  std::size_t payload_size() const noexcept { return 4 + 4 + 4 + 8 + 8 + 8 + 8 + 1 + 8 + 8 + cells_.size() * 8; }
   void write_payload(ByteWriter& w) const {
     w.u32(shape_.bits);
     w.u32(shape_.width);

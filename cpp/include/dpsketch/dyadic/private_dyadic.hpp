@@ -93,6 +93,11 @@ class PrivateDyadicCountSketch : public WireState<true> {
     return out;
   }
 
+  // serialize().size(), without writing the bytes.
+  std::size_t serialized_size() const noexcept {
+    return kHeaderBytes + 4 + 16 * spec_.level_params.size() + sketch_.payload_size() + 8 + trailer_bytes();
+  }
+
   static PrivateDyadicCountSketch deserialize(std::string_view bytes) {
     ByteReader r(bytes);
     const HeaderInfo h = read_checked_header(r, kPrivateDyadicFamily, /*can_publish=*/true);

@@ -178,6 +178,12 @@ class PrivateSketch : public WireState<true> {
     return out;
   }
 
+  // serialize().size(), without writing the bytes.
+  std::size_t serialized_size() const noexcept {
+    return kHeaderBytes + 1 + 8 + 8 + 8 + 4 + f2_cells_.size() * 8 + 4 + sketch_.serialized_size_bare() +
+           trailer_bytes();
+  }
+
   static PrivateSketch deserialize(std::string_view bytes) {
     ByteReader r(bytes);
     const HeaderInfo h = r.read_header(static_cast<Family>(static_cast<std::uint8_t>(Sketch::family) + kPrivateFamilyOffset),

@@ -343,6 +343,9 @@ class LinearSketch : public WireState<false> {
   }
   // The bytes without release state or untyped mark: the inner sketch of a private sketch.
   std::string serialize_bare() const { return write_bytes(Traits::tag, 0); }
+  // serialize().size() and serialize_bare().size(), without writing the bytes.
+  std::size_t serialized_size() const noexcept { return serialized_size_bare() + trailer_bytes(); }
+  std::size_t serialized_size_bare() const noexcept { return kHeaderBytes + 24 + cells_.size() * 8; }
 
   // check_counts: the cells must be what (turnstile) updates can produce: Count-Min rows sum to the
   // net n; CountSketch rows have a signed sum of the parity of n (each update of count c changes
