@@ -98,6 +98,7 @@ void def_queries(Cls& c, Get get) {
   });
   c.def("memory_bytes", [](const T& o) { return o.memory_bytes(); });
   c.def("to_bytes", [](const T& o) { return py::bytes(o.serialize()); });
+  dpsketch::bindings::def_release_state<T>(c);
 }
 
 template <class T, class Get>

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "dpsketch/common/serialization.hpp"
 #include "numpy_strings.hpp"
 
 namespace dpsketch::bindings {
@@ -341,7 +342,21 @@ void def_counted(Cls& c) {
   }
 }
 
-// Methods every keyed class has: update, update_many (by key type), estimate, n, memory, bytes.
+// The release state every serialized object carries (docs/format.md, header flags and trailer):
+// from_bytes reads it from the bytes, to_bytes writes it; the Python layer sets it before writing.
+template <class T, class Cls>
+void def_release_state(Cls& c) {
+  c.def("serialized_size", [](const T& s) { return s.serialized_size(); });  // len(to_bytes())
+  c.def_property_readonly("release_count", [](const T& s) { return s.release_count(); });
+  c.def_property_readonly("published", [](const T& s) { return s.published(); });
+  c.def_property_readonly("seeded", [](const T& s) { return s.seeded(); });
+  c.def("set_release_state", [](T& s, std::uint64_t count, bool published, bool seeded) {
+    s.set_release_state(ReleaseState{count, published, seeded});
+  }, py::arg("count"), py::arg("published") = false, py::arg("seeded") = false);
+}
+
+// Methods every keyed class has: update, update_many (by key type), estimate, n, memory, bytes,
+// release state and the untyped mark (key tag 0: written while the object is still empty).
 template <class T, class Cls>
 void def_keyed(Cls& c) {
   using Key = typename T::key_type;
@@ -373,6 +388,8 @@ void def_keyed(Cls& c) {
     check_restored_keys(s);
     return s;
   }, py::arg("data"));
+  def_release_state<T>(c);
+  c.def_property("untyped", [](const T& s) { return s.untyped(); }, [](T& s, bool u) { s.set_untyped(u); });
 }
 
 // cells() as a (depth, width) array and, for int keys, a GIL-free estimate_many. `sketch(s)` gives

@@ -1,6 +1,6 @@
 // libFuzzer target: from_bytes of the dyadic sketches (families 5 and 9). Their bytes end in a
 // checksum, which random mutations almost never match; so unless the input's first byte is odd,
-// the target rewrites the last 8 bytes to the checksum of the rest before parsing, letting the
+// the target rewrites the last 8 bytes to the checksum of the rest (header_checksum64) before parsing, letting the
 // fuzzer reach the payload checks (an odd first byte keeps the input as is: the mismatch path).
 // Whatever the input, deserialize either throws DeserializeError or returns an object that
 // re-serializes to exactly the parsed bytes and survives queries, merges and updates (which fail
@@ -80,7 +80,7 @@ void exercise(DyadicCountSketch& s) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string in(reinterpret_cast<const char*>(data), size);
   if (size >= 16 && !(data[0] & 1)) {
-    const std::uint64_t c = dyadic::checksum64(std::string_view(in).substr(0, size - 8));
+    const std::uint64_t c = dyadic::header_checksum64(std::string_view(in).substr(0, size - 8));
     in.replace(size - 8, 8, reinterpret_cast<const char*>(&c), 8);
   }
   try {

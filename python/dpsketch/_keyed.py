@@ -11,7 +11,7 @@ from typing import Any, Callable, ClassVar, Iterator, TypeVar, Union, cast
 import numpy as np
 
 from . import _core
-from ._release_state import ReleaseState, attach, detach
+from ._release_state import stamp
 from ._keys import (
     as_int_key,
     batch_key_type,
@@ -250,19 +250,23 @@ class Keyed:
             g = self.__dict__["_release_guard"] = ReleaseGuard()
         return g
 
-    def _release_state(self) -> ReleaseState:
-        return ReleaseState(self._guard.count, self._published, self._reproducible_not_secret)
-
     # -- serialization --------------------------------------------------------------------------
     @locked
     def to_bytes(self) -> bytes:
         """Serialize (versioned little-endian format; see docs/format.md). An empty summary whose
         key type is not fixed yet is written with key tag 0 ("untyped"). The release state (how
-        often it was released, published read-only, seeded) is part of the bytes."""
-        data = self._impl.to_bytes()
-        if not self._key_type_fixed:
-            data = data[:6] + bytes([_UNTYPED]) + data[7:]
-        return attach(data, self._release_state())
+        often it was released, published read-only, seeded) is part of the bytes. The native
+        structure writes every byte."""
+        impl = stamp(self._impl, self._guard.count, self._published, self._reproducible_not_secret)
+        impl.untyped = not self._key_type_fixed
+        return impl.to_bytes()  # type: ignore[no-any-return]
+
+    @locked
+    def serialized_size(self) -> int:
+        """``len(self.to_bytes())``, computed by the native structure without writing the bytes."""
+        impl = stamp(self._impl, self._guard.count, self._published, self._reproducible_not_secret)
+        impl.untyped = not self._key_type_fixed
+        return int(impl.serialized_size())
 
     @classmethod
     def from_bytes(cls: type[_K], data: bytes | bytearray | memoryview) -> _K:
@@ -277,25 +281,21 @@ class Keyed:
             raise ValueError(
                 f"corrupt or incompatible dpsketch bytes: these bytes do not hold a {cls.__name__}"
             )
-        data, state = detach(data, can_publish=cls._can_publish)
-        untyped = data[6] == _UNTYPED
-        if untyped:  # an empty summary written before its key type was fixed: int layout
-            data = data[:6] + b"\x01" + data[7:]
-        key_type = _KEY_TAGS.get(data[6])
+        # Tag 0 (an empty summary written before its key type was fixed) has the int layout.
+        key_type = "int" if data[6] == _UNTYPED else _KEY_TAGS.get(data[6])
         if key_type is None:
             raise ValueError(f"corrupt or incompatible dpsketch bytes: unknown key type tag {data[6]}")
         obj = cls.__new__(cls)
-        obj._impl = cls._natives[key_type].from_bytes(data)
-        if untyped and obj._impl.n != 0:
-            raise ValueError("corrupt or incompatible dpsketch bytes: an untyped summary must be empty")
+        # The native reader validates every header bit, the trailer and the untyped case.
+        obj._impl = impl = cls._natives[key_type].from_bytes(data)
         obj._key_type = key_type
-        obj._key_type_fixed = not untyped
+        obj._key_type_fixed = not impl.untyped
         obj._restore_params()
         from .release import ReleaseGuard
 
-        obj.__dict__["_release_guard"] = ReleaseGuard(state.count)
-        obj._published = state.published
-        obj._reproducible_not_secret = state.seeded
+        obj.__dict__["_release_guard"] = ReleaseGuard(impl.release_count)
+        obj._published = impl.published
+        obj._reproducible_not_secret = impl.seeded
         return obj
 
     def _restore_params(self) -> None:

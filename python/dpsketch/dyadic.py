@@ -26,7 +26,7 @@ from .budget import Budget, charging
 from .errors import ReadOnlyError
 from .calibration import used_value, zcdp_epsilon
 from ._validation import check_int
-from ._release_state import ReleaseState, attach, detach
+from ._release_state import stamp
 from .private import _hash_seed, _noise_rng
 from .release import PRIVACY_UNIT, ReleaseGuard, check_privacy_params
 
@@ -328,8 +328,12 @@ class _DyadicBase:
     @_locked
     def to_bytes(self) -> bytes:
         """Serialize (docs/format.md, family 5 / 9), release state included."""
-        return attach(self._impl.to_bytes(),
-                      ReleaseState(self._guard.count, self._published, self._reproducible_not_secret))
+        return stamp(self._impl, self._guard.count, self._published, self._reproducible_not_secret).to_bytes()
+
+    @_locked
+    def serialized_size(self) -> int:
+        """``len(self.to_bytes())``, computed by the native structure without writing the bytes."""
+        return int(stamp(self._impl, self._guard.count, self._published, self._reproducible_not_secret).serialized_size())
 
     @classmethod
     def from_bytes(cls, data):
@@ -340,13 +344,12 @@ class _DyadicBase:
             raise TypeError(f"from_bytes expects bytes, got {type(data).__name__}")
         if len(data) < _HEADER or data[:4] != b"DPSK" or data[5] != cls._family:
             raise ValueError(f"corrupt or incompatible dpsketch bytes: these bytes do not hold a {cls.__name__}")
-        data, state = detach(data, can_publish=cls._can_publish)
         obj = cls.__new__(cls)
-        obj._impl = cls._native.from_bytes(data)
+        obj._impl = impl = cls._native.from_bytes(data)  # validates the header bits and the trailer
         obj._restore()
-        obj.__dict__["_release_guard"] = ReleaseGuard(state.count)
-        obj._published = state.published
-        obj._reproducible_not_secret = state.seeded
+        obj.__dict__["_release_guard"] = ReleaseGuard(impl.release_count)
+        obj._published = impl.published
+        obj._reproducible_not_secret = impl.seeded
         return obj
 
     def _restore(self):

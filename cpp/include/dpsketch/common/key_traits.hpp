@@ -34,10 +34,12 @@ struct KeyTraits<std::int64_t> {
   static bool equal(std::int64_t a, std::int64_t b) noexcept { return a == b; }
   static void assign(std::int64_t& slot, std::int64_t k) noexcept { slot = k; }
   static void write(ByteWriter& w, std::int64_t k) { w.i64(k); }
+  static std::size_t serialized_bytes(std::int64_t) noexcept { return 8; }
   static std::int64_t read(ByteReader& r) { return r.i64(); }
   static constexpr std::size_t min_serialized_bytes = 8;
   static std::size_t heap_bytes(std::int64_t) noexcept { return 0; }
 };
+static_assert(KeyTraits<std::int64_t>::tag == kInt64KeyTag, "untyped bytes use the int64 layout");
 
 template <>
 struct KeyTraits<std::string> {
@@ -72,6 +74,7 @@ struct KeyTraits<std::string> {
   static bool equal(const std::string& a, std::string_view b) noexcept { return std::string_view(a) == b; }
   static void assign(std::string& slot, std::string_view k) { slot.assign(k.data(), k.size()); }
   static void write(ByteWriter& w, const std::string& k) { w.bytes(k); }
+  static std::size_t serialized_bytes(const std::string& k) noexcept { return 4 + k.size(); }
   static std::string read(ByteReader& r) { return std::string(r.bytes()); }
   static constexpr std::size_t min_serialized_bytes = 4;
   static std::size_t heap_bytes(const std::string& s) noexcept {

@@ -59,7 +59,7 @@
 namespace dpsketch {
 
 template <class Key>
-class MisraGries {
+class MisraGries : public WireState<false> {
   using Traits = KeyTraits<Key>;
   using View = typename Traits::view_type;
   using Slots = detail::FlatSlots<Key>;
@@ -272,7 +272,8 @@ class MisraGries {
   //   zero stack: u32 length (== capacity - positive), then from bottom to top: u8 has_key [, key].
   std::string serialize() const {
     ByteWriter w;
-    w.header(Family::misra_gries, Traits::tag, merged_ ? kFlagMerged : 0);
+    w.header(Family::misra_gries, wire_key_tag(Traits::tag, untyped_ && n_ == 0 && !holds_keys()),
+             wire_flags(merged_ ? kFlagMerged : 0));
     w.u32(capacity_);
     w.u64(n_);
     w.u64(decrements_);
@@ -289,17 +290,31 @@ class MisraGries {
       w.u8(has ? 1 : 0);
       if (has) Traits::write(w, slots_[*it].key);
     }
-    return w.take();
+    std::string out = w.take();
+    append_trailer(out);
+    return out;
+  }
+
+  // serialize().size(), without writing the bytes.
+  std::size_t serialized_size() const {
+    std::size_t b = kHeaderBytes + 4 + 8 + 8 + 4 + 4 + trailer_bytes();
+    for (std::int32_t s : positive_order()) b += Traits::serialized_bytes(slots_[s].key) + 8;
+    for (std::int32_t s : zero_order())
+      b += 1 + ((keyed_[static_cast<std::size_t>(s)] & 1) ? Traits::serialized_bytes(slots_[s].key) : 0);
+    return b;
   }
 
   static MisraGries deserialize(std::string_view bytes) {
     ByteReader r(bytes);
-    const bool merged = r.header(Family::misra_gries, Traits::tag, kFlagMerged) & kFlagMerged;
+    const HeaderInfo h = r.read_header(Family::misra_gries, Traits::tag, kFlagMerged, /*can_publish=*/false,
+                                       /*untyped_ok=*/true);
+    const bool merged = (h.native_flags & kFlagMerged) != 0;
     const std::uint32_t capacity = r.u32();
     if (capacity < 1 || capacity > kMaxCapacity) throw DeserializeError("capacity out of range");
     r.need_records(capacity, 1, "slots");  // every slot is listed (>= 1 byte) before we allocate
     const std::uint64_t n = r.u64();
     if (n > kMaxStreamLength) throw DeserializeError("stream length above the limit of 2^62");
+    if (h.untyped && n != 0) throw DeserializeError("an untyped summary (key tag 0) must be empty");
     const std::uint64_t decrements = r.u64();
     const std::uint32_t positive = r.u32();
     if (positive > capacity) throw DeserializeError("more counters than capacity");
@@ -324,6 +339,7 @@ class MisraGries {
     for (std::uint32_t i = 0; i < zeros; ++i) {
       const std::uint8_t has = r.u8();
       if (has > 1) throw DeserializeError("bad slot flag");
+      if (has && h.untyped) throw DeserializeError("an untyped summary (key tag 0) must hold no key");
       if (has) mg.store_key(next_slot, Traits::read(r));
       mg.push_zero(next_slot);
       ++next_slot;
@@ -338,12 +354,18 @@ class MisraGries {
     mg.set_length(n);
     mg.decrements_ = decrements;
     mg.merged_ = merged;
+    mg.restore_wire(h);
     mg.finish_rebuild();
     return mg;
   }
 
  private:
   struct Rebuild {};
+  bool holds_keys() const noexcept {
+    for (const auto k : keyed_)
+      if (k & 1) return true;
+    return false;
+  }
   // An empty summary to be filled by store_positive / push_zero (merge, deserialization): no slot
   // is stacked yet, base 0.
   MisraGries(std::uint32_t capacity, Rebuild)

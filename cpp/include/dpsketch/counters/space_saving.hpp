@@ -56,7 +56,7 @@
 namespace dpsketch {
 
 template <class Key>
-class SpaceSaving {
+class SpaceSaving : public WireState<false> {
   using Traits = KeyTraits<Key>;
   using View = typename Traits::view_type;
   using Slots = detail::FlatSlots<Key>;
@@ -254,7 +254,7 @@ class SpaceSaving {
   // per free slot (so the reader's allocation is backed by the input's length, limits.hpp).
   std::string serialize() const {
     ByteWriter w;
-    w.header(Family::space_saving, Traits::tag, merged_ ? kFlagMerged : 0);
+    w.header(Family::space_saving, wire_key_tag(Traits::tag, n_ == 0), wire_flags(merged_ ? kFlagMerged : 0));
     w.u32(capacity_);
     w.u64(n_);
     if (merged_) w.u64(floor_);  // only in merged bytes: unmerged bytes keep the original layout
@@ -264,16 +264,29 @@ class SpaceSaving {
       w.u64(slots_[s].count);
     }
     if (capacity_ - size_ > kUnbackedFreeSlots) w.raw(std::string(capacity_ - size_, '\0').data(), capacity_ - size_);
-    return w.take();
+    std::string out = w.take();
+    append_trailer(out);
+    return out;
+  }
+
+  // serialize().size(), without writing the bytes.
+  std::size_t serialized_size() const {
+    std::size_t b = kHeaderBytes + 4 + 8 + (merged_ ? 8 : 0) + 4 + trailer_bytes();
+    for (std::int32_t s : ordered(true)) b += Traits::serialized_bytes(slots_[s].key) + 8;
+    if (capacity_ - size_ > kUnbackedFreeSlots) b += capacity_ - size_;
+    return b;
   }
 
   static SpaceSaving deserialize(std::string_view bytes) {
     ByteReader r(bytes);
-    const bool merged = r.header(Family::space_saving, Traits::tag, kFlagMerged) & kFlagMerged;
+    const HeaderInfo h = r.read_header(Family::space_saving, Traits::tag, kFlagMerged, /*can_publish=*/false,
+                                       /*untyped_ok=*/true);
+    const bool merged = (h.native_flags & kFlagMerged) != 0;
     const std::uint32_t capacity = r.u32();
     if (capacity < 1 || capacity > kMaxCapacity) throw DeserializeError("capacity out of range");
     const std::uint64_t n = r.u64();
     if (n > kMaxStreamLength) throw DeserializeError("stream length above the limit of 2^62");
+    if (h.untyped && n != 0) throw DeserializeError("an untyped summary (key tag 0) must be empty");
     const std::uint64_t floor = merged ? r.u64() : 0;
     if (floor > n / capacity) throw DeserializeError("merged count floor exceeds n / capacity");
     const std::uint64_t budget = n - floor * capacity;  // bounds the sum of (count - floor)
@@ -306,6 +319,7 @@ class SpaceSaving {
     ss.set_length(n);
     ss.floor_ = floor;
     ss.merged_ = merged;
+    ss.restore_wire(h);
     return ss;
   }
 

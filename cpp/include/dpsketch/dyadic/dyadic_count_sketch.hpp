@@ -40,14 +40,16 @@ inline constexpr std::uint8_t kDyadicKeyTag = 1;  // int64/uint64 items
 // Checksum closing families 5 and 9: every 8-byte word w (the tail zero-padded) steps
 // h <- rotl((h ^ w)·p, 29) with p odd, then fmix64. Each step is a bijection in h and, for fixed h, in
 // w, so any change confined to one word -- every single bit flip -- always changes the result. It
-// guards against corruption, not against forgery (a forger can recompute it).
-inline std::uint64_t checksum64(std::string_view b) noexcept {
+// guards against corruption, not against forgery (a forger can recompute it). `first_word_clear`
+// masks bits of the first word (header_checksum64).
+inline std::uint64_t checksum64(std::string_view b, std::uint64_t first_word_clear = 0) noexcept {
   constexpr std::uint64_t p = 0x9e3779b97f4a7c15ULL;
   std::uint64_t h = 0x243f6a8885a308d3ULL ^ b.size();
   std::size_t i = 0;
   for (; i + 8 <= b.size(); i += 8) {
     std::uint64_t w;
     std::memcpy(&w, b.data() + i, 8);
+    if (i == 0) w &= ~first_word_clear;
     h = (h ^ w) * p;
     h = (h << 29) | (h >> 35);
   }
@@ -56,21 +58,35 @@ inline std::uint64_t checksum64(std::string_view b) noexcept {
   h = (h ^ w) * p;
   return fmix64(h);
 }
+// The checksum of families 5 and 9: checksum64 of the header and payload with the release-state bits
+// of header byte 7 (bits 1-3) cleared; the release-state trailer follows the checksum and is not
+// covered (docs/format.md).
+inline std::uint64_t header_checksum64(std::string_view b) noexcept {
+  return checksum64(b, std::uint64_t{kReleaseStateFlags} << 56);
+}
 inline void append_checksum(std::string& out) {
-  const std::uint64_t c = checksum64(out);
+  const std::uint64_t c = header_checksum64(out);
   out.append(reinterpret_cast<const char*>(&c), 8);
 }
-// The bytes without their checksum, after verifying it.
-inline std::string_view verify_checksum(std::string_view b) {
+// Verifies the checksum that closes `b` (the bytes before any release-state trailer).
+inline void verify_checksum(std::string_view b) {
   if (b.size() < kHeaderBytes + 8) throw DeserializeError("truncated (shorter than header and checksum)");
   std::uint64_t stored;
   std::memcpy(&stored, b.data() + b.size() - 8, 8);
-  const std::string_view body = b.substr(0, b.size() - 8);
-  if (checksum64(body) != stored) throw DeserializeError("checksum mismatch (truncated or altered bytes)");
-  return body;
+  if (header_checksum64(b.substr(0, b.size() - 8)) != stored)
+    throw DeserializeError("checksum mismatch (truncated or altered bytes)");
+}
+// The common header of family 5 or 9 (release state and trailer included), then the checksum; `r`
+// is left at the payload, its end before the checksum.
+inline HeaderInfo read_checked_header(ByteReader& r, Family f, bool can_publish) {
+  if (r.remaining() < kHeaderBytes + 8) throw DeserializeError("truncated (shorter than header and checksum)");
+  const HeaderInfo h = r.read_header(f, kDyadicKeyTag, 0, can_publish, /*untyped_ok=*/false);
+  verify_checksum(r.region());
+  r.drop_tail(8);
+  return h;
 }
 
-class DyadicCountSketch {
+class DyadicCountSketch : public WireState<false> {
  public:
   DyadicCountSketch(std::uint64_t bits, std::uint64_t width, std::uint64_t depth, std::uint64_t seed)
       : shape_(make_shape(bits, width, depth)), seed_(seed) {
@@ -296,13 +312,17 @@ class DyadicCountSketch {
   // levels row-major); serialize() closes with checksum64 of everything before it (u64).
   std::string serialize() const {
     ByteWriter w;
-    w.reserve(kHeaderBytes + 40 + cells_.size() * 8);
-    w.header(kDyadicFamily, kDyadicKeyTag);
+    w.reserve(kHeaderBytes + 40 + cells_.size() * 8 + 8 + kReleaseTrailerBytes);
+    w.header(kDyadicFamily, kDyadicKeyTag, wire_flags(0));
     write_payload(w);
     std::string out = w.take();
     append_checksum(out);
+    append_trailer(out);
     return out;
   }
+  // serialize().size() and the size of write_payload(), without writing the bytes.
+  std::size_t serialized_size() const noexcept { return kHeaderBytes + payload_size() + 8 + trailer_bytes(); }
+  std::size_t payload_size() const noexcept { return 4 + 4 + 4 + 8 + 8 + 8 + 8 + 1 + 8 + 8 + cells_.size() * 8; }
   void write_payload(ByteWriter& w) const {
     w.u32(shape_.bits);
     w.u32(shape_.width);
@@ -321,10 +341,11 @@ class DyadicCountSketch {
   // (exact levels) or each row's signed sum has the parity of n, exact levels sum to n, and every
   // |cell| and |n| are <= mass <= 2^62. Private (noisy) cells skip the sum checks but keep the bounds.
   static DyadicCountSketch deserialize(std::string_view bytes, bool check_counts = true) {
-    ByteReader r(verify_checksum(bytes));
-    r.header(kDyadicFamily, kDyadicKeyTag);
+    ByteReader r(bytes);
+    const HeaderInfo h = read_checked_header(r, kDyadicFamily, /*can_publish=*/false);
     DyadicCountSketch s = read_payload(r, check_counts);
     r.finish();
+    s.restore_wire(h);
     return s;
   }
   static DyadicCountSketch read_payload(ByteReader& r, bool check_counts) {

@@ -29,7 +29,7 @@ struct DyadicNoise {
   std::vector<noise::Rational> level_params;  // index ℓ - 1: Laplace scale or Gaussian σ² of level ℓ
 };
 
-class PrivateDyadicCountSketch {
+class PrivateDyadicCountSketch : public WireState<true> {
  public:
   // A fresh private sketch: zero cells, then noise (ready for updates).
   PrivateDyadicCountSketch(std::uint64_t bits, std::uint64_t width, std::uint64_t depth, std::uint64_t hash_seed,
@@ -76,7 +76,7 @@ class PrivateDyadicCountSketch {
   // n = 0 and mass = max |cell|), then checksum64 of everything before it (u64).
   std::string serialize() const {
     ByteWriter w;
-    w.header(kPrivateDyadicFamily, kDyadicKeyTag);
+    w.header(kPrivateDyadicFamily, kDyadicKeyTag, wire_flags(0));
     w.u8(static_cast<std::uint8_t>(static_cast<std::uint8_t>(spec_.kind) |
                                    (length_withheld_ ? release::kLengthWithheldBit : 0)));
     w.u8(static_cast<std::uint8_t>(spec_.allocation));
@@ -89,12 +89,18 @@ class PrivateDyadicCountSketch {
     sketch_.write_payload(w);
     std::string out = w.take();
     append_checksum(out);
+    append_trailer(out);
     return out;
   }
 
+  // serialize().size(), without writing the bytes.
+  std::size_t serialized_size() const noexcept {
+    return kHeaderBytes + 4 + 16 * spec_.level_params.size() + sketch_.payload_size() + 8 + trailer_bytes();
+  }
+
   static PrivateDyadicCountSketch deserialize(std::string_view bytes) {
-    ByteReader r(verify_checksum(bytes));
-    r.header(kPrivateDyadicFamily, kDyadicKeyTag);
+    ByteReader r(bytes);
+    const HeaderInfo h = read_checked_header(r, kPrivateDyadicFamily, /*can_publish=*/true);
     DyadicNoise spec;
     const std::uint8_t kind_byte = r.u8(), alloc = r.u8(), nb = r.u8(), levels = r.u8();
     const bool withheld = (kind_byte & release::kLengthWithheldBit) != 0;
@@ -119,6 +125,7 @@ class PrivateDyadicCountSketch {
       throw DeserializeError("a withheld length must be written as n = 0 and mass = max |cell|");
     PrivateDyadicCountSketch p(std::move(s), std::move(spec));
     p.length_withheld_ = withheld;
+    p.restore_wire(h);
     try {
       p.check_spec();
     } catch (const std::exception&) {

@@ -48,7 +48,7 @@ struct LengthWithheldError : std::logic_error {
 inline constexpr std::uint8_t kPrivateFamilyOffset = 4;  // families 7/8: private CM/CS
 
 template <class Key, SketchKind Kind>
-class PrivateSketch {
+class PrivateSketch : public WireState<true> {
   using Sketch = LinearSketch<Key, Kind>;
   using View = typename KeyTraits<Key>::view_type;
 
@@ -162,7 +162,8 @@ class PrivateSketch {
   // (length-prefixed; its n is 0 when the length is withheld).
   std::string serialize() const {
     ByteWriter w;
-    w.header(static_cast<Family>(static_cast<std::uint8_t>(Sketch::family) + kPrivateFamilyOffset), KeyTraits<Key>::tag);
+    w.header(static_cast<Family>(static_cast<std::uint8_t>(Sketch::family) + kPrivateFamilyOffset),
+             wire_key_tag(KeyTraits<Key>::tag, untyped_ && sketch_.n() == 0), wire_flags(0));
     w.u8(static_cast<std::uint8_t>(static_cast<std::uint8_t>(spec_.kind) |
                                    (spec_.replace_neighbours ? kReplaceNeighboursBit : 0) |
                                    (length_withheld_ ? kLengthWithheldBit : 0)));
@@ -171,13 +172,22 @@ class PrivateSketch {
     w.i64(spec_.shift);
     w.u32(static_cast<std::uint32_t>(f2_cells_.size()));
     w.raw(f2_cells_.data(), f2_cells_.size() * 8);
-    w.bytes(sketch_.serialize());
-    return w.take();
+    w.bytes(sketch_.serialize_bare());
+    std::string out = w.take();
+    append_trailer(out);
+    return out;
+  }
+
+  // serialize().size(), without writing the bytes.
+  std::size_t serialized_size() const noexcept {
+    return kHeaderBytes + 1 + 8 + 8 + 8 + 4 + f2_cells_.size() * 8 + 4 + sketch_.serialized_size_bare() +
+           trailer_bytes();
   }
 
   static PrivateSketch deserialize(std::string_view bytes) {
     ByteReader r(bytes);
-    r.header(static_cast<Family>(static_cast<std::uint8_t>(Sketch::family) + kPrivateFamilyOffset), KeyTraits<Key>::tag);
+    const HeaderInfo h = r.read_header(static_cast<Family>(static_cast<std::uint8_t>(Sketch::family) + kPrivateFamilyOffset),
+                                       KeyTraits<Key>::tag, 0, /*can_publish=*/true, /*untyped_ok=*/true);
     NoiseSpec spec;
     const std::uint8_t kind_byte = r.u8();
     const std::uint8_t kind = kind_byte & 0x0f;
@@ -198,7 +208,8 @@ class PrivateSketch {
     r.raw(f2.data(), f2.size() * 8, "F2 cells");
     const std::string_view inner = r.bytes();
     r.finish();
-    PrivateSketch p(Sketch::deserialize(inner, /*check_counts=*/false), spec);
+    PrivateSketch p(Sketch::deserialize_bare(inner, /*check_counts=*/false), spec);
+    if (h.untyped && p.sketch_.n() != 0) throw DeserializeError("an untyped sketch (key tag 0) must be empty");
     // A withheld length is written as 0 (one canonical form: the field can carry nothing else).
     if (withheld && p.sketch_.n() != 0) throw DeserializeError("a withheld stream length must be written as 0");
     p.length_withheld_ = withheld;
@@ -209,11 +220,15 @@ class PrivateSketch {
       p.f2_hash_ = MultiplyAddShift::from_stream(state);
     }
     p.f2_cells_ = std::move(f2);
+    p.restore_wire(h);
     return p;
   }
 
  private:
-  PrivateSketch(Sketch s, NoiseSpec spec) : sketch_(std::move(s)), spec_(spec) {}
+  PrivateSketch(Sketch s, NoiseSpec spec) : sketch_(std::move(s)), spec_(spec) {
+    sketch_.set_untyped(false);  // the inner sketch is written bare; its own marks mean nothing here
+    sketch_.set_release_state(ReleaseState{});
+  }
 
   static std::uint64_t max_magnitude(const std::vector<std::int64_t>& cells) noexcept {
     std::uint64_t m = 0;

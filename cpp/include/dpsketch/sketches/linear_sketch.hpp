@@ -48,7 +48,7 @@ inline void check_shape(std::uint64_t width, std::uint64_t depth) {
 }
 
 template <class Key, SketchKind Kind>
-class LinearSketch {
+class LinearSketch : public WireState<false> {
   using Traits = KeyTraits<Key>;
   using View = typename Traits::view_type;
 
@@ -337,9 +337,33 @@ class LinearSketch {
   // (depth*width int64, row-major).
   // Hash parameters are a pure function of the seed and are rebuilt from it.
   std::string serialize() const {
+    std::string out = write_bytes(wire_key_tag(Traits::tag, untyped_ && all_zero()), wire_flags(0));
+    append_trailer(out);
+    return out;
+  }
+  // The bytes without release state or untyped mark: the inner sketch of a private sketch.
+  std::string serialize_bare() const { return write_bytes(Traits::tag, 0); }
+  // serialize().size() and serialize_bare().size(), without writing the bytes.
+  std::size_t serialized_size() const noexcept { return serialized_size_bare() + trailer_bytes(); }
+  std::size_t serialized_size_bare() const noexcept { return kHeaderBytes + 24 + cells_.size() * 8; }
+
+  // check_counts: the cells must be what (turnstile) updates can produce: Count-Min rows sum to the
+  // net n; CountSketch rows have a signed sum of the parity of n (each update of count c changes
+  // every row sum by ±c and n by c). Cells may be negative (deletions). Noisy private sketches skip
+  // it: their cells carry noise by design. The 2^62 bound on |cell| and |n| holds for both.
+  static LinearSketch deserialize(std::string_view bytes, bool check_counts = true) {
+    return read_bytes(bytes, check_counts, /*wire=*/true);
+  }
+  // Reads serialize_bare() bytes: header flags 0 and the sketch's own key tag.
+  static LinearSketch deserialize_bare(std::string_view bytes, bool check_counts) {
+    return read_bytes(bytes, check_counts, /*wire=*/false);
+  }
+
+ private:
+  std::string write_bytes(std::uint8_t tag, std::uint8_t flags) const {
     ByteWriter w;
-    w.reserve(kHeaderBytes + 24 + cells_.size() * 8);
-    w.header(family, Traits::tag);
+    w.reserve(kHeaderBytes + 24 + cells_.size() * 8 + kReleaseTrailerBytes);
+    w.header(family, tag, flags);
     w.u32(width_);
     w.u32(depth_);
     w.u64(seed_);
@@ -347,14 +371,18 @@ class LinearSketch {
     w.raw(cells_.data(), cells_.size() * 8);
     return w.take();
   }
-
-  // check_counts: the cells must be what (turnstile) updates can produce: Count-Min rows sum to the
-  // net n; CountSketch rows have a signed sum of the parity of n (each update of count c changes
-  // every row sum by ±c and n by c). Cells may be negative (deletions). Noisy private sketches skip
-  // it: their cells carry noise by design. The 2^62 bound on |cell| and |n| holds for both.
-  static LinearSketch deserialize(std::string_view bytes, bool check_counts = true) {
+  // Empty: what an untyped (key tag 0) sketch must be.
+  bool all_zero() const noexcept {
+    if (n_ != 0) return false;
+    for (const std::int64_t c : cells_)
+      if (c != 0) return false;
+    return true;
+  }
+  static LinearSketch read_bytes(std::string_view bytes, bool check_counts, bool wire) {
     ByteReader r(bytes);
-    r.header(family, Traits::tag);
+    const HeaderInfo h = r.read_header(family, Traits::tag, 0, /*can_publish=*/false, /*untyped_ok=*/wire);
+    if (!wire && h.release != ReleaseState{})
+      throw DeserializeError("the inner sketch of a private sketch carries no release state");
     const std::uint32_t width = r.u32();
     const std::uint32_t depth = r.u32();
     if (width < 1 || depth < 1 || depth > kMaxDepth || std::uint64_t{width} * depth > kMaxCells)
@@ -366,12 +394,13 @@ class LinearSketch {
     r.raw(s.cells_.data(), s.cells_.size() * 8, "cells");
     r.finish();
     s.n_ = n;
+    if (h.untyped && !s.all_zero()) throw DeserializeError("an untyped sketch (key tag 0) must be empty");
     s.reset_mass();  // every |cell| and |n| <= 2^62 (turnstile cells and n may be negative)
     if (check_counts) s.check_counts();
+    s.restore_wire(h);
     return s;
   }
 
- private:
   // AVX2 twin of the row hashes (common/simd.hpp), 4 rows per 256-bit vector: each row's
   // MultiplyAddShift parameters split into 32-bit halves for vpmuludq, and its first cell. Derived
   // from rows_ by prepare_update_and_estimate(); rows past depth_ are padding.
