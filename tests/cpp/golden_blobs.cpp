@@ -21,7 +21,7 @@
 #include "dpsketch/counters/misra_gries.hpp"
 #include "dpsketch/counters/space_saving.hpp"
 #include "dpsketch/dyadic/dyadic_count_sketch.hpp"
-#include "dpsketch/dyadic/private_dyadic.hpp"
+#include "dpsketch/release/private_dyadic.hpp"
 #include "dpsketch/release/private_sketch.hpp"
 #include "dpsketch/sketches/linear_sketch.hpp"
 
