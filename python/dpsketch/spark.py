@@ -16,6 +16,7 @@ Privacy unit: one row (add/remove one row). For user-level privacy, bound each u
 from __future__ import annotations
 
 import math
+import pickle
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -34,7 +35,6 @@ from ._validation import check_int
 __all__ = ["summarize", "heavy_hitters", "quantiles", "QuantileRelease"]
 
 _MERGEABLE = (MisraGries, SpaceSaving, CountMin, CountSketch, DyadicCountSketch)
-_ERR = "dpsketch-error"  # marks our own exceptions raised inside Spark tasks
 
 
 # -- plumbing ------------------------------------------------------------------------------------
@@ -46,23 +46,24 @@ def _require_spark():
         raise ImportError('dpsketch.spark needs PySpark: pip install "dpsketch[spark]"') from e
 
 
-def _task_error(exc: BaseException) -> RuntimeError:
-    """Re-raise a task's ValueError/TypeError so the driver can turn it back into the same type."""
-    return RuntimeError(f"{_ERR}[{type(exc).__name__}]{exc}{_ERR}-end")
+def _part_batch(pa, out: bytes | None, error: BaseException | None = None, pid: int | None = None):
+    """One task's output row: its bytes, or the exception it raised, pickled (our own errors are
+    data, so Spark does not retry a deterministic failure and the driver re-raises the same
+    exception object)."""
+    cols = {"part": pa.array([out], type=pa.binary()),
+            "error": pa.array([None if error is None else pickle.dumps(error)], type=pa.binary())}
+    if pid is not None:
+        cols = {"pid": pa.array([pid], type=pa.int64()), **cols}
+    return pa.RecordBatch.from_arrays(list(cols.values()), names=list(cols))
 
 
-def _collect(df):
-    """collect() that turns our task errors back into ValueError/TypeError on the driver."""
-    try:
-        return df.collect()
-    except Exception as e:  # Spark wraps worker exceptions in its own types
-        msg = str(e)
-        i = msg.find(_ERR + "[")
-        if i < 0:
-            raise
-        j = msg.find("]", i)
-        kind, text = msg[i + len(_ERR) + 1 : j], msg[j + 1 : msg.find(_ERR + "-end", j)]
-        raise {"TypeError": TypeError, "OverflowError": OverflowError}.get(kind, ValueError)(text) from None
+def _collect_parts(df):
+    """collect() of task outputs; a task that failed with one of our errors re-raises it here."""
+    rows = df.collect()
+    for r in rows:
+        if r["error"] is not None:
+            raise pickle.loads(r["error"])
+    return rows
 
 
 def _column_kind(df, column: str) -> str:
@@ -176,10 +177,11 @@ def _summary_parts(df, kind, cls, proto_bytes) -> list:
                     _feed(s, _batch_values(b, kind))
             out = s.to_bytes()
         except (ValueError, TypeError, OverflowError) as e:
-            raise _task_error(e) from None
-        yield pa.RecordBatch.from_arrays([pa.array([out], type=pa.binary())], names=["part"])
+            yield _part_batch(pa, None, e)
+            return
+        yield _part_batch(pa, out)
 
-    return [r["part"] for r in _collect(df.mapInArrow(build, "part binary"))]
+    return [r["part"] for r in _collect_parts(df.mapInArrow(build, "part binary, error binary"))]
 
 
 # -- heavy hitters -------------------------------------------------------------------------------
@@ -261,7 +263,7 @@ def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partit
     # partition so the summary's input order depends only on the partition's multiset.
     keyed = df.select(column).where(col.isNotNull()).repartition(parts_n, col).sortWithinPartitions(col)
     cls = SpaceSaving if summary == "spacesaving" else MisraGries
-    rows = _collect(keyed.mapInArrow(_partition_summary_fn(kind, cls, kt), "pid long, part binary"))
+    rows = _collect_parts(keyed.mapInArrow(_partition_summary_fn(kind, cls, kt), "pid long, part binary, error binary"))
     rows.sort(key=lambda r: r["pid"])
     parts = [cls.from_bytes(r["part"]) for r in rows]
     if not parts:  # no partition ran at all: one empty summary stands for the whole (empty) data set
@@ -285,9 +287,9 @@ def _partition_summary_fn(kind, cls, kt):
                 _feed(s, _batch_values(b, kind))
             out = s.to_bytes()  # the summary, not a release: the driver releases with one global length
         except (ValueError, TypeError, OverflowError) as e:
-            raise _task_error(e) from None
-        yield pa.RecordBatch.from_arrays([pa.array([p], type=pa.int64()), pa.array([out], type=pa.binary())],
-                                         names=["pid", "part"])
+            yield _part_batch(pa, None, e, pid=p)
+            return
+        yield _part_batch(pa, out, pid=p)
 
     return run
 
@@ -388,7 +390,7 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
                 .where(F.col("fp").isin(fps))
                 .groupBy("fp").agg(F.count(F.lit(1)).alias("c"), F.countDistinct("label").alias("u"),
                                    F.min("label").alias("label")))
-        found = {r["fp"]: (int(r["c"]), int(r["u"]), r["label"]) for r in _collect(hits)}
+        found = {r["fp"]: (int(r["c"]), int(r["u"]), r["label"]) for r in hits.collect()}
     items, tau_l, lookup_threshold = lookup_labels(fps, found, epsilon=eps_l_used, delta=d_l, n_hat=n_hat, k=k,
                                                    rng=make_rng(_partition_seed(seed, -5))[0])
     eps_l = eps_l_used
@@ -452,10 +454,11 @@ def _dyadic_parts(keyed, proto_bytes) -> list:
             _feed_aggregated(s, batches)
             out = s.to_bytes()
         except (ValueError, TypeError, OverflowError) as e:
-            raise _task_error(e) from None
-        yield pa.RecordBatch.from_arrays([pa.array([out], type=pa.binary())], names=["part"])
+            yield _part_batch(pa, None, e)
+            return
+        yield _part_batch(pa, out)
 
-    return [r["part"] for r in _collect(keyed.mapInArrow(build, "part binary"))]
+    return [r["part"] for r in _collect_parts(keyed.mapInArrow(build, "part binary, error binary"))]
 
 
 # -- quantiles ------------------------------------------------------------------------------------
