@@ -1,17 +1,15 @@
-"""Base class of every public summary/sketch: key-type dispatch onto the native classes,
-serialization, pickling and reprs that never show keys."""
+"""Key-type dispatch onto the native classes (int64 or str keys) and reprs that never show keys,
+on the shared guarded base (dpsketch._guarded: lock, release guard, bytes, pickling, copies)."""
 
 from __future__ import annotations
 
-import functools
-
 import contextlib
-from typing import Any, Callable, ClassVar, Iterator, TypeVar, Union, cast
+from typing import Any, ClassVar, Iterator, Union
 
 import numpy as np
 
 from . import _core
-from ._release_state import stamp
+from ._guarded import Guarded, Serialized, locked  # noqa: F401  (locked: re-exported for the classes)
 from ._keys import (
     as_int_key,
     batch_key_type,
@@ -24,31 +22,14 @@ from ._keys import (
 )
 
 Key = Union[int, str]
-_F = TypeVar("_F", bound=Callable[..., Any])
-_K = TypeVar("_K", bound="Keyed")
 
 _KEY_TAGS = {1: "int", 2: "str"}
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _UNTYPED = 0
-_HEADER = 8
 
 
-def locked(method: _F) -> _F:
-    """Run ``method`` holding the object's lock. Batch calls release the GIL inside C++, so without
-    it another thread could read or mutate the same native structure mid-batch (a crash, not just a
-    wrong answer). Objects are safe to share between threads; calls on one object serialize. The
-    lock is a native re-entrant ObjectLock so that the C-level ``update`` fast path takes it too."""
-
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        with self._lock:
-            return method(self, *args, **kwargs)
-
-    return cast(_F, wrapper)
-
-
-class Keyed:
-    """Shared machinery. Subclasses set ``_natives`` and implement ``_make(key_type)``."""
+class Keyed(Guarded):
+    """Key-type dispatch. Subclasses set ``_natives`` and implement ``_make(key_type)``."""
 
     # `_fast` (a _core.FastUpdateState) is a slot so that the native `update` finds it at a fixed
     # offset; it is also the only storage of `_impl` and `_key_type_fixed` (properties below), so
@@ -57,11 +38,9 @@ class Keyed:
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         obj = super().__new__(cls)
-        obj._lock = _core.ObjectLock()
         obj._fast = _core.make_fast_state(None, obj._lock)
         return obj
 
-    _lock: Any  # _core.ObjectLock
     _fast: Any  # _core.FastUpdateState
 
     @property
@@ -82,12 +61,6 @@ class Keyed:
         self._fast.fixed = fixed
 
     _natives: ClassVar[dict[str, Any]]
-    _family: ClassVar[int]
-    # Release state (docs/privacy.md §Publishing and the release-once rule): it is serialized with
-    # the object (header flags + trailer, docs/format.md) so no copy path resets it.
-    _can_publish: ClassVar[bool] = False  # only private sketches have read-only published copies
-    _published = False
-    _reproducible_not_secret = False
     # Linear sketches take signed counts (turnstile); counter summaries count each update once.
     _turnstile: ClassVar[bool] = False
 
@@ -228,97 +201,41 @@ class Keyed:
         key = self._checked_key(item)
         return 0 if key is None else self._impl.estimate(key)
 
-    # -- size -----------------------------------------------------------------------------------
-    @property
-    @locked
-    def n(self) -> int:
-        """Number of items added so far (linear sketches: the net count, insertions minus deletions)."""
-        return self._impl.n
+    def __repr__(self) -> str:
+        # Never shows keys: reprs end up in logs.
+        return f"{type(self).__name__}({self._repr_fields()}, key_type={self.key_type!r}, n={self.n})"
 
-    @locked
-    def memory_bytes(self) -> int:
-        """Bytes of memory held by the native structure (including string key storage)."""
-        return self._impl.memory_bytes()
 
-    # -- release state --------------------------------------------------------------------------
-    @property
-    def _guard(self):
-        from .release import ReleaseGuard
+class SerializedKeyed(Keyed, Serialized):
+    """A keyed summary or sketch that serializes. An empty one whose key type is not fixed yet is
+    written with key tag 0 ("untyped", the int layout) and reads back untyped."""
 
-        g = self.__dict__.get("_release_guard")
-        if g is None:
-            g = self.__dict__["_release_guard"] = ReleaseGuard()
-        return g
+    __slots__ = ()
 
-    # -- serialization --------------------------------------------------------------------------
-    @locked
-    def to_bytes(self) -> bytes:
-        """Serialize (versioned little-endian format; see docs/format.md). An empty summary whose
-        key type is not fixed yet is written with key tag 0 ("untyped"). The release state (how
-        often it was released, published read-only, seeded) is part of the bytes. The native
-        structure writes every byte."""
-        impl = stamp(self._impl, self._guard.count, self._published, self._reproducible_not_secret)
+    def _stamped(self) -> Any:
+        impl = super()._stamped()
         impl.untyped = not self._key_type_fixed
-        return impl.to_bytes()  # type: ignore[no-any-return]
-
-    @locked
-    def serialized_size(self) -> int:
-        """``len(self.to_bytes())``, computed by the native structure without writing the bytes."""
-        impl = stamp(self._impl, self._guard.count, self._published, self._reproducible_not_secret)
-        impl.untyped = not self._key_type_fixed
-        return int(impl.serialized_size())
+        return impl
 
     @classmethod
-    def from_bytes(cls: type[_K], data: bytes | bytearray | memoryview) -> _K:
-        """Rebuild from ``to_bytes()`` output. Corrupt or mismatched bytes raise ValueError."""
-        if isinstance(data, (bytearray, memoryview)):
-            data = bytes(data)
-        if not isinstance(data, bytes):
-            raise TypeError(f"from_bytes expects bytes, got {type(data).__name__}")
-        if len(data) < _HEADER or data[:4] != b"DPSK":
-            raise ValueError("corrupt or incompatible dpsketch bytes: not dpsketch bytes (bad magic or too short)")
-        if data[5] != cls._family:
-            raise ValueError(
-                f"corrupt or incompatible dpsketch bytes: these bytes do not hold a {cls.__name__}"
-            )
-        # Tag 0 (an empty summary written before its key type was fixed) has the int layout.
+    def _native_reader(cls, data: bytes) -> Any:
+        from .errors import CorruptBytesError
+
         key_type = "int" if data[6] == _UNTYPED else _KEY_TAGS.get(data[6])
         if key_type is None:
-            raise ValueError(f"corrupt or incompatible dpsketch bytes: unknown key type tag {data[6]}")
-        obj = cls.__new__(cls)
-        # The native reader validates every header bit, the trailer and the untyped case.
-        obj._impl = impl = cls._natives[key_type].from_bytes(data)
-        obj._key_type = key_type
-        obj._key_type_fixed = not impl.untyped
-        obj._restore_params()
-        from .release import ReleaseGuard
+            raise CorruptBytesError(f"corrupt or incompatible dpsketch bytes: unknown key type tag {data[6]}")
+        return cls._natives[key_type]
 
-        obj.__dict__["_release_guard"] = ReleaseGuard(impl.release_count)
-        obj._published = impl.published
-        obj._reproducible_not_secret = impl.seeded
-        return obj
+    def _restored(self, data: bytes) -> None:
+        self._key_type = "int" if data[6] == _UNTYPED else _KEY_TAGS[data[6]]
+        self._key_type_fixed = not self._impl.untyped
+        self._restore_params()
 
     def _restore_params(self) -> None:
         """Subclasses re-derive their Python-side parameters from the restored native object."""
 
     def __reduce__(self):
         return (_restore, (type(self), self.to_bytes(), self._key_type_fixed))
-
-    def __copy__(self):
-        obj = _restore(type(self), self.to_bytes(), self._key_type_fixed)
-        # In-process copies share the release budget: releasing a copy counts for the original.
-        obj.__dict__["_release_guard"] = self._guard
-        return obj
-
-    def __deepcopy__(self, memo):
-        return self.__copy__()
-
-    def _repr_fields(self) -> str:  # pragma: no cover - overridden
-        return ""
-
-    def __repr__(self) -> str:
-        # Never shows keys: reprs end up in logs.
-        return f"{type(self).__name__}({self._repr_fields()}, key_type={self.key_type!r}, n={self.n})"
 
 
 # `obj.update(x)`: one plain int/str with the key type fixed runs in C under the object's lock; any
@@ -327,7 +244,7 @@ Keyed.update = _core.FastUpdate(Keyed.update)  # type: ignore[method-assign]
 _core.register_keyed(Keyed)
 
 def _restore(cls, data, key_type_fixed):
-    """Unpickle/copy (kept for pickles made before the untyped tag existed)."""
+    """Unpickle: the bytes, and whether the key type was fixed (a pickle may predate the untyped tag)."""
     obj = cls.from_bytes(data)
     obj._key_type_fixed = bool(key_type_fixed) or obj._key_type_fixed
     return obj

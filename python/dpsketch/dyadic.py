@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import threading
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,26 +25,16 @@ from .budget import Budget, charging
 from .errors import ReadOnlyError
 from .calibration import used_value, zcdp_epsilon
 from ._validation import check_int
-from ._release_state import stamp
+from ._guarded import Serialized, locked
 from .private import _hash_seed, _noise_rng
-from .release import PRIVACY_UNIT, ReleaseGuard, check_privacy_params
+from .release import PRIVACY_UNIT, check_privacy_params
 
 __all__ = ["DyadicCountSketch", "PrivateDyadicCountSketch"]
 
 _D = _core.dyadic
 _R = _core.release
-_HEADER = 8
 _MAX_BOUNDED_BITS = 52  # float64 resolution of the bounds mapping
 _DEFAULT_MAX_NODES = 1 << 20
-
-
-def _locked(method):
-    def wrapper(self, *args, **kwargs):
-        with self._lock:
-            return method(self, *args, **kwargs)
-
-    wrapper.__name__, wrapper.__doc__, wrapper.__qualname__ = method.__name__, method.__doc__, method.__qualname__
-    return wrapper
 
 
 def _check_bounds(bounds):
@@ -87,29 +76,11 @@ def _shape(universe_bits, gamma, width, depth):
     return bits, w, d, g
 
 
-class _DyadicBase:
-    """Queries and value mapping shared by the non-private and the private class."""
+class _DyadicBase(Serialized):
+    """Queries and value mapping shared by the non-private and the private class (lock, release
+    guard, bytes, pickling and copies: dpsketch._guarded)."""
 
-    _impl: Any
-    _lock: threading.RLock
     _native: ClassVar[Any]
-    # Release state (docs/privacy.md §Publishing and the release-once rule): serialized with the
-    # object (header flags + trailer, docs/format.md), so no copy path resets it.
-    _can_publish = False
-    _published = False
-    _reproducible_not_secret = False
-
-    def __new__(cls, *args, **kwargs):
-        obj = super().__new__(cls)
-        obj._lock = threading.RLock()
-        return obj
-
-    @property
-    def _guard(self) -> ReleaseGuard:
-        g = self.__dict__.get("_release_guard")
-        if g is None:
-            g = self.__dict__["_release_guard"] = ReleaseGuard()
-        return g
 
     # -- parameters -----------------------------------------------------------------------------
     universe_bits = property(lambda self: self._impl.bits, doc="L: items live in [0, 2^L).")
@@ -131,23 +102,13 @@ class _DyadicBase:
         b = self.bounds
         return 1.0 if b is None else (b[1] - b[0]) / 2.0**self.universe_bits
 
-    @property
-    @_locked
-    def n(self) -> int:
-        """Net number of items added (insertions minus deletions)."""
-        return self._impl.n
-
-    @_locked
-    def memory_bytes(self) -> int:
-        return self._impl.memory_bytes()
-
     def levels(self) -> list[dict]:
         """Per level: its number, kind ('exact' or 'sketch') and cell count."""
         e, d, w = self.exact_levels, self.depth, self.width
         return [{"level": j, "kind": "exact" if j <= e else "sketch", "cells": 2**j if j <= e else d * w}
                 for j in range(1, self.universe_bits + 1)]
 
-    @_locked
+    @locked
     def level_cells(self, level: int) -> np.ndarray:
         """A copy of one level's cells: shape (2^level,) for an exact level, (depth, width) otherwise."""
         return self._impl.level_cells(check_int("level", level, 1, self.universe_bits))
@@ -261,13 +222,13 @@ class _DyadicBase:
         """The count quantile targets refer to (n; the private class uses its noisy total)."""
         return float(self._impl.n)
 
-    @_locked
+    @locked
     def rank(self, x) -> float:
         """Estimated number of items < x (x in [0, 2^L]; with bounds, a value: items in lower
         buckets). Sum of ≤ L node estimates (docs/algorithms.md §6)."""
         return float(self._rank_at(self._position(x)))
 
-    @_locked
+    @locked
     def range_count(self, lo, hi) -> float:
         """Estimated number of items in [lo, hi): rank(hi) − rank(lo)."""
         a, b = self._position(lo), self._position(hi)
@@ -283,14 +244,14 @@ class _DyadicBase:
             raise ValueError("quantile levels must be in [0, 1]")
         return np.ascontiguousarray(np.atleast_1d(q) * self._total())
 
-    @_locked
+    @locked
     def quantile(self, q: float):
         """Smallest x whose estimated rank(x + 1) reaches q·n, by descent from the root (monotone in q)."""
         if isinstance(q, bool) or not isinstance(q, numbers.Real):
             raise TypeError("q must be a number in [0, 1]")
         return self._value(int(self._impl.quantiles(self._targets([q]))[0]))
 
-    @_locked
+    @locked
     def quantiles(self, qs) -> np.ndarray:
         """quantile(q) for every q (a numpy array: uint64 items, or float values with bounds)."""
         buckets = self._impl.quantiles(self._targets(qs))
@@ -298,7 +259,7 @@ class _DyadicBase:
             return buckets
         return self.bounds[0] + buckets.astype(np.float64) * self.resolution
 
-    @_locked
+    @locked
     def cdf(self, xs) -> np.ndarray:
         """Estimated fraction of items ≤ x for each x: rank(x + 1)/n (items' buckets ≤ x's bucket).
         One native call for the whole batch (GIL released)."""
@@ -311,7 +272,7 @@ class _DyadicBase:
         out = np.array([self._impl.total() if p == top else next(ranks) for p in nxt], dtype=np.float64)
         return out / total if total else np.full(len(out), np.nan)
 
-    @_locked
+    @locked
     def heavy_hitters(self, threshold: float, *, max_nodes: int = _DEFAULT_MAX_NODES) -> list:
         """Hierarchical heavy hitters (docs/algorithms.md §6): descend from the root keeping the nodes
         whose estimate exceeds ``threshold`` (an absolute count); returns the leaves reached as
@@ -324,48 +285,16 @@ class _DyadicBase:
         leaves.sort(key=lambda t: (-t[1], t[0]))
         return [(self._value(x), e) for x, e in leaves]
 
-    # -- serialization --------------------------------------------------------------------------
-    @_locked
-    def to_bytes(self) -> bytes:
-        """Serialize (docs/format.md, family 5 / 9), release state included."""
-        return stamp(self._impl, self._guard.count, self._published, self._reproducible_not_secret).to_bytes()
-
-    @_locked
-    def serialized_size(self) -> int:
-        """``len(self.to_bytes())``, computed by the native structure without writing the bytes."""
-        return int(stamp(self._impl, self._guard.count, self._published, self._reproducible_not_secret).serialized_size())
-
+    # -- serialization (dpsketch._guarded.Serialized) ---------------------------------------------
     @classmethod
-    def from_bytes(cls, data):
-        """Rebuild from ``to_bytes()``; corrupt or mismatched bytes raise ValueError."""
-        if isinstance(data, (bytearray, memoryview)):
-            data = bytes(data)
-        if not isinstance(data, bytes):
-            raise TypeError(f"from_bytes expects bytes, got {type(data).__name__}")
-        if len(data) < _HEADER or data[:4] != b"DPSK" or data[5] != cls._family:
-            raise ValueError(f"corrupt or incompatible dpsketch bytes: these bytes do not hold a {cls.__name__}")
-        obj = cls.__new__(cls)
-        obj._impl = impl = cls._native.from_bytes(data)  # validates the header bits and the trailer
-        obj._restore()
-        obj.__dict__["_release_guard"] = ReleaseGuard(impl.release_count)
-        obj._published = impl.published
-        obj._reproducible_not_secret = impl.seeded
-        return obj
+    def _native_reader(cls, data: bytes) -> Any:
+        return cls._native
+
+    def _restored(self, data: bytes) -> None:
+        self._restore()
 
     def _restore(self):
         pass
-
-    def __reduce__(self):
-        return (type(self).from_bytes, (self.to_bytes(),))
-
-    def __copy__(self):
-        obj = type(self).from_bytes(self.to_bytes())
-        # In-process copies share the release budget: releasing a copy counts for the original.
-        obj.__dict__["_release_guard"] = self._guard
-        return obj
-
-    def __deepcopy__(self, memo):
-        return self.__copy__()
 
     def _repr_fields(self):
         b = "" if self.bounds is None else f", bounds={self.bounds}"
@@ -396,13 +325,13 @@ class DyadicCountSketch(_DyadicBase):
         self._impl = self._native(bits, w, d, _hash_seed(s))
         self._impl.set_meta(g, b)
 
-    @_locked
+    @locked
     def update(self, item, count: int = 1) -> None:
         """Add ``count`` (a signed integer; negative deletes) occurrences of ``item``."""
         c = check_int("count", count, -(2**62), 2**62)
         self._impl.update(self._one(item), c)
 
-    @_locked
+    @locked
     def update_many(self, items, counts=None) -> None:
         """Add a batch (numpy int/uint array; floats with bounds), optionally with one signed int64
         count per item. All-or-nothing; the GIL is released during the C++ loop."""
@@ -450,7 +379,6 @@ class PrivateDyadicCountSketch(_DyadicBase):
 
     _family = 9
     _native = _D.PrivateDyadicCountSketch
-    _can_publish = True
 
     def __init__(self, universe_bits: int = 32, *, gamma: float = 0.01, width=None, depth=None, bounds=None,
                  rho=None, epsilon=None, noise_allocation: str = "joint", beta: float = 0.01,
@@ -554,14 +482,14 @@ class PrivateDyadicCountSketch(_DyadicBase):
         return float(self._impl.total())
 
     @property
-    @_locked
-    def n(self) -> int | None:
+    @locked
+    def n(self) -> int | None:  # type: ignore[override]  # None on a published copy
         """The net number of items added, on the live sketch (the data holder's). None on a
         ``release()`` result and its copies and bytes: a published sketch withholds the exact
         length (docs/privacy.md §Publishing); use noisy_total()."""
         return None if self._impl.length_withheld else self._impl.n
 
-    @_locked
+    @locked
     def noisy_total(self) -> float:
         """The noisy total rank(2^L), the sum of the two noisy level-1 nodes (what quantile targets
         use): post-processing of the noisy cells, never the exact n."""
@@ -578,20 +506,20 @@ class PrivateDyadicCountSketch(_DyadicBase):
         if self._published:
             raise ReadOnlyError("this is a released (published) sketch and is read-only; keep updating the original")
 
-    @_locked
+    @locked
     def update(self, item, count: int = 1) -> None:
         """Add ``count`` (signed integer) occurrences of ``item``; one unit update is the privacy unit."""
         self._check_not_frozen()
         c = check_int("count", count, -(2**62), 2**62)
         self._impl.update(self._one(item), c)
 
-    @_locked
+    @locked
     def update_many(self, items, counts=None) -> None:
         self._check_not_frozen()
         arr = self._items(items)
         self._impl.update_many(arr, self._counts(counts, len(arr)))
 
-    @_locked
+    @locked
     def privacy(self, delta: float | None = None) -> dict:
         """The guarantee of the noisy cells and every constant behind it; with ``delta``, the
         (ε, δ)-DP conversion of ρ-zCDP: ε = ρ + 2·√(ρ·ln(1/δ)) (docs/algorithms.md §1)."""
@@ -654,7 +582,7 @@ class PrivateDyadicCountSketch(_DyadicBase):
         b = max(lv["laplace_scale"] for lv in levels)
         return b * math.log(cells / self._beta)
 
-    @_locked
+    @locked
     def release(self, *, allow_repeat: bool = False) -> "PrivateDyadicCountSketch":
         """The noisy hierarchy as a publishable, read-only copy (to_bytes, queries). It withholds
         the exact length and absorbed mass: ``n`` is None, the bytes hold n = 0 and the mass bound

@@ -10,7 +10,7 @@ from . import _core
 from .budget import Budget, charging
 from .errors import ReadOnlyError
 from .calibration import used_value, zcdp_epsilon
-from ._keyed import Keyed, locked
+from ._keyed import Keyed, SerializedKeyed, locked
 from ._release_state import derive_seed
 from ._validation import check_int
 from .release import (
@@ -50,7 +50,7 @@ def _noise_rng(seed, label="noise"):
     return rng
 
 
-class _PrivateLinear(Keyed):
+class _PrivateLinear(SerializedKeyed):
     _count_min: bool
     _turnstile = True  # signed counts; the privacy unit stays one unit update (docs/privacy.md)
 
@@ -325,7 +325,6 @@ class PrivateCountMin(_PrivateLinear):
     _natives = {"int": _R.PrivateCountMinInt, "str": _R.PrivateCountMinStr}
     _family = 7
     _count_min = True
-    _can_publish = True
 
     @locked
     def noisy_total(self) -> float:
@@ -346,7 +345,6 @@ class PrivateCountSketch(_PrivateLinear):
     _natives = {"int": _R.PrivateCountSketchInt, "str": _R.PrivateCountSketchStr}
     _family = 8
     _count_min = False
-    _can_publish = True
 
 
 class SketchHeavyHitters(Keyed):
@@ -446,14 +444,11 @@ class SketchHeavyHitters(Keyed):
         return build_release(raw, mechanism=mechanism, cal=cal, epsilon=self._epsilon, delta=self._delta,
                              seeded=self._seed is not None or seed is not None, extra=extra)
 
-    def to_bytes(self):
-        raise NotImplementedError(
-            "SketchHeavyHitters is not serializable (its candidate set is internal state); release() and "
-            "serialize the Release instead"
-        )
-
     def __reduce__(self):
-        return self.to_bytes()
+        # Not a serializing class: its candidate set and noisy oracle are internal state, published
+        # only through release().
+        raise TypeError("SketchHeavyHitters cannot be pickled or copied (its candidate set is internal state); "
+                        "release() it and serialize the Release instead")
 
     def _repr_fields(self):
         return f"{self._sketch!r}, k={self._k}, capacity={self._capacity}, epsilon={self._epsilon:g}, delta={self._delta:g}"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
-from ._keyed import Keyed, locked
+from ._keyed import SerializedKeyed, locked
 from ._validation import check_int, check_seed
 
 __all__ = ["CountMin", "CountSketch"]
 
 
-class _LinearSketch(Keyed):
+class _LinearSketch(SerializedKeyed):
     _turnstile = True  # update(x, count) / update_many(items, counts): signed counts (docs/privacy.md)
 
     def __init__(self, width: int, depth: int, seed=None, *, key_type=None):

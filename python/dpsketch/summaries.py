@@ -5,14 +5,14 @@ from __future__ import annotations
 from . import _core
 from .budget import Budget, charging
 from .calibration import used_value
-from ._keyed import Keyed, locked
+from ._keyed import SerializedKeyed, locked
 from ._validation import check_int
 from .release import Release, build_release, calibrate, make_length, make_rng
 
 __all__ = ["MisraGries", "SpaceSaving"]
 
 
-class _CounterSummary(Keyed):
+class _CounterSummary(SerializedKeyed):
     def __init__(self, capacity: int, *, key_type: str | None = None) -> None:
         self._capacity = check_int("capacity", capacity, 1, _core.MAX_CAPACITY)
         super().__init__(key_type)
