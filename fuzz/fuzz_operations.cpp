@@ -198,7 +198,8 @@ void dispatch(std::uint8_t which, Cursor& in) {
       p.delta = 0.1;
       p.max_stream_length = 16 + c % 64;
       // The smallest legal depth and a narrow width: every cell costs a noise draw (slow under ASan).
-      p.depth = release::envelope_min_depth(p.max_stream_length, p.capacity, p.delta / 2);
+      p.depth = release::envelope_min_depth(p.max_stream_length, p.capacity,
+                                            release::SketchHeavyHitters<Key, SketchKind::count_min>::half_envelope_delta(p));
       p.width = 1 + (a >> 2) % 8;
       if (c & 1) run(release::SketchHeavyHitters<Key, SketchKind::count_min>(p, c, rng), in);
       else run(release::SketchHeavyHitters<Key, SketchKind::count_sketch>(p, c, rng), in);
