@@ -88,3 +88,16 @@ def test_length_bound_covers_the_longer_neighbour():
         t = R.length_t(eps, dn)
         e = R.epsilon_used(eps)
         assert math.exp(-e * t) / (1 + math.exp(-e)) <= dn < math.exp(-e * (t - 1)) / (1 + math.exp(-e))
+
+
+def test_release_guarantee_is_a_typed_record():
+    ss = d.SpaceSaving(8)
+    ss.update_many([1] * 50 + [2] * 3)
+    g = ss.release(1.0, 1e-6, k=2, seed=1).guarantee
+    assert (g.mechanism, g.privacy_unit, g.neighbours, g.length) == ("DPSS", "one stream element", "add_remove", "private")
+    assert g.epsilon == 1.0 and g.delta == pytest.approx(1e-6) and g.rho is None
+    assert g.reproducible_not_secret is True and g.release_index == 1
+    mg = d.MisraGries(8)
+    mg.update_many([1] * 50)
+    g = mg.release(1.0, 1e-6, k=2, public_length=True).guarantee
+    assert (g.neighbours, g.length) == ("replace", "public") and g.reproducible_not_secret is False

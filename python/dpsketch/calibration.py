@@ -8,17 +8,45 @@ zCDP <-> (ε, δ) conversions. The numbers come from the C++ core (``release/cal
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 from . import _core
 from .errors import ParameterError
 
-__all__ = ["PRIVACY_UNIT", "calibrate", "check_privacy_params", "make_length", "privacy_record", "used_value",
+__all__ = ["PRIVACY_UNIT", "Guarantee", "calibrate", "check_privacy_params", "make_length", "privacy_record", "used_value",
            "zcdp_epsilon", "zcdp_rho_for"]
 
 _R = _core.release
 
 PRIVACY_UNIT = "one stream element"
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """What a release guarantees, in one typed record (read it from ``Release.guarantee``).
+
+    :ivar mechanism: the mechanism's name ('DPSS', 'PMG', 'SketchHeavyHitters[countmin]', ...)
+    :ivar privacy_unit: what one neighbour adds, removes or changes ('one stream element')
+    :ivar neighbours: 'add_remove', or 'replace' (public length: the stream length is fixed)
+    :ivar length: how the release reads the stream length: 'private' (a noisy n̂ paid from the
+        budget), 'public' (the exact n as a public parameter) or 'unused'
+    :ivar epsilon: ε that holds (never above the ε asked for)
+    :ivar delta: δ that holds (never above the δ asked for)
+    :ivar rho: ρ of a zCDP mechanism, else None
+    :ivar reproducible_not_secret: True when the noise came from a user seed
+    :ivar release_index: 1 for the first release of a summary, 2 for a repeat, ...
+    """
+
+    mechanism: str
+    privacy_unit: str
+    neighbours: str
+    length: str
+    epsilon: float
+    delta: float
+    rho: float | None
+    reproducible_not_secret: bool
+    release_index: int | None
 
 
 def check_privacy_params(epsilon, delta, *, name="epsilon", delta_name="delta"):

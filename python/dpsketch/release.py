@@ -12,7 +12,7 @@ from typing import Any
 
 from . import _core
 from .errors import ReleaseBudgetError
-from .calibration import PRIVACY_UNIT, calibrate, check_privacy_params, make_length, privacy_record  # noqa: F401
+from .calibration import PRIVACY_UNIT, Guarantee, calibrate, check_privacy_params, make_length, privacy_record  # noqa: F401
 
 __all__ = ["Release", "ReleaseBudgetError", "check_privacy_params", "make_rng", "calibrate"]
 
@@ -47,6 +47,23 @@ class Release:
     n: float | None
     metadata: dict = field(default_factory=dict)
     rho: float | None = None
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """The guarantee as a typed record (privacy unit, neighbours, length handling, ε, δ, ρ,
+        seeded, release index), read from this release's metadata."""
+        m = self.metadata
+        return Guarantee(
+            mechanism=self.mechanism,
+            privacy_unit=m.get("privacy_unit", PRIVACY_UNIT),
+            neighbours=m.get("neighbours", "add_remove"),
+            length=m.get("length", "public" if m.get("assumes_public_length") else "unused"),
+            epsilon=self.epsilon,
+            delta=self.delta,
+            rho=self.rho,
+            reproducible_not_secret=bool(m.get("reproducible_not_secret", False)),
+            release_index=m.get("release_index"),
+        )
 
     def __len__(self) -> int:
         return len(self.items)

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _core
 from .budget import Budget, charging
-from .calibration import calibrate, check_privacy_params, zcdp_epsilon, zcdp_rho_for
+from .calibration import PRIVACY_UNIT, calibrate, check_privacy_params, zcdp_epsilon, zcdp_rho_for
 from .distributed import lookup_labels, partition_seed, release_partitions
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .release import Release, make_rng
@@ -356,7 +356,7 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
     cands = [(int(np.uint64(x).astype(np.int64)), e) for x, e in leaves if e > cut]
     meta = {
         "route": "sketch",
-        "privacy_unit": "one row",
+        "privacy_unit": PRIVACY_UNIT,
         "rho": rho, "epsilon_sketch": eps_s, "delta_zcdp": d_s,
         "noise_bound": noise_bound, "descent_threshold": tau_desc, "final_cut": cut,
         "width": noisy.width, "depth": noisy.depth, "universe_bits": 64,
