@@ -119,8 +119,8 @@ class ByteReader {
     if (min_bytes != 0 && count > remaining() / min_bytes)
       throw DeserializeError(std::string("too few bytes for the declared number of ") + what);
   }
-  // Returns the flags byte; bits outside `known_flags` are rejected.
-  std::uint8_t header(Family f, std::uint8_t key_tag, std::uint8_t known_flags = 0) {
+  // Magic, format version and family: the first 6 bytes of every family's header.
+  void magic_version_family(Family f) {
     char magic[4];
     raw(magic, 4, "magic");
     if (std::memcmp(magic, kMagic, 4) != 0) throw DeserializeError("not dpsketch bytes (bad magic)");
@@ -132,6 +132,10 @@ class ByteReader {
     if (fam != static_cast<std::uint8_t>(f))
       throw DeserializeError("bytes hold a different summary type (family " + std::to_string(fam) +
                              ", expected " + std::to_string(static_cast<int>(f)) + ")");
+  }
+  // Returns the flags byte; bits outside `known_flags` are rejected.
+  std::uint8_t header(Family f, std::uint8_t key_tag, std::uint8_t known_flags = 0) {
+    magic_version_family(f);
     const std::uint8_t tag = u8();
     if (tag != key_tag)
       throw DeserializeError("bytes hold a different key type (tag " + std::to_string(tag) +
@@ -149,17 +153,7 @@ class ByteReader {
   // and finish() never see it.
   HeaderInfo read_header(Family f, std::uint8_t key_tag, std::uint8_t native_flags, bool can_publish,
                          bool untyped_ok) {
-    char magic[4];
-    raw(magic, 4, "magic");
-    if (std::memcmp(magic, kMagic, 4) != 0) throw DeserializeError("not dpsketch bytes (bad magic)");
-    const std::uint8_t version = u8();
-    if (version != kFormatVersion)
-      throw DeserializeError("unsupported format version " + std::to_string(version) +
-                             " (this build reads version " + std::to_string(kFormatVersion) + ")");
-    const std::uint8_t fam = u8();
-    if (fam != static_cast<std::uint8_t>(f))
-      throw DeserializeError("bytes hold a different summary type (family " + std::to_string(fam) +
-                             ", expected " + std::to_string(static_cast<int>(f)) + ")");
+    magic_version_family(f);
     HeaderInfo h;
     const std::uint8_t tag = u8();
     if (tag == kUntypedKeyTag && untyped_ok && key_tag == kInt64KeyTag) {
