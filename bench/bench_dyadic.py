@@ -78,7 +78,7 @@ def main():
         for dist in ("uniform", "zipf"):
             x = rng.integers(0, 2**bits, n, dtype=np.uint64) if dist == "uniform" else zipf_items(rng, n, bits)
             probe = dpsketch.DyadicCountSketch(bits, gamma=0.01, seed=7)
-            w, d, seed = probe.width, probe.depth, probe.seed
+            w, d, seed = probe.width, probe.depth, probe.hash_seed
 
             def run_dp():
                 s = dpsketch.DyadicCountSketch(bits, gamma=0.01, seed=7)

@@ -14,8 +14,7 @@ import pytest
 
 import dpsketch
 from dpsketch import Budget, BudgetExceededError, ReleaseBudgetError
-from dpsketch import private as private_mod
-from dpsketch import summaries as summaries_mod
+from dpsketch import _seeds as seeds_mod
 
 
 def _used(x: float) -> Fraction:
@@ -45,14 +44,13 @@ def _mg():
 def rng_calls(monkeypatch):
     """Counts generator construction in the release paths (every noise draw needs one)."""
     calls = []
-    for mod in (summaries_mod, private_mod):
-        real = mod.make_rng
+    real = seeds_mod.rng
 
-        def spy(seed, _real=real):
-            calls.append(seed)
-            return _real(seed)
+    def spy(seed, label="noise"):
+        calls.append(seed)
+        return real(seed, label)
 
-        monkeypatch.setattr(mod, "make_rng", spy)
+    monkeypatch.setattr(seeds_mod, "rng", spy)
     return calls
 
 

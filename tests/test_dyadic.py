@@ -433,7 +433,7 @@ def test_cells_equal_independent_numpy_reference(rng):
 
     for bits, w, d in [(16, 300, 5), (20, 64, 4), (32, 1608, 9)]:
         s = dp.DyadicCountSketch(bits, width=w, depth=d, seed=77)
-        ref = NumpyDyadic(bits, w, d, s.seed)
+        ref = NumpyDyadic(bits, w, d, s.hash_seed)
         x = rng.integers(0, 2**bits, 5000, dtype=np.uint64)
         s.update_many(x)
         ref.update_many(x)

@@ -69,7 +69,7 @@ def _run(code: str, timeout=120):
     return p.returncode, p.stdout, p.stderr
 
 
-# -- defect 1: counts near 2^64 never reach the hot paths ----------------------------------------
+# -- counts near 2^64 never reach the hot paths ----------------------------------------
 # One interpreter runs every probe of a key type and prints each outcome as soon as it is known:
 # a probe that crashes the interpreter is missing from the output, and its test fails.
 PROBE = """
@@ -238,7 +238,7 @@ def test_cell_limit_boundary_is_exact(where):
         PrivateCountSketch.from_bytes(blob(-LIMIT - 1))
 
 
-# -- defect 2: declared sizes must be backed by the input's length -------------------------------
+# -- declared sizes must be backed by the input's length -------------------------------
 ALLOC_PROBE = """
 import json, resource, struct
 import dpsketch

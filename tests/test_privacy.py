@@ -197,7 +197,7 @@ def test_laplace_cell_noise_has_the_stated_scale(cls):
     p = cls(width, depth, epsilon=eps, seed=5)
     stream = zipf(20_000, 1.2, 500, seed=2)
     p.update_many(stream)
-    base = (d.CountMin if cls is d.PrivateCountMin else d.CountSketch)(width, depth, seed=p._hash_seed)
+    base = (d.CountMin if cls is d.PrivateCountMin else d.CountSketch)(width, depth, hash_seed=p.hash_seed)
     base.update_many(stream)
     noise = (p.cells() - base.cells()).ravel().astype(float)
     q = math.exp(-R.epsilon_used(eps) / depth)  # DLap(d/ε): P(z) ∝ q^|z|

@@ -40,7 +40,7 @@ def state(s):
     elif isinstance(s, SpaceSaving):
         out.update(items=s.items(), state=s._state(), min=s.min_count(), cap=s.capacity, len=len(s))
     else:
-        out.update(cells=s.cells().tolist(), shape=(s.width, s.depth, s.seed))
+        out.update(cells=s.cells().tolist(), shape=(s.width, s.depth, s.hash_seed))
     return out
 
 

@@ -78,7 +78,7 @@ def str_df(spark, words):
 @pytest.mark.parametrize("cls", [dp.CountMin, dp.CountSketch])
 def test_summarize_linear_bit_identical(int_df, str_df, zipf_ints, words, cls):
     got = dps.summarize(int_df, "x", lambda: cls(128, 4))  # seed drawn once on the driver, shipped
-    single = cls(128, 4, seed=got.seed)
+    single = cls(128, 4, hash_seed=got.hash_seed)
     single.update_many(zipf_ints)
     assert got.n == len(zipf_ints)
     assert np.array_equal(got.cells(), single.cells())
@@ -122,7 +122,7 @@ def test_summarize_counters_guarantee(int_df, zipf_ints, cls):
 def test_trusted_aggregator_equals_single_process_private(int_df, zipf_ints, priv, plain):
     single = priv(96, 5, rho=0.5, seed=11)
     single.update_many(zipf_ints)
-    merged = dps.summarize(int_df, "x", lambda: plain(96, 5, seed=single.hash_seed))
+    merged = dps.summarize(int_df, "x", lambda: plain(96, 5, hash_seed=single.hash_seed))
     out = priv.from_sketch(merged, rho=0.5, seed=11)
     assert np.array_equal(out.cells(), single.cells())
 

@@ -5,7 +5,9 @@ import math
 
 import pytest
 
+from dpsketch import _seeds
 from dpsketch import distributed as dpd
+from dpsketch._seeds import derive_seed
 from dpsketch import spark as dps
 from dpsketch.calibration import zcdp_rho_for
 from dpsketch.private import zcdp_to_dp
@@ -30,10 +32,13 @@ def test_lookup_t_is_the_smallest_valid_integer(eps, delta):
 
 
 def test_partition_seeds_are_distinct_and_reproducible():
-    seeds = {dps._partition_seed(5, p) for p in range(-5, 100)}
-    assert len(seeds) == 105
-    assert dps._partition_seed(5, 3) == dps._partition_seed(5, 3)
-    assert dps._partition_seed(None, 3) is None
+    # the one seed rule (docs/privacy.md §Seeds): each stream its own label
+    labels = [f"partition/{p}" for p in range(100)] + ["hash", "noise", "length", "salt", "lookup"]
+    seeds = {derive_seed(5, lab) for lab in labels}
+    assert len(seeds) == len(labels)
+    a, seeded = _seeds.rng(5, "partition/3")
+    assert seeded and a.next_u64() == _seeds.rng(5, "partition/3")[0].next_u64()
+    assert _seeds.rng(None, "partition/3")[1] is False
 
 
 def test_aggregated_dyadic_feeding_is_bit_identical(monkeypatch):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from dpsketch import CountMin, CountSketch, MisraGries, SpaceSaving, _core
+from dpsketch._seeds import derive_seed
 
 MAX_CAP = _core.MAX_CAPACITY
 COUNTERS = [MisraGries, SpaceSaving]
@@ -74,8 +75,10 @@ def test_shape_limits(cls):
             kw = {"width": 16, "depth": 3, "seed": 1, param: bad}
             with pytest.raises(TypeError, match=param):
                 cls(**kw)
-    s = cls(1, 1, seed=0)
-    assert (s.width, s.depth, s.seed) == (1, 1, 0)
+    s = cls(1, 1, hash_seed=0)
+    assert (s.width, s.depth, s.hash_seed) == (1, 1, 0)
+    with pytest.raises(ValueError, match="not both"):
+        cls(1, 1, seed=0, hash_seed=0)
 
 
 @pytest.mark.parametrize("cls", SKETCHES)
@@ -87,9 +90,11 @@ def test_seed_range(cls):
         with pytest.raises(TypeError, match="seed"):
             cls(8, 2, seed=bad)
     for ok in (0, 2**64 - 1, np.uint64(2**64 - 1), 12.0):
-        assert cls(8, 2, seed=ok).seed == int(ok)
+        # the one seed rule (docs/privacy.md §Seeds): the hash seed is derived, never the user seed itself
+        assert cls(8, 2, seed=ok).hash_seed == derive_seed(int(ok), "hash") != int(ok)
+        assert cls(8, 2, hash_seed=ok).hash_seed == int(ok)
     # seed=None draws a fresh seed: two sketches almost surely differ.
-    assert len({cls(8, 2).seed for _ in range(5)}) > 1
+    assert len({cls(8, 2).hash_seed for _ in range(5)}) > 1
 
 
 @pytest.mark.parametrize("cls", ALL)

@@ -7,7 +7,7 @@ import numbers
 
 from .errors import ParameterError
 
-__all__ = ["check_int", "check_seed"]
+__all__ = ["check_int"]
 
 
 def check_int(name: str, value, lo: int, hi: int) -> int:
@@ -28,12 +28,3 @@ def check_int(name: str, value, lo: int, hi: int) -> int:
     if not lo <= v <= hi:
         raise ParameterError(f"{name} must be between {lo} and {hi}, got {v}")
     return v
-
-
-def check_seed(seed) -> int:
-    """A hash/noise seed: None draws one from the OS; otherwise an integer in [0, 2**64)."""
-    if seed is None:
-        import secrets
-
-        return secrets.randbits(64)
-    return check_int("seed", seed, 0, 2**64 - 1)

@@ -11,29 +11,20 @@ mapped back to labels by a noisy exact count that a label of count 1 rarely clea
 
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any, Mapping, Sequence
 
 from . import _core
 from .budget import Budget, charging
 from .calibration import calibrate, make_length, privacy_record, used_value
-from .release import Release, make_rng
+from . import _seeds
+from .release import Release
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
 
-__all__ = ["release_partitions", "partition_seed", "lookup_labels", "lookup_t"]
+__all__ = ["release_partitions", "lookup_labels", "lookup_t"]
 
 _MECHANISM = {"spacesaving": "DPSS", "misragries": "PMG"}
-
-
-def partition_seed(seed: int | None, p: int) -> int | None:
-    """Seed of the noise of partition ``p`` (or of a driver-side draw, p < 0) when the caller fixes
-    ``seed``: reproducible and NOT secret."""
-    if seed is None:
-        return None
-    h = hashlib.blake2b(f"dpsketch.spark/{seed}/{p}".encode(), digest_size=8).digest()
-    return int.from_bytes(h, "little")
 
 
 def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, epsilon: float, delta: float,
@@ -75,14 +66,14 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
     with charging(budget, mechanism, epsilon=used_value(cal["epsilon_total"]), delta=cal["delta_total"]):
         pass  # nothing has been drawn yet; a refusal spends nothing
     n = sum(s.n for s in parts)  # exact, on the driver only: it enters n̂ or (opt-in) the public n
-    length = make_length(cal, n, make_rng(partition_seed(seed, -1))[0])
+    length = make_length(cal, n, _seeds.rng(seed, "length")[0])
     native = _core.release.dpss if summary == "spacesaving" else _core.release.pmg
     items = []
     gamma = None
     for p, s in zip(ids, parts):
         if s.n == 0:  # nothing is stored: the release would be empty whatever the noise
             continue
-        rng, _ = make_rng(partition_seed(seed, p))
+        rng, _ = _seeds.rng(seed, f"partition/{p}")
         got, _, _, meta = native(s._impl, cal["epsilon_mechanism"], cal["delta_mechanism"], kk, length, rng)
         items += got
         gamma = meta.get("gamma", gamma)

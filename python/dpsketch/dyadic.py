@@ -26,7 +26,7 @@ from .errors import ReadOnlyError
 from .calibration import used_value, zcdp_epsilon
 from ._validation import check_int
 from ._guarded import Serialized, locked
-from .private import _hash_seed, _noise_rng
+from . import _seeds
 from .release import PRIVACY_UNIT, check_privacy_params
 
 __all__ = ["DyadicCountSketch", "PrivateDyadicCountSketch"]
@@ -87,7 +87,8 @@ class _DyadicBase(Serialized):
     width = property(lambda self: self._impl.width, doc="Columns per row of every CountSketch level.")
     depth = property(lambda self: self._impl.depth, doc="Rows of every CountSketch level.")
     exact_levels = property(lambda self: self._impl.exact_levels, doc="Levels 1..E are exact arrays.")
-    seed = property(lambda self: self._impl.seed, doc="Public hash seed (needed to merge).")
+    hash_seed = property(lambda self: self._impl.seed, doc="The public seed of the hash functions, derived from ``seed=`` "
+                         "(docs/privacy.md §Seeds); merging needs equal hash seeds.")
     bounds = property(lambda self: self._impl.bounds, doc="(lo, hi) of the value mapping, or None.")
 
     @property
@@ -309,20 +310,20 @@ class DyadicCountSketch(_DyadicBase):
 
     ``gamma`` sets Zhao's shape (rank error about γ·n with constant probability per quantile);
     ``width``/``depth`` override it. ``bounds=(lo, hi)`` maps real values into the universe.
-    ``seed`` seeds the public hash functions (random if None); merge needs equal seeds.
+    ``seed`` seeds the public hash functions (random if None; docs/privacy.md §Seeds); merge needs
+    equal hash seeds. ``hash_seed`` gives the public hash seed itself (e.g. of a published sketch).
     """
 
     _family = 5
     _native = _D.DyadicCountSketch
 
     def __init__(self, universe_bits: int = 32, *, gamma: float = 0.01, width=None, depth=None, bounds=None,
-                 seed=None):
+                 seed=None, hash_seed=None):
         bits, w, d, g = _shape(universe_bits, gamma, width, depth)
         b = _check_bounds(bounds)
         if b is not None and bits > _MAX_BOUNDED_BITS:
             raise ValueError(f"with bounds, universe_bits must be at most {_MAX_BOUNDED_BITS} (float64 resolution)")
-        s = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
-        self._impl = self._native(bits, w, d, _hash_seed(s))
+        self._impl = self._native(bits, w, d, _seeds.hash_seed(seed, hash_seed))
         self._impl.set_meta(g, b)
 
     @locked
@@ -392,7 +393,7 @@ class PrivateDyadicCountSketch(_DyadicBase):
         noise = self._setup(bits, exact, d, rho, epsilon, noise_allocation, beta, neighbours, s)
         kind, allocation, nb, params = noise
         with self._charging(budget):  # noise is drawn at construction (§6): charge first
-            self._impl = self._native(bits, w, d, _hash_seed(s), kind, allocation, nb, params, _noise_rng(s))
+            self._impl = self._native(bits, w, d, _seeds.hash_seed(s), kind, allocation, nb, params, _seeds.rng(s)[0])
         self._impl.set_meta(g, b)
 
     def _charging(self, budget):
@@ -454,7 +455,7 @@ class PrivateDyadicCountSketch(_DyadicBase):
                                noise_allocation, beta, neighbours, s)
             kind, allocation, nb, params = noise
             with obj._charging(budget):
-                obj._impl = cls._native.from_sketch(sketch._impl, kind, allocation, nb, params, _noise_rng(s))
+                obj._impl = cls._native.from_sketch(sketch._impl, kind, allocation, nb, params, _seeds.rng(s)[0])
         return obj
 
     def _restore(self):

@@ -11,7 +11,7 @@ from .budget import Budget, charging
 from .errors import ReadOnlyError
 from .calibration import used_value, zcdp_epsilon
 from ._keyed import Keyed, SerializedKeyed, locked
-from ._release_state import derive_seed
+from . import _seeds
 from ._validation import check_int
 from .release import (
     PRIVACY_UNIT,
@@ -20,7 +20,6 @@ from .release import (
     calibrate,
     check_privacy_params,
     make_length,
-    make_rng,
 )
 
 __all__ = ["PrivateCountMin", "PrivateCountSketch", "SketchHeavyHitters", "zcdp_to_dp"]
@@ -30,24 +29,6 @@ _P = TypeVar("_P", bound="_PrivateLinear")
 
 
 zcdp_to_dp = zcdp_epsilon  # the public name of docs/algorithms.md §1's conversion
-
-
-def _hash_seed(seed):
-    """The public hash seed. With a user seed it is derived one-way and independently of the noise
-    seed (docs/privacy.md §Seeds), so publishing it (it is in every sketch's bytes) does not let
-    anyone regenerate the noise."""
-    if seed is None:
-        import secrets
-
-        return secrets.randbits(64)
-    return derive_seed(seed, "hash")
-
-
-def _noise_rng(seed, label="noise"):
-    """The generator for construction-time noise: OS-keyed ChaCha20, or (seeded: reproducible, NOT
-    secret) ChaCha20 keyed from a one-way derivation of the seed, independent of the hash seed."""
-    rng, _ = make_rng(None if seed is None else derive_seed(seed, label))
-    return rng
 
 
 class _PrivateLinear(SerializedKeyed):
@@ -77,7 +58,7 @@ class _PrivateLinear(SerializedKeyed):
         self._seed = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
         source = self.__dict__.get("_source")
         # from_sketch: the hash functions are the (public) ones the source sketch was built with.
-        self._hash_seed = _hash_seed(self._seed) if source is None else source.seed
+        self._hash_seed = _seeds.hash_seed(self._seed) if source is None else source.hash_seed
         self._reproducible_not_secret = self._seed is not None
         self._conversion_delta: float | None = None
         # Noise is drawn when the object is built (§4), so the budget is charged here, checked first.
@@ -109,10 +90,10 @@ class _PrivateLinear(SerializedKeyed):
         kind, num, den, shift = self._noise()
         source = self.__dict__.get("_source")
         if source is not None:
-            return self._natives[key_type].from_sketch(source._impl, kind, num, den, shift, _noise_rng(self._seed),
+            return self._natives[key_type].from_sketch(source._impl, kind, num, den, shift, _seeds.rng(self._seed, "noise")[0],
                                                        self._neighbours)
         return self._natives[key_type](
-            self._width, self._depth, self._hash_seed, kind, num, den, shift, False, _noise_rng(self._seed),
+            self._width, self._depth, self._hash_seed, kind, num, den, shift, False, _seeds.rng(self._seed, "noise")[0],
             self._neighbours,
         )
 
@@ -389,7 +370,7 @@ class SketchHeavyHitters(Keyed):
         self._width = 0 if width is None else check_int("width", width, 1, 2**31)
         self._depth = 0 if depth is None else check_int("depth", depth, 1, _core.MAX_DEPTH)
         self._seed = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
-        self._hash_seed = _hash_seed(self._seed)
+        self._hash_seed = _seeds.hash_seed(self._seed)
         self._reproducible_not_secret = self._seed is not None
         prefix = "EnvelopeCountMin" if sketch == "countmin" else "EnvelopeCountSketch"
         self._natives = {"int": getattr(_R, prefix + "Int"), "str": getattr(_R, prefix + "Str")}  # type: ignore[misc]  # per object
@@ -398,7 +379,7 @@ class SketchHeavyHitters(Keyed):
     def _make(self, key_type):
         return self._natives[key_type](
             self._k, self._capacity, self._width, self._depth, self._cal["epsilon_mechanism"],
-            self._cal["delta_mechanism"], self._n_max, self._hash_seed, _noise_rng(self._seed),
+            self._cal["delta_mechanism"], self._n_max, self._hash_seed, _seeds.rng(self._seed, "noise")[0],
         )
 
     @locked
@@ -437,7 +418,7 @@ class SketchHeavyHitters(Keyed):
         mechanism = f"SketchHeavyHitters[{self._sketch}]"
         with charging(budget, mechanism, epsilon=used_value(cal["epsilon_total"]), delta=cal["delta_total"]):
             extra = self._guard.next(type(self).__name__, allow_repeat)
-        rng = make_rng(seed)[0] if seed is not None else _noise_rng(self._seed, "length")
+        rng = _seeds.rng(seed if seed is not None else self._seed, "length")[0]
         raw = self._impl.release(make_length(cal, self._impl.n, rng))
         extra.update(sketch=self._sketch,
                      delta_split="delta_envelope = delta_mechanism/(1 + e^epsilon_mechanism); delta_noise = delta_hash = delta_envelope/2")

@@ -10,11 +10,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _core
 from .errors import ReleaseBudgetError
 from .calibration import PRIVACY_UNIT, Guarantee, calibrate, check_privacy_params, make_length, privacy_record  # noqa: F401
 
-__all__ = ["Release", "ReleaseBudgetError", "check_privacy_params", "make_rng", "calibrate"]
+__all__ = ["Release", "ReleaseBudgetError", "check_privacy_params", "calibrate"]
 
 
 _INT_META = {"k", "capacity", "gamma", "t", "width", "depth", "noisy_cells", "l1_sensitivity", "max_stream_length", "length_t"}
@@ -103,16 +102,6 @@ class Release:
             f"Release(mechanism={self.mechanism!r}, items={len(self.items)}, epsilon={self.epsilon:g}, "
             f"delta={self.delta:g}, threshold={self.threshold:.6g}{seeded})"
         )
-
-
-def make_rng(seed):
-    """A fresh generator per release: OS-keyed ChaCha20, or seeded (reproducible, NOT secret)."""
-    if seed is None:
-        return _core.noise.SecureRng(), False
-    from ._validation import check_int
-
-    s = check_int("seed", seed, 0, 2**64 - 1)
-    return _core.noise.SecureRng(s), True
 
 
 def build_release(raw, *, mechanism, cal, epsilon, delta, seeded, extra):

@@ -6,7 +6,8 @@ import numpy as np
 
 from . import _core
 from ._keyed import SerializedKeyed, locked
-from ._validation import check_int, check_seed
+from . import _seeds
+from ._validation import check_int
 
 __all__ = ["CountMin", "CountSketch"]
 
@@ -14,7 +15,7 @@ __all__ = ["CountMin", "CountSketch"]
 class _LinearSketch(SerializedKeyed):
     _turnstile = True  # update(x, count) / update_many(items, counts): signed counts (docs/privacy.md)
 
-    def __init__(self, width: int, depth: int, seed=None, *, key_type=None):
+    def __init__(self, width: int, depth: int, seed=None, *, key_type=None, hash_seed=None):
         self._width = check_int("width", width, 1, 2**31)
         self._depth = check_int("depth", depth, 1, _core.MAX_DEPTH)
         if self._width * self._depth > _core.MAX_CELLS:
@@ -22,7 +23,7 @@ class _LinearSketch(SerializedKeyed):
                 f"width * depth must be at most {_core.MAX_CELLS} cells, got {self._width * self._depth}; "
                 "lower width or depth"
             )
-        self._seed = check_seed(seed)
+        self._seed = _seeds.hash_seed(seed, hash_seed)
         super().__init__(key_type)
 
     def _make(self, key_type):
@@ -33,7 +34,8 @@ class _LinearSketch(SerializedKeyed):
 
     width = property(lambda self: self._width, doc="Columns per row.")
     depth = property(lambda self: self._depth, doc="Rows (independent hash functions).")
-    seed = property(lambda self: self._seed, doc="Seed of the hash functions (needed to merge).")
+    hash_seed = property(lambda self: self._seed, doc="The public seed of the hash functions, derived from ``seed=`` "
+                         "(docs/privacy.md §Seeds); merging needs equal hash seeds.")
 
     @locked
     def cells(self) -> np.ndarray:
@@ -54,10 +56,10 @@ class _LinearSketch(SerializedKeyed):
         same class, width, depth, seed and key type."""
         if type(other) is not type(self):
             raise TypeError(f"can only merge a {type(self).__name__} into a {type(self).__name__}, got {type(other).__name__}")
-        if (other.width, other.depth, other.seed) != (self.width, self.depth, self.seed):
+        if (other.width, other.depth, other.hash_seed) != (self.width, self.depth, self.hash_seed):
             raise ValueError(
-                f"cannot merge sketches of different shape or seed: ({self.width}, {self.depth}, seed={self.seed}) vs "
-                f"({other.width}, {other.depth}, seed={other.seed}); build both with the same width, depth and seed"
+                f"cannot merge sketches of different shape or seed: ({self.width}, {self.depth}, hash_seed={self.hash_seed}) vs "
+                f"({other.width}, {other.depth}, hash_seed={other.hash_seed}); build both with the same width, depth and seed"
             )
         # Both objects' locks, always in the same order, so concurrent a.merge(b) / b.merge(a) cannot deadlock.
         first, second = sorted((self, other), key=id)
@@ -76,7 +78,8 @@ class CountMin(_LinearSketch):
     overestimates by more than ``2n/width`` with probability at most ``2**-depth`` (docs/algorithms.md §4).
     Turnstile updates (signed counts) are accepted; the never-underestimate guarantee then needs the
     strict turnstile model (no item's net frequency ever negative), which is the caller's concern.
-    Hash functions are pairwise independent per row, seeded from ``seed`` (random if None)."""
+    Hash functions are pairwise independent per row, seeded from ``seed`` (random if None;
+    docs/privacy.md §Seeds), or from ``hash_seed``, the public hash seed of another sketch (e.g. a published one) to match it."""
 
     _natives = {"int": _core.CountMinInt, "str": _core.CountMinStr}
     _family = 3

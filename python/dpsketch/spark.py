@@ -25,9 +25,10 @@ import numpy as np
 from . import _core
 from .budget import Budget, charging
 from .calibration import PRIVACY_UNIT, calibrate, check_privacy_params, zcdp_epsilon, zcdp_rho_for
-from .distributed import lookup_labels, partition_seed, release_partitions
+from .distributed import lookup_labels, release_partitions
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
-from .release import Release, make_rng
+from . import _seeds
+from .release import Release
 from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
@@ -186,9 +187,6 @@ def _summary_parts(df, kind, cls, proto_bytes) -> list:
 
 # -- heavy hitters -------------------------------------------------------------------------------
 
-_partition_seed = partition_seed
-
-
 def heavy_hitters(df, column: str, *, k: int, epsilon: float, delta: float, route: str = "counters",
                   summary: str = "spacesaving", capacity: int | None = None, num_partitions: int | None = None,
                   rho_fraction: float = 0.9, gamma: float | None = None, width: int | None = None,
@@ -327,7 +325,7 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
         pass  # before any noise or salt is drawn; a refusal spends nothing
     col = F.col(column)
     # A fresh public salt per release, drawn before looking at the data (collision bound below).
-    salt = (make_rng(None)[0].next_u64() if seed is None else _partition_seed(seed, -2)) & ((1 << _FP_SALT_BITS) - 1)
+    salt = _seeds.rng(seed, "salt")[0].next_u64() & ((1 << _FP_SALT_BITS) - 1)
     base = df.select(column).where(col.isNotNull())
     if strings:
         # Salted 64-bit fingerprint computed by Spark (xxhash64, vectorised in the JVM).
@@ -337,12 +335,11 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
         keyed = base.select(col.cast("long").alias("fp"))
         fp_kind = "int"
     # int64 -> [0, 2^64) by two's complement (a bijection); the sketch sees unsigned 64-bit items.
-    hash_seed = None if seed is None else _partition_seed(seed, -3)
-    proto = DyadicCountSketch(64, gamma=0.01 if gamma is None else gamma, width=width, depth=depth, seed=hash_seed)
+    proto = DyadicCountSketch(64, gamma=0.01 if gamma is None else gamma, width=width, depth=depth, seed=seed)
     parts = _dyadic_parts(keyed, proto.to_bytes())
     objs = [DyadicCountSketch.from_bytes(b) for b in parts]
     merged = _merge_tree(objs) if objs else proto
-    noisy = PrivateDyadicCountSketch.from_sketch(merged, rho=rho, seed=_partition_seed(seed, -4))
+    noisy = PrivateDyadicCountSketch.from_sketch(merged, rho=rho, seed=seed)
     del merged, objs  # the exact sketch stays on the driver and is never published
     priv = noisy.privacy(delta=d_s)
     noise_bound = priv["noise_bound"]
@@ -392,7 +389,7 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
                                    F.min("label").alias("label")))
         found = {r["fp"]: (int(r["c"]), int(r["u"]), r["label"]) for r in hits.collect()}
     items, tau_l, lookup_threshold = lookup_labels(fps, found, epsilon=eps_l_used, delta=d_l, n_hat=n_hat, k=k,
-                                                   rng=make_rng(_partition_seed(seed, -5))[0])
+                                                   rng=_seeds.rng(seed, "lookup")[0])
     eps_l = eps_l_used
     meta.update({"labels": "lookup pass: label released iff its exact count + DLap(1/epsilon_lookup) >= tau_lookup",
                  "epsilon_lookup": eps_l, "tau_lookup": tau_l, "delta_lookup": d_l, "delta_fingerprint": d_fp,
@@ -494,11 +491,11 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
         raise ValueError("pass bounds=(lo, hi) (public value range) or universe_bits=L (integers in [0, 2^L))")
     bits = 16 if universe_bits is None else universe_bits
     qlist = [float(q) for q in np.atleast_1d(qs)]
-    proto = DyadicCountSketch(bits, gamma=gamma, bounds=bounds, seed=_partition_seed(seed, -3))
+    proto = DyadicCountSketch(bits, gamma=gamma, bounds=bounds, seed=seed)
     if kind == "float":
         df = df.where(~F.isnan(F.col(column)))  # NaN has no position in [lo, hi]: skipped like a null
     merged = summarize(df, column, lambda: DyadicCountSketch.from_bytes(proto.to_bytes()))
-    priv = PrivateDyadicCountSketch.from_sketch(merged, rho=rho, epsilon=epsilon, seed=_partition_seed(seed, -4),
+    priv = PrivateDyadicCountSketch.from_sketch(merged, rho=rho, epsilon=epsilon, seed=seed,
                                                 budget=budget)
     del merged  # exact; never published
     out = priv.release()

@@ -7,7 +7,8 @@ from .budget import Budget, charging
 from .calibration import used_value
 from ._keyed import SerializedKeyed, locked
 from ._validation import check_int
-from .release import Release, build_release, calibrate, make_length, make_rng
+from . import _seeds
+from .release import Release, build_release, calibrate, make_length
 
 __all__ = ["MisraGries", "SpaceSaving"]
 
@@ -73,7 +74,7 @@ class _CounterSummary(SerializedKeyed):
         # The budget is charged the totals the release reports (ε as used, rounded down, §1).
         with charging(budget, mechanism, epsilon=used_value(cal["epsilon_total"]), delta=cal["delta_total"]):
             extra = self._guard.next(type(self).__name__, allow_repeat)  # before any noise is drawn
-        rng, seeded = make_rng(seed)
+        rng, seeded = _seeds.rng(seed, "noise")
         length = make_length(cal, self._impl.n, rng)
         raw = native_fn(self._impl, cal["epsilon_mechanism"], cal["delta_mechanism"], k, length, rng)
         return build_release(raw, mechanism=mechanism, cal=cal, epsilon=float(epsilon), delta=float(delta),

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import _core
 from ..calibration import zcdp_epsilon, zcdp_rho_for
-from .._release_state import derive_seed
+from .._seeds import derive_seed
 from ._stats import AuditResult, audit_samplers, discrete_gaussian_mu, label_result
 
 _R = _core.release
@@ -425,7 +425,7 @@ _W, _D, _ITEM, _M = 4, 2, 7, 5  # width, depth, the neighbouring item, its count
 def _twin_cells(count_min, hash_seed, items):
     from ..sketches import CountMin, CountSketch
 
-    tw = (CountMin if count_min else CountSketch)(_W, _D, seed=hash_seed)
+    tw = (CountMin if count_min else CountSketch)(_W, _D, hash_seed=hash_seed)
     if len(items):
         tw.update_many(_ints(items))
     return tw.cells().astype(float)
@@ -485,7 +485,7 @@ def _sketch_pair(count_min: bool, kind: str, route: str, neighbours: str):
             src_cls = CountMin if count_min else CountSketch
             sources = []
             for data in (x, xp):
-                src = src_cls(_W, _D, seed=hash_seed)
+                src = src_cls(_W, _D, hash_seed=hash_seed)
                 src.update_many(_ints(data))
                 sources.append(src)
             kw = _privacy_kw(ctx, kind)

@@ -69,23 +69,13 @@ def _variants(cfg: ZhaoConfig):
         yield "PrivateCountSketch", rho
 
 
-def _public_hash_seed(seed: int) -> int:
-    """The hash seed a private sketch built with ``seed`` uses, so that the non-private sketch of
-    the same repeat shares its hash functions and the comparison isolates the privacy noise."""
-    try:
-        from ..private import _hash_seed
-    except ImportError:  # pragma: no cover - older library: independent hashes
-        return seed
-    return _hash_seed(seed)
-
-
 def _make(alg: str, rho: float, width: int, depth: int, beta: float, seed: int):
     import dpsketch
 
     if alg == "CountMin":
-        return dpsketch.CountMin(width, depth, seed=_public_hash_seed(seed))
+        return dpsketch.CountMin(width, depth, seed=seed)  # the private sketch's hash functions: one seed rule
     if alg == "CountSketch":
-        return dpsketch.CountSketch(width, depth, seed=_public_hash_seed(seed))
+        return dpsketch.CountSketch(width, depth, seed=seed)
     if alg == "PrivateCountMin":
         return dpsketch.PrivateCountMin(width, depth, rho=rho, beta=beta, seed=seed)
     if alg == "PrivateCountSketch":
