@@ -94,7 +94,7 @@ def main():
                   f"{w_np / w_dp:.1f}x ({c_np / c_dp:.1f}x) |")
     p = dpsketch.PrivateDyadicCountSketch(32, gamma=0.01, rho=1.0, seed=3)
     p.update_many(rng.integers(0, 2**32, 100_000, dtype=np.uint64))
-    rel = p.release()
+    rel = p.release().sketch
     qs = np.linspace(0.05, 0.95, 10)
     reps = 2000
     w, c = both_times(lambda: [rel.quantiles(qs) for _ in range(reps)], 5)

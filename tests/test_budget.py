@@ -59,9 +59,9 @@ def rng_calls(monkeypatch):
 
 def test_epsilon_and_delta_add_exactly_and_match_the_releases():
     b = Budget(1.0, 1e-5)
-    r1 = _ss().release(0.25, 1e-6, k=10, seed=1, budget=b)
-    r2 = _mg().release(0.1, 2e-6, k=10, seed=2, budget=b)
-    r3 = _ss().release(0.125, 3e-6, k=10, seed=3, length_epsilon=0.0625, length_delta=1e-7, budget=b)
+    r1 = _ss().release(epsilon=0.25, delta=1e-6, k=10, seed=1, budget=b)
+    r2 = _mg().release(epsilon=0.1, delta=2e-6, k=10, seed=2, budget=b)
+    r3 = _ss().release(epsilon=0.125, delta=3e-6, k=10, seed=3, length_epsilon=0.0625, length_delta=1e-7, budget=b)
     # the length's share is carved out of each release's (ε, δ): the totals are the requests
     eps = Fraction(0.25) + _used(0.1) + Fraction(0.125)
     dlt = Fraction(1e-6) + Fraction(2e-6) + Fraction(3e-6)
@@ -131,7 +131,7 @@ def test_pure_budget_refuses_rho_and_delta():
     with pytest.raises(BudgetExceededError, match="delta share"):
         dpsketch.PrivateCountMin(64, 3, rho=0.01, budget=b)
     with pytest.raises(BudgetExceededError):
-        _ss().release(0.5, 1e-9, k=10, budget=b)
+        _ss().release(epsilon=0.5, delta=1e-9, k=10, budget=b)
     dpsketch.PrivateCountMin(64, 3, epsilon=1.0, budget=b)  # exactly the cap
     assert b.spent().epsilon == 1.0 and b.remaining().epsilon == 0.0
 
@@ -141,7 +141,7 @@ def test_zcdp_budget_counts_pure_epsilon_as_half_epsilon_squared():
     dpsketch.PrivateCountSketch(64, 3, epsilon=1.0, budget=b)  # ε-DP ⇒ ε²/2-zCDP
     assert b.spent().rho == 0.5 and b.spent().epsilon is None
     with pytest.raises(ValueError, match="delta"):
-        _ss().release(0.1, 1e-6, k=10, budget=b)
+        _ss().release(epsilon=0.1, delta=1e-6, k=10, budget=b)
     dpsketch.PrivateCountMin(64, 3, rho=0.5, budget=b)
     assert b.remaining().rho == 0.0
     with pytest.raises(BudgetExceededError):
@@ -168,14 +168,14 @@ def test_exhaustion_raises_before_noise_and_keeps_the_guard(make, rng_calls):
     b = Budget(0.5, 1e-6)
     before = summary.to_bytes()
     with pytest.raises(BudgetExceededError) as exc:
-        summary.release(0.75, 1e-7, k=10, budget=b)
+        summary.release(epsilon=0.75, delta=1e-7, k=10, budget=b)
     assert isinstance(exc.value, ReleaseBudgetError)
     assert "nothing was spent" in str(exc.value)
     assert rng_calls == []  # no generator made: no noise drawn
     assert summary.to_bytes() == before
     assert b.ledger == [] and b.spent().epsilon == 0.0
     # the release guard did not advance: a release that fits is the first one (no allow_repeat)
-    rel = summary.release(0.5, 1e-7, k=10, seed=4, budget=b)
+    rel = summary.release(epsilon=0.5, delta=1e-7, k=10, seed=4, budget=b)
     assert rel.metadata["release_index"] == 1 and len(rng_calls) == 1
     assert b.spent().epsilon == 0.5
 
@@ -183,11 +183,11 @@ def test_exhaustion_raises_before_noise_and_keeps_the_guard(make, rng_calls):
 def test_exhaustion_by_length_epsilon_counts():
     b = Budget(1.0, 1e-5)
     with pytest.raises(BudgetExceededError):  # ε 1.5 > 1, whatever its length share
-        _ss().release(1.5, 1e-6, k=10, length_epsilon=0.5, budget=b)
+        _ss().release(epsilon=1.5, delta=1e-6, k=10, length_epsilon=0.5, budget=b)
     with pytest.raises(BudgetExceededError):  # δ 2e-5 > 1e-5
-        _ss().release(0.5, 2e-5, k=10, length_epsilon=0.25, budget=b)
+        _ss().release(epsilon=0.5, delta=2e-5, k=10, length_epsilon=0.25, budget=b)
     assert b.ledger == []
-    r = _ss().release(1.0, 1e-5, k=10, length_epsilon=0.5, budget=b)  # exactly the cap fits
+    r = _ss().release(epsilon=1.0, delta=1e-5, k=10, length_epsilon=0.5, budget=b)  # exactly the cap fits
     assert (r.epsilon, r.delta) == (1.0, 1e-5) and b.remaining().epsilon == 0.0
 
 
@@ -230,7 +230,7 @@ def test_shared_budget_across_summaries_runs_out():
     released = 0
     with pytest.raises(BudgetExceededError):
         for _ in range(10):
-            _ss().release(0.3, 1e-6, k=10, budget=b)
+            _ss().release(epsilon=0.3, delta=1e-6, k=10, budget=b)
             released += 1
     assert released == 3 and len(b.ledger) == 3
 
@@ -266,7 +266,7 @@ def test_bad_spends_and_budget_argument():
     with pytest.raises(TypeError):
         b.spend("nan type", epsilon="0.1")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="dpsketch.Budget"):
-        _ss().release(0.1, 1e-6, k=10, budget=1.0)  # type: ignore[arg-type]
+        _ss().release(epsilon=0.1, delta=1e-6, k=10, budget=1.0)  # type: ignore[arg-type]
     assert b.ledger == []
     assert "spent epsilon=0" in repr(b)
 

@@ -30,7 +30,7 @@ def test_table_json_csv(values_csv, capsys):
     assert [r["q"] for r in obj["quantiles"]] == [0.1, 0.5, 0.9]
     for r in obj["quantiles"]:
         assert abs(r["value"] - np.quantile(v, r["q"])) < 10  # 1 % of the range
-    assert obj["privacy"]["noise"] == "gaussian" and obj["privacy"]["reproducible_not_secret"] is True
+    assert obj["privacy"]["noise"] == "discrete_gaussian" and obj["privacy"]["reproducible_not_secret"] is True
     assert obj["resolution"] == pytest.approx(1000 / 2**32)
     assert "PrivateDyadicCountSketch" in err and "resolution" in err and "NOT secret" in err
     assert main(["quantiles", *args, "--csv"]) == 0
@@ -49,7 +49,7 @@ def test_integer_mode_and_epsilon(tmp_path, capsys):
     assert main(["quantiles", str(p), "--universe-bits", "10", "--epsilon", "1", "--q", "0.5", "--seed", "1",
                  "--json"]) == 0
     obj = json.loads(capsys.readouterr().out)
-    assert abs(obj["quantiles"][0]["value"] - 500) <= 20 and obj["privacy"]["noise"] == "laplace"
+    assert abs(obj["quantiles"][0]["value"] - 500) <= 20 and obj["privacy"]["noise"] == "discrete_laplace"
 
 
 @pytest.mark.parametrize("extra,needle", [

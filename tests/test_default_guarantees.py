@@ -27,7 +27,7 @@ def _rate_of_value_17(stream, runs, **kw):
     for seed in range(runs):
         ss = d.SpaceSaving(10)
         ss.update_many(sorted(stream))
-        hits += (2, 17) in ss.release(1.0, 1e-5, k=5, seed=seed, **kw).items
+        hits += (2, 17) in ss.release(epsilon=1.0, delta=1e-5, k=5, seed=seed, **kw).items
     return hits / runs
 
 
@@ -43,7 +43,7 @@ def test_public_length_is_calibrated_for_replace_one():
     # mechanism runs at ε/2, δ/(1 + e^{ε/2}); the release says which relation holds
     ss = d.SpaceSaving(10)
     ss.update_many(sorted(_X))
-    r = ss.release(1.0, 1e-5, k=5, seed=1, public_length=True)
+    r = ss.release(epsilon=1.0, delta=1e-5, k=5, seed=1, public_length=True)
     m = r.metadata
     assert m["neighbours"] == "replace" and m["length"] == "public" and r.n == len(_X)
     assert m["epsilon_used"] == R.epsilon_used(0.5)
@@ -52,9 +52,9 @@ def test_public_length_is_calibrated_for_replace_one():
 
 
 @pytest.mark.parametrize("make", [
-    lambda: d.SpaceSaving(16).release(0.3, 1e-4, k=4, seed=1),
-    lambda: d.MisraGries(16).release(0.3, 1e-4, k=4, seed=1),
-    lambda: d.MisraGries(16).release(0.3, 1e-4, seed=1),
+    lambda: d.SpaceSaving(16).release(epsilon=0.3, delta=1e-4, k=4, seed=1),
+    lambda: d.MisraGries(16).release(epsilon=0.3, delta=1e-4, k=4, seed=1),
+    lambda: d.MisraGries(16).release(epsilon=0.3, delta=1e-4, seed=1),
     lambda: d.SketchHeavyHitters(k=2, capacity=8, epsilon=0.3, delta=1e-4, max_stream_length=100, seed=1).release(),
 ])
 def test_every_release_reports_what_was_asked_and_states_its_model(make):
@@ -93,11 +93,11 @@ def test_length_bound_covers_the_longer_neighbour():
 def test_release_guarantee_is_a_typed_record():
     ss = d.SpaceSaving(8)
     ss.update_many([1] * 50 + [2] * 3)
-    g = ss.release(1.0, 1e-6, k=2, seed=1).guarantee
+    g = ss.release(epsilon=1.0, delta=1e-6, k=2, seed=1).guarantee
     assert (g.mechanism, g.privacy_unit, g.neighbours, g.length) == ("DPSS", "one stream element", "add_remove", "private")
     assert g.epsilon == 1.0 and g.delta == pytest.approx(1e-6) and g.rho is None
     assert g.reproducible_not_secret is True and g.release_index == 1
     mg = d.MisraGries(8)
     mg.update_many([1] * 50)
-    g = mg.release(1.0, 1e-6, k=2, public_length=True).guarantee
+    g = mg.release(epsilon=1.0, delta=1e-6, k=2, public_length=True).guarantee
     assert (g.neighbours, g.length) == ("replace", "public") and g.reproducible_not_secret is False

@@ -192,11 +192,11 @@ def test_serialized_size_follows_updates_merges_and_releases():
                 s.update(k)
                 assert s.serialized_size() == len(s.to_bytes())
             if isinstance(s, d.PrivateCountMin):
-                pub = s.release()
+                pub = s.release().sketch
                 assert s.serialized_size() == len(s.to_bytes()) and pub.serialized_size() == len(pub.to_bytes())
                 continue
             if isinstance(s, d.MisraGries):
-                s.release(1.0, 1e-3)  # the trailer
+                s.release(epsilon=1.0, delta=1e-3)  # the trailer
                 assert s.serialized_size() == len(s.to_bytes())
             other = make()
             other.update_many(keys[:3])
@@ -208,5 +208,5 @@ def test_serialized_size_follows_updates_merges_and_releases():
     p = d.PrivateDyadicCountSketch(6, width=4, depth=3, rho=1.0, seed=2)
     p.update_many([1, 2, 3])
     assert p.serialized_size() == len(p.to_bytes())
-    pub = p.release()
+    pub = p.release().sketch
     assert p.serialized_size() == len(p.to_bytes()) and pub.serialized_size() == len(pub.to_bytes())

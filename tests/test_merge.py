@@ -236,8 +236,8 @@ def test_merge_errors(cls):
 
 
 def test_release_of_merged_summary_is_refused():
-    for cls, call in ((dp.MisraGries, lambda s: s.release(1.0, 1e-6, seed=1)),
-                      (dp.SpaceSaving, lambda s: s.release(1.0, 1e-6, k=2, seed=1))):
+    for cls, call in ((dp.MisraGries, lambda s: s.release(epsilon=1.0, delta=1e-6, seed=1)),
+                      (dp.SpaceSaving, lambda s: s.release(epsilon=1.0, delta=1e-6, k=2, seed=1))):
         a, b = cls(4), cls(4)
         a.update_many(np.arange(20, dtype=np.int64) % 5)
         b.update_many(np.arange(20, dtype=np.int64) % 7)

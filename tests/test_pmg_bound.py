@@ -72,7 +72,7 @@ def test_the_old_union_bound_would_exceed_delta_with_the_e_eps_weight():
 def test_pmg_release_records_the_unstable_label_delta():
     mg = d.MisraGries(8)
     mg.update_many(np.arange(100) % 5)
-    rel = mg.release(1.0, 1e-3, seed=3)
+    rel = mg.release(epsilon=1.0, delta=1e-3, seed=3)
     t = rel.metadata["t"]
     assert rel.metadata["delta_unstable_labels"] == pytest.approx(R.pmg_unstable_delta(R.epsilon_used(1.0), t))
     assert rel.metadata["delta_unstable_labels"] < rel.delta

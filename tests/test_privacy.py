@@ -40,11 +40,11 @@ def test_dpss_and_pmg_utility_at_paper_setting(paper_stream):
     mg.update_many(s)
     dpss_are, pmg_are = [], []
     for run in range(5):
-        r = ss.release(eps, delta, k, seed=run, allow_repeat=True)
+        r = ss.release(epsilon=eps, delta=delta, k=k, seed=run, allow_repeat=True)
         recall, precision, are = _scores(r, freq, truth)
         assert recall == 1.0 and precision == 1.0, (run, recall, precision)
         dpss_are.append(are)
-        p = mg.release(eps, delta, k=k, seed=run, allow_repeat=True)
+        p = mg.release(epsilon=eps, delta=delta, k=k, seed=run, allow_repeat=True)
         _, precision, are = _scores(p, freq, truth)
         assert precision == 1.0
         pmg_are.append(are)
@@ -83,7 +83,7 @@ def test_dpss_suppresses_the_unstable_label():
     for seed in range(trials):
         ss = d.SpaceSaving(2)
         ss.update_many(["a", "b", "c"])
-        hits += "c" in ss.release(eps, delta, k=1, seed=seed, public_length=True).keys()
+        hits += "c" in ss.release(epsilon=eps, delta=delta, k=1, seed=seed, public_length=True).keys()
     # public length: the mechanism runs at (ε/2, δ/(1 + e^{ε/2})) (docs/privacy.md §Stream length)
     e = R.epsilon_used(eps / 2)
     gamma = R.dpss_gamma(e, delta / (1 + math.exp(eps / 2)))
@@ -102,7 +102,7 @@ def test_pmg_suppresses_unstable_labels():
     for seed in range(trials):
         mg = d.MisraGries(5)
         mg.update_many(x)
-        keys = mg.release(eps, delta, seed=seed).keys()
+        keys = mg.release(epsilon=eps, delta=delta, seed=seed).keys()
         hits_1 += 1 in keys
         hits_5 += 5 in keys
     t = R.pmg_t(eps, delta)
@@ -165,7 +165,7 @@ def test_threshold_table_by_hand():
 def test_dpss_release_uses_documented_threshold():
     ss = d.SpaceSaving(20)
     ss.update_many(zipf(5000, 1.5, 1000, seed=1))
-    r = ss.release(0.5, 1e-4, 10, seed=3, public_length=True)
+    r = ss.release(epsilon=0.5, delta=1e-4, k=10, seed=3, public_length=True)
     g = R.dpss_gamma(0.25, 1e-4 / (1 + math.exp(0.25)))
     assert r.metadata["gamma"] == g
     assert r.threshold == pytest.approx(max(5000 / 10 - g, 5000 / 20 + 1 + g))
@@ -177,7 +177,7 @@ def test_dpss_release_uses_documented_threshold():
 def test_private_length_mode():
     ss = d.SpaceSaving(20)
     ss.update_many(zipf(5000, 1.5, 1000, seed=1))
-    r = ss.release(0.5, 1e-4, 10, seed=3, length_epsilon=0.2, length_delta=1e-5)
+    r = ss.release(epsilon=0.5, delta=1e-4, k=10, seed=3, length_epsilon=0.2, length_delta=1e-5)
     m = r.metadata
     assert m["assumes_public_length"] is False and m["length"] == "private" and m["neighbours"] == "add_remove"
     assert m["length_t"] == R.length_t(0.2, 1e-5)
@@ -221,7 +221,7 @@ def test_gaussian_count_min_shift_and_variance():
 def test_private_sketch_release_is_published_copy():
     p = d.PrivateCountSketch(256, 5, epsilon=1.0, seed=1)
     p.update_many(["a"] * 50 + ["b"] * 5)
-    pub = p.release()
+    pub = p.release().sketch
     assert pub.estimate("a") == p.estimate("a")
     back = d.PrivateCountSketch.from_bytes(pub.to_bytes())
     assert np.array_equal(back.cells(), p.cells()) and back.epsilon == pytest.approx(R.epsilon_used(1.0))
@@ -236,11 +236,11 @@ def test_private_sketch_release_is_published_copy():
 def test_double_release_is_refused_and_recorded():
     ss = d.SpaceSaving(8)
     ss.update_many([1, 2, 3, 1])
-    r1 = ss.release(1.0, 1e-3, 2, seed=1)
+    r1 = ss.release(epsilon=1.0, delta=1e-3, k=2, seed=1)
     assert r1.metadata["release_index"] == 1 and not r1.metadata["composed_with_previous_releases"]
     with pytest.raises(d.ReleaseBudgetError, match="allow_repeat=True"):
-        ss.release(1.0, 1e-3, 2, seed=1)
-    r2 = ss.release(1.0, 1e-3, 2, seed=1, allow_repeat=True)
+        ss.release(epsilon=1.0, delta=1e-3, k=2, seed=1)
+    r2 = ss.release(epsilon=1.0, delta=1e-3, k=2, seed=1, allow_repeat=True)
     assert r2.metadata["release_index"] == 2 and r2.metadata["composed_with_previous_releases"]
 
 
@@ -249,14 +249,14 @@ def test_double_release_is_refused_and_recorded():
 def test_bad_privacy_parameters(eps, delta):
     ss = d.SpaceSaving(8)
     with pytest.raises(ValueError):
-        ss.release(eps, delta, 2)
+        ss.release(epsilon=eps, delta=delta, k=2)
     with pytest.raises(ValueError):
         d.SketchHeavyHitters(k=2, capacity=8, epsilon=eps, delta=delta, max_stream_length=10)
 
 
 def test_structural_parameter_errors():
     with pytest.raises(ValueError, match="capacity >= k"):
-        d.SpaceSaving(4).release(1, 1e-3, 8)
+        d.SpaceSaving(4).release(epsilon=1, delta=1e-3, k=8)
     with pytest.raises(ValueError, match="capacity must exceed k"):
         d.SketchHeavyHitters(k=8, capacity=8, epsilon=1, delta=1e-3, max_stream_length=10)
     with pytest.raises(ValueError, match="need depth >="):
@@ -281,11 +281,11 @@ def test_no_key_in_reprs_or_errors():
         with pytest.raises(TypeError) as ei:
             o.update(5)
         messages.append(str(ei.value))
-    r = objs[0].release(0.01, 1e-9, 1, seed=0)  # far too little signal: nothing passes
+    r = objs[0].release(epsilon=0.01, delta=1e-9, k=1, seed=0)  # far too little signal: nothing passes
     assert secret not in r.keys()
     messages += [repr(r), str(r), r.to_json()]
     with pytest.raises(d.ReleaseBudgetError) as ei:
-        objs[0].release(0.01, 1e-9, 1)
+        objs[0].release(epsilon=0.01, delta=1e-9, k=1)
     messages.append(str(ei.value))
     assert not any(secret in m for m in messages)
 
@@ -294,7 +294,7 @@ def test_release_export(paper_stream):
     s, _, _ = paper_stream
     ss = d.SpaceSaving(256)
     ss.update_many(s[:100_000])
-    r = ss.release(1.0, 1e-6, 64, seed=1)
+    r = ss.release(epsilon=1.0, delta=1e-6, k=64, seed=1)
     import json
 
     back = json.loads(r.to_json())

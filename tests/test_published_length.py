@@ -28,7 +28,7 @@ PATHS = {
     "deepcopy": copy.deepcopy,
     "pickle": lambda o: pickle.loads(pickle.dumps(o)),
     "bytes": lambda o: type(o).from_bytes(o.to_bytes()),
-    "release-again": lambda o: o.release(),
+    "release-again": lambda o: o.release().sketch,
 }
 
 NOISE = {"laplace": {"epsilon": 1.0}, "gaussian": {"rho": 0.5}}
@@ -83,7 +83,7 @@ def test_published_linear_sketch_withholds_n(cls, noise):
     p.update_many(_stream())
     assert p.n == N  # the live object is the data holder's
     assert _linear_n_field(p.to_bytes()) == N
-    pub = p.release()
+    pub = p.release().sketch
     _check_published_linear(pub, p)
     assert pub.metadata["assumes_public_length"] is False
 
@@ -94,7 +94,7 @@ def test_published_from_sketch_withholds_n(cls, base, noise):
     s = base(256, 5, seed=3)
     s.update_many(_stream())
     p = cls.from_sketch(s, seed=4, **NOISE[noise])
-    pub = p.release()
+    pub = p.release().sketch
     _check_published_linear(pub, p)
 
 
@@ -102,7 +102,7 @@ def test_published_from_sketch_withholds_n(cls, base, noise):
 def test_published_linear_native_object_is_read_only(cls):
     p = cls(64, 3, epsilon=1.0)
     p.update_many(np.arange(1000, dtype=np.int64))
-    pub = p.release()
+    pub = p.release().sketch
     assert pub._impl.length_withheld and not p._impl.length_withheld
     with pytest.raises(RuntimeError, match="withheld"):
         pub._impl.update(1)
@@ -128,7 +128,7 @@ def test_published_bytes_without_the_withheld_bit_load_withheld(cls):
 def test_withheld_length_must_be_written_as_zero(cls):
     p = cls(64, 3, epsilon=1.0)
     p.update_many(np.arange(50, dtype=np.int64))
-    b = bytearray(p.release().to_bytes())
+    b = bytearray(p.release().sketch.to_bytes())
     assert b[8] & 0x20  # the withheld bit of the noise-kind byte (docs/format.md)
     pos = 8 + 25
     (f2w,) = struct.unpack_from("<I", b, pos)
@@ -141,7 +141,7 @@ def test_withheld_length_must_be_written_as_zero(cls):
 def test_count_min_noisy_total():
     p = d.PrivateCountMin(512, 7, epsilon=1.0, seed=5)
     p.update_many(_stream())
-    pub = p.release()
+    pub = p.release().sketch
     t = pub.noisy_total()
     assert t == p.noisy_total()  # post-processing of the same noisy cells
     cells = pub.cells()
@@ -149,7 +149,7 @@ def test_count_min_noisy_total():
     assert abs(t - N) < 2000 and t != N  # row sums of Laplace(7) noise over 512 cells
     g = d.PrivateCountMin(512, 7, rho=0.5, seed=5)
     g.update_many(_stream())
-    gp = g.release()
+    gp = g.release().sketch
     shift = gp.metadata["shift"]
     assert shift > 0
     assert gp.noisy_total() == pytest.approx(gp.cells().sum(axis=1).mean() - 512 * shift)
@@ -184,7 +184,7 @@ def test_published_dyadic_withholds_n_and_mass(noise):
     assert p.n == N
     live_n, live_mass = _dyadic_n_mass(p.to_bytes())
     assert live_n == N and live_mass > N + 2000  # gross mass: deletions counted
-    pub = p.release()
+    pub = p.release().sketch
     for name, path in PATHS.items():
         q = path(pub)
         assert q.published and q.n is None, name
@@ -208,7 +208,7 @@ def test_published_dyadic_withholds_n_and_mass(noise):
 def test_published_dyadic_from_sketch_withholds_n_and_mass(noise):
     s = d.DyadicCountSketch(16, width=64, depth=3, seed=1)
     s.update_many(_stream())
-    pub = d.PrivateDyadicCountSketch.from_sketch(s, seed=2, **NOISE[noise]).release()
+    pub = d.PrivateDyadicCountSketch.from_sketch(s, seed=2, **NOISE[noise]).release().sketch
     for path in PATHS.values():
         q = path(pub)
         assert q.n is None and not re.search(r"\bn=", repr(q))
@@ -247,7 +247,7 @@ def _reseal(body):
 
 
 def test_withheld_dyadic_bytes_are_canonical():
-    pub = _live_dyadic("gaussian").release()
+    pub = _live_dyadic("gaussian").release().sketch
     b = pub.to_bytes()
     body, trailer = bytearray(b[:-9]), b[-9:]  # release-state trailer after the checksum
     native = bytes(body[:-8])

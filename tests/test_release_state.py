@@ -26,7 +26,7 @@ PATHS = {
 def _released_spacesaving():
     ss = d.SpaceSaving(4)
     ss.update_many([7] * 60 + [1, 2, 3])
-    ss.release(1.0, 1e-3, 2)
+    ss.release(epsilon=1.0, delta=1e-3, k=2)
     return ss
 
 
@@ -35,14 +35,14 @@ def test_release_count_survives_every_copy_path(path):
     ss = _released_spacesaving()
     c = PATHS[path](ss)
     with pytest.raises(d.ReleaseBudgetError):
-        c.release(1.0, 1e-3, 2)
-    r = c.release(1.0, 1e-3, 2, allow_repeat=True)
+        c.release(epsilon=1.0, delta=1e-3, k=2)
+    r = c.release(epsilon=1.0, delta=1e-3, k=2, allow_repeat=True)
     assert r.metadata["release_index"] == 2 and r.metadata["composed_with_previous_releases"]
     mg = d.MisraGries(4)
     mg.update_many([1, 1, 2])
-    mg.release(1.0, 1e-3)
+    mg.release(epsilon=1.0, delta=1e-3)
     with pytest.raises(d.ReleaseBudgetError):
-        PATHS[path](mg).release(1.0, 1e-3)
+        PATHS[path](mg).release(epsilon=1.0, delta=1e-3)
 
 
 def test_averaging_releases_of_copies_is_refused():
@@ -53,7 +53,7 @@ def test_averaging_releases_of_copies_is_refused():
     for i in range(200):
         c = PATHS[list(PATHS)[i % len(PATHS)]](ss)
         try:
-            values += [v for k, v in c.release(1.0, 1e-3, 2).items if k == 7]
+            values += [v for k, v in c.release(epsilon=1.0, delta=1e-3, k=2).items if k == 7]
         except d.ReleaseBudgetError:
             pass
     assert values == []
@@ -62,10 +62,10 @@ def test_averaging_releases_of_copies_is_refused():
 def test_in_process_copies_share_one_budget():
     ss = d.SpaceSaving(4)
     ss.update_many([7] * 60)
-    copy.copy(ss).release(1.0, 1e-3, 2)
+    copy.copy(ss).release(epsilon=1.0, delta=1e-3, k=2)
     for c in (ss, copy.copy(ss), copy.deepcopy(ss)):
         with pytest.raises(d.ReleaseBudgetError):
-            c.release(1.0, 1e-3, 2)
+            c.release(epsilon=1.0, delta=1e-3, k=2)
 
 
 @pytest.mark.parametrize("cls", [d.PrivateCountMin, d.PrivateCountSketch])
@@ -73,7 +73,7 @@ def test_in_process_copies_share_one_budget():
 def test_published_sketch_stays_read_only(cls, path):
     p = cls(64, 3, epsilon=1.0)
     p.update_many([1, 2, 3])
-    pub = p.release()
+    pub = p.release().sketch
     q = PATHS[path](pub)
     assert q.published and q.metadata["release_index"] == 1
     with pytest.raises(RuntimeError, match="read-only"):
@@ -81,7 +81,7 @@ def test_published_sketch_stays_read_only(cls, path):
     with pytest.raises(RuntimeError, match="read-only"):
         q.update_many([4, 5])
     assert np.array_equal(q.cells(), pub.cells())
-    assert q.release().published  # republishing a published copy reveals nothing new
+    assert q.release().sketch.published  # republishing a published copy reveals nothing new
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -89,12 +89,12 @@ def test_snapshot_difference_attack_needs_allow_repeat(path):
     # Publishing the sketch before and after an update reveals the update exactly (same noise).
     p = d.PrivateCountMin(64, 3, epsilon=0.5)
     p.update_many([1, 2, 3])
-    first = p.release()
+    first = p.release().sketch
     q = PATHS[path](p)
     q.update(99)
     with pytest.raises(d.ReleaseBudgetError):
         q.release()
-    second = q.release(allow_repeat=True)  # explicit: the metadata says it composes
+    second = q.release(allow_repeat=True).sketch  # explicit: the metadata says it composes
     assert second.metadata["release_index"] == 2
     diff = second.cells() - first.cells()
     assert diff.sum() == 3 and set(np.unique(diff)) == {0, 1}  # the reason for the rule
@@ -111,14 +111,14 @@ def test_old_bytes_load_and_unknown_flags_are_rejected():
             d.SpaceSaving.from_bytes(b[:7] + bytes([bit]) + b[8:])
     with pytest.raises(ValueError, match="only private sketches"):  # published, on a summary
         d.SpaceSaving.from_bytes(b[:7] + bytes([0x06]) + b[8:] + (1).to_bytes(8, "little") + b"\x01")
-    ss.release(1.0, 1e-3, 2)
+    ss.release(epsilon=1.0, delta=1e-3, k=2)
     r = ss.to_bytes()
     assert r[7] == 0x02 and r[:7] + b"\x00" + r[8:-9] == b and r[-9:] == (1).to_bytes(8, "little") + b"\x01"
     with pytest.raises(ValueError, match="extension version"):
         d.SpaceSaving.from_bytes(r[:-1] + b"\x02")
     with pytest.raises(ValueError, match=">= 1 release"):
         d.SpaceSaving.from_bytes(r[:-9] + (0).to_bytes(8, "little") + b"\x01")
-    p = d.PrivateCountMin(16, 2, epsilon=1).release()
+    p = d.PrivateCountMin(16, 2, epsilon=1).release().sketch
     pb = p.to_bytes()
     with pytest.raises(ValueError, match="release index"):  # published without its trailer
         d.PrivateCountMin.from_bytes(pb[:7] + bytes([0x04]) + pb[8:-9])
@@ -131,7 +131,7 @@ def test_published_hash_seed_does_not_regenerate_the_noise(cls, base):
     stream = np.arange(500) % 37
     p = cls(width, depth, epsilon=eps, seed=12345)
     p.update_many(stream)
-    pub = cls.from_bytes(p.release().to_bytes())  # what an outsider holds
+    pub = cls.from_bytes(p.release().sketch.to_bytes())  # what an outsider holds
     exact = base(width, depth, hash_seed=pub.hash_seed)
     exact.update_many(stream)
     noise = pub.cells() - exact.cells()
@@ -152,7 +152,7 @@ def test_seeded_objects_and_releases_are_labelled():
     p = d.PrivateCountSketch(32, 3, rho=0.5, seed=1)
     assert p.reproducible_not_secret and p.privacy()["reproducible_not_secret"]
     for path in PATHS.values():
-        q = path(p.release(allow_repeat=True))
+        q = path(p.release(allow_repeat=True).sketch)
         assert q.reproducible_not_secret and q.metadata["reproducible_not_secret"]
         assert "reproducible_not_secret=True" in repr(q)
     assert p.to_bytes()[7] & 0x08
@@ -174,7 +174,7 @@ def test_seeded_objects_and_releases_are_labelled():
 # ---------------------------------------------------------- release metadata ------------------
 def test_private_sketch_release_metadata():
     p = d.PrivateCountMin(256, 5, rho=0.5, beta=0.01)
-    pub = p.release(delta=1e-6)
+    pub = p.release(delta=1e-6).sketch
     m = pub.metadata
     sigma2 = 5 / (2 * 0.5)  # §4: σ² = d/(2ρ)
     assert m["mechanism"] == "PrivateCountMin[gaussian]" and m["reference"] == "docs/algorithms.md §4"
@@ -204,7 +204,7 @@ def test_private_dyadic_release_state_travels_with_every_copy():
 
     s = dpsketch.PrivateDyadicCountSketch(12, width=40, depth=3, rho=1.0, seed=5)
     s.update_many(np.arange(200) % 4096)
-    published = s.release()
+    published = s.release().sketch
     for clone in (copy.copy(s), copy.deepcopy(s), pickle.loads(pickle.dumps(s)),
                   type(s).from_bytes(s.to_bytes())):
         with pytest.raises(dpsketch.ReleaseBudgetError):

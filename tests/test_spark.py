@@ -115,7 +115,7 @@ def test_summarize_counters_guarantee(int_df, zipf_ints, cls):
         assert m * 32 <= n
         assert all((f <= items[x] <= f + m) if x in items else f <= m for x, f in exact.items())
     with pytest.raises(ValueError, match="merged"):
-        got.release(1.0, 1e-6, k=4) if cls is dp.SpaceSaving else got.release(1.0, 1e-6)
+        got.release(epsilon=1.0, delta=1e-6, k=4) if cls is dp.SpaceSaving else got.release(epsilon=1.0, delta=1e-6)
 
 
 @pytest.mark.parametrize("priv, plain", [(dp.PrivateCountSketch, dp.CountSketch), (dp.PrivateCountMin, dp.CountMin)])

@@ -131,8 +131,8 @@ def test_replace_neighbours_recalibrate_noise():
         pa, pr = a.privacy(), r.privacy()
         assert pr["neighbours"] == "replace" and pr["l1_sensitivity"] == 2 * pa["l1_sensitivity"]
         assert pr["l2_sensitivity_squared"] == (2 if cm else 4) * pa["l2_sensitivity_squared"]
-        s2a = pa["noise_param"][0] / pa["noise_param"][1]
-        s2r = pr["noise_param"][0] / pr["noise_param"][1]
+        s2a = pa["noise_param_rational"][0] / pa["noise_param_rational"][1]
+        s2r = pr["noise_param_rational"][0] / pr["noise_param_rational"][1]
         assert s2r == pytest.approx((2 if cm else 4) * s2a)
         if cm:  # the Count-Min shift is recomputed from the new σ
             assert pr["shift"] == dp._core.release.gaussian_cm_shift(s2r, 6, 200, 0.01) > pa["shift"]
@@ -140,8 +140,8 @@ def test_replace_neighbours_recalibrate_noise():
         assert back.neighbours == "replace" and back.rho == pytest.approx(0.5)
         le = cls(200, 6, epsilon=1.0, seed=1, neighbours="replace").privacy()
         la = cls(200, 6, epsilon=1.0, seed=1).privacy()
-        assert le["noise_param"][0] / le["noise_param"][1] == pytest.approx(
-            2 * la["noise_param"][0] / la["noise_param"][1])
+        assert le["noise_param_rational"][0] / le["noise_param_rational"][1] == pytest.approx(
+            2 * la["noise_param_rational"][0] / la["noise_param_rational"][1])
         with pytest.raises(ValueError):
             cls(200, 6, rho=1, neighbours="swap")
 

@@ -74,9 +74,9 @@ def counters(d):
             out.append((m, cls.__name__, key_type, ["merged"], probes))
             r = fresh()
             if cls is d.MisraGries:
-                r.release(1.0, 1e-3, seed=1)
+                r.release(epsilon=1.0, delta=1e-3, seed=1)
             else:
-                r.release(1.0, 1e-3, 2, seed=1)
+                r.release(epsilon=1.0, delta=1e-3, k=2, seed=1)
             out.append((r, cls.__name__, key_type, ["released"], probes))
             if key_type == "int":
                 out.append((cls(4), cls.__name__, None, ["untyped"], probes))

@@ -31,7 +31,7 @@ class Guarantee:
     :ivar neighbours: 'add_remove', or 'replace' (public length: the stream length is fixed)
     :ivar length: how the release reads the stream length: 'private' (a noisy n̂ paid from the
         budget), 'public' (the exact n as a public parameter) or 'unused'
-    :ivar epsilon: ε that holds (never above the ε asked for)
+    :ivar epsilon: ε that holds (never above the ε asked for); None for a ρ-zCDP release without a conversion δ
     :ivar delta: δ that holds (never above the δ asked for)
     :ivar rho: ρ of a zCDP mechanism, else None
     :ivar reproducible_not_secret: True when the noise came from a user seed
@@ -42,8 +42,8 @@ class Guarantee:
     privacy_unit: str
     neighbours: str
     length: str
-    epsilon: float
-    delta: float
+    epsilon: float | None
+    delta: float | None
     rho: float | None
     reproducible_not_secret: bool
     release_index: int | None

@@ -436,9 +436,9 @@ def _release(args, est):
     # to it and the accountant's total is what the 'spent:' line prints.
     args.budget = Budget(args.epsilon, args.delta)
     if args.algorithm == "spacesaving":
-        return est.release(args.epsilon, args.delta, args.k, seed=args.seed, budget=args.budget, **_length_options(args))
+        return est.release(epsilon=args.epsilon, delta=args.delta, k=args.k, seed=args.seed, budget=args.budget, **_length_options(args))
     if args.algorithm == "misragries":
-        return est.release(args.epsilon, args.delta, k=args.k, seed=args.seed, budget=args.budget,
+        return est.release(epsilon=args.epsilon, delta=args.delta, k=args.k, seed=args.seed, budget=args.budget,
                            **_length_options(args))
     return est.release(budget=args.budget)  # sketch noise was drawn at construction (seeded there)
 

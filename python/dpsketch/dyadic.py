@@ -27,7 +27,7 @@ from .calibration import used_value, zcdp_epsilon
 from ._validation import check_int
 from ._guarded import Serialized, locked
 from . import _seeds
-from .release import PRIVACY_UNIT, check_privacy_params
+from .release import PRIVACY_UNIT, Release, check_privacy_params, sketch_release
 
 __all__ = ["DyadicCountSketch", "PrivateDyadicCountSketch"]
 
@@ -420,6 +420,7 @@ class PrivateDyadicCountSketch(_DyadicBase):
             self._rho, _ = check_privacy_params(rho, 0.5, name="rho")
         self._beta, self._seed = float(beta), seed
         self._published, self._reproducible_not_secret = False, seed is not None
+        self._conversion_delta: float | None = None
         return self._noise_params(bits, exact, depth, allocation, neighbours)
 
     def _noise_params(self, bits, exact, depth, allocation, neighbours):
@@ -467,7 +468,7 @@ class PrivateDyadicCountSketch(_DyadicBase):
             self._epsilon, self._rho = sum(l1 * den / num for (l1, _), (num, den) in zip(sens, impl.level_params)), None
         else:
             self._rho, self._epsilon = sum(l2 * den / (2 * num) for (_, l2), (num, den) in zip(sens, impl.level_params)), None
-        self._beta, self._seed = None, None  # the seed never travels; whether there was one does
+        self._beta, self._seed, self._conversion_delta = None, None, None  # the seed never travels; whether there was one does
 
     epsilon = property(lambda self: self._epsilon, doc="Pure-DP ε of the noisy cells (None for zCDP).")
     rho = property(lambda self: self._rho, doc="zCDP ρ of the noisy cells (None for pure DP).")
@@ -520,10 +521,18 @@ class PrivateDyadicCountSketch(_DyadicBase):
         arr = self._items(items)
         self._impl.update_many(arr, self._counts(counts, len(arr)))
 
+    @property
+    def metadata(self) -> dict:
+        """The record of this sketch's guarantee, the same schema as every release's: mechanism,
+        privacy unit, neighbours, noise, ε/δ/ρ of the noise as drawn (ε, δ for a zCDP sketch only
+        with the conversion ``delta`` given to ``release(delta=)``), sensitivities, shape, levels,
+        release index and labels."""
+        return self.privacy(self._conversion_delta)
+
     @locked
     def privacy(self, delta: float | None = None) -> dict:
-        """The guarantee of the noisy cells and every constant behind it; with ``delta``, the
-        (ε, δ)-DP conversion of ρ-zCDP: ε = ρ + 2·√(ρ·ln(1/δ)) (docs/algorithms.md §1)."""
+        """The :attr:`metadata` record with every constant behind it; with ``delta``, the (ε, δ)-DP
+        conversion of ρ-zCDP: ε = ρ + 2·√(ρ·ln(1/δ)) (docs/algorithms.md §1)."""
         impl = self._impl
         bits, exact, d = impl.bits, impl.exact_levels, impl.depth
         sens = _sensitivities(bits, exact, d, impl.neighbours)
@@ -541,13 +550,16 @@ class PrivateDyadicCountSketch(_DyadicBase):
             levels.append(lv)
         out = {
             "mechanism": "PrivateDyadicCountSketch",
-            "noise": impl.noise_kind,
+            "reference": "docs/algorithms.md §6",
+            "noise": "discrete_gaussian" if gaussian else "discrete_laplace",
             "noise_allocation": impl.allocation,
             "neighbours": impl.neighbours,
             "privacy_unit": PRIVACY_UNIT,
             "length": "unused",  # quantile targets use the noisy total (post-processing)
-            "rho": self._rho,
-            "epsilon": self._epsilon,
+            "rho_requested": self._rho,
+            "epsilon_requested": self._epsilon,
+            "release_index": self._guard.count,
+            "published": self._published,
             "universe_bits": bits, "width": impl.width, "depth": d, "exact_levels": exact,
             "sketch_levels": bits - exact,
             "l1_sensitivity_total": sum(a for a, _ in sens),
@@ -556,18 +568,19 @@ class PrivateDyadicCountSketch(_DyadicBase):
             "quantile_targets": "q times the noisy total rank(2^L) (post-processing; no public n needed)",
             "reproducible_not_secret": self._reproducible_not_secret,
         }
+        # the guarantee of the noise as drawn (ε, ρ rounded down to multiples of 2^-32, §1)
         if gaussian:
-            out["rho_used"] = sum(lv["rho_share"] for lv in levels)
+            out["rho_used"] = out["rho"] = sum(lv["rho_share"] for lv in levels)
+            out.update(privacy="zcdp", epsilon=None, delta=None)
             if impl.allocation == "joint":
                 out["sigma2"] = levels[0]["sigma2"]
             if delta is not None:
-                dl = float(delta)
-                if not 0 < dl < 1:
-                    raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+                _, dl = check_privacy_params(1.0, delta)
                 out["delta"] = dl
-                out["epsilon_from_zcdp"] = zcdp_epsilon(out["rho_used"], dl)
+                out["epsilon"] = out["epsilon_from_zcdp"] = zcdp_epsilon(out["rho_used"], dl)
         else:
-            out["epsilon_used"] = sum(lv["epsilon_share"] for lv in levels)
+            out["epsilon_used"] = out["epsilon"] = sum(lv["epsilon_share"] for lv in levels)
+            out.update(privacy="pure", delta=0.0, rho=None)
         if self._beta is not None:
             out["beta"] = self._beta
             out["noise_bound"] = self._noise_bound(levels, gaussian)
@@ -584,18 +597,25 @@ class PrivateDyadicCountSketch(_DyadicBase):
         return b * math.log(cells / self._beta)
 
     @locked
-    def release(self, *, allow_repeat: bool = False) -> "PrivateDyadicCountSketch":
-        """The noisy hierarchy as a publishable, read-only copy (to_bytes, queries). It withholds
-        the exact length and absorbed mass: ``n`` is None, the bytes hold n = 0 and the mass bound
-        max ``|cell|`` (docs/privacy.md §Publishing). A second release raises unless
-        ``allow_repeat=True`` (docs/algorithms.md §0)."""
-        if self._published:  # already a published copy: nothing new is revealed
-            return type(self).from_bytes(self.to_bytes())
-        self._guard.next(type(self).__name__, allow_repeat)
+    def release(self, *, allow_repeat: bool = False, delta: float | None = None) -> Release:
+        """A :class:`Release` whose ``sketch`` is the noisy hierarchy as a publishable, read-only
+        copy (to_bytes, quantiles, ranks). It withholds the exact length and absorbed mass: ``n`` is
+        None, the bytes hold n = 0 and the mass bound max ``|cell|`` (docs/privacy.md §Publishing).
+        ``delta`` (zCDP only) records the (ε, δ)-DP conversion in the metadata. A second release
+        raises unless ``allow_repeat=True`` (docs/algorithms.md §0); releasing a published copy
+        releases it again (nothing new is revealed)."""
+        if delta is not None:
+            if self._rho is None:
+                raise ValueError("delta applies to zCDP sketches (rho=); a Laplace sketch is pure ε-DP")
+            _, delta = check_privacy_params(1.0, delta)
+        if not self._published:
+            self._guard.next(type(self).__name__, allow_repeat)
         out = type(self).from_bytes(self.to_bytes())
-        out._impl.withhold_length()
+        if not self._published:
+            out._impl.withhold_length()
         out._beta, out._seed, out._published = self._beta, self._seed, True
-        return out
+        out._conversion_delta = delta if delta is not None else self._conversion_delta
+        return sketch_release(out, out.metadata)
 
     def merge(self, other):
         raise TypeError("private sketches do not merge (their noise would add up); merge non-private "

@@ -17,6 +17,7 @@ from .release import (
     PRIVACY_UNIT,
     Release,
     build_release,
+    sketch_release,
     calibrate,
     check_privacy_params,
     make_length,
@@ -166,26 +167,24 @@ class _PrivateLinear(SerializedKeyed):
             obj._impl.withhold_length()  # published bytes that still carry n: drop it here
         return obj
 
-    @locked
     def privacy(self, delta: float | None = None) -> dict:
-        """The guarantee of the noisy cells; with ``delta``, the (ε, δ) conversion of ρ-zCDP."""
-        l1, l2 = self._sensitivities()
-        out = {"epsilon": self._epsilon, "rho": self._rho, "noise": self._impl.noise_kind,
-               "noise_param": self._impl.noise_param, "shift": self._impl.shift, "neighbours": self._neighbours,
-               "privacy_unit": PRIVACY_UNIT, "length": "unused",
-               "l1_sensitivity": l1, "l2_sensitivity_squared": l2,
-               "reproducible_not_secret": self._reproducible_not_secret}
-        if self._rho is not None and delta is not None:
-            out["epsilon_from_zcdp"] = zcdp_to_dp(self._rho, delta)
-            out["delta"] = delta
-        return out
+        """The :attr:`metadata` record; with ``delta`` (zCDP only), its (ε, δ)-DP conversion
+        ρ + 2·√(ρ·ln(1/δ)) as ``epsilon`` and ``delta`` (docs/algorithms.md §1)."""
+        if delta is None:
+            return self.metadata
+        _, delta = check_privacy_params(1.0, delta)
+        return self._record(delta)
 
     @property
-    @locked
     def metadata(self) -> dict:
-        """Release metadata (docs/algorithms.md §4): mechanism, guarantee, noise, sensitivity,
-        shape, release index and labels. Everything is re-derived from the serialized state, so it
-        is the same after copy, pickle or bytes (except ``delta``, given to ``release(delta=)``)."""
+        """The record of this sketch's guarantee (docs/algorithms.md §4): mechanism, privacy unit,
+        neighbours, noise, ε/δ/ρ of the noise as drawn, sensitivities, shape, release index and
+        labels. Everything is re-derived from the serialized state, so it is the same after copy,
+        pickle or bytes (except the conversion ``delta`` given to ``release(delta=)``)."""
+        return self._record(self._conversion_delta)
+
+    @locked
+    def _record(self, conversion_delta) -> dict:
         num, den = self._impl.noise_param
         d = self._impl.depth
         laplace = self._impl.noise_kind == "laplace"
@@ -211,15 +210,16 @@ class _PrivateLinear(SerializedKeyed):
         }
         # the guarantee of the noise actually drawn (ε, ρ rounded down to multiples of 2^-32, §1)
         l1, l2 = self._sensitivities()
+        meta.update(l1_sensitivity=l1, l2_sensitivity_squared=l2)
         if laplace:
-            meta.update(privacy="pure", epsilon=l1 * den / num, delta=0.0, rho=None, l1_sensitivity=l1)
+            meta.update(privacy="pure", epsilon=l1 * den / num, delta=0.0, rho=None)
         else:
             rho = l2 * den / (2 * num)
-            meta.update(privacy="zcdp", rho=rho, l2_sensitivity_squared=l2, epsilon=None, delta=None)
+            meta.update(privacy="zcdp", rho=rho, epsilon=None, delta=None)
             if self._beta is not None and self._count_min:
                 meta["beta"] = self._beta  # the shift keeps estimates >= true counts w.p. 1 - β (§4)
-            if self._conversion_delta is not None:  # ρ-zCDP -> (ρ + 2√(ρ ln 1/δ), δ)-DP (§1)
-                meta.update(delta=self._conversion_delta, epsilon=zcdp_to_dp(rho, self._conversion_delta))
+            if conversion_delta is not None:  # ρ-zCDP -> (ρ + 2√(ρ ln 1/δ), δ)-DP (§1)
+                meta.update(delta=conversion_delta, epsilon=zcdp_to_dp(rho, conversion_delta))
         return meta
 
     @locked
@@ -255,16 +255,16 @@ class _PrivateLinear(SerializedKeyed):
         return self._impl.estimate_many(int_batch(items))
 
     @locked
-    def release(self, *, allow_repeat: bool = False, delta: float | None = None):
-        """The noisy sketch as a publishable, read-only copy (serializable with to_bytes, queryable
-        with estimate; ``metadata`` describes it). The noise, drawn once at construction, protects
-        ONE publication of the final state: publishing it at more than one time reveals the
+    def release(self, *, allow_repeat: bool = False, delta: float | None = None) -> Release:
+        """A :class:`Release` whose ``sketch`` is the noisy sketch as a publishable, read-only copy
+        (serializable with to_bytes, queryable with estimate; its ``metadata`` is the release's).
+        The noise, drawn once at construction, protects ONE publication of the final state: publishing it at more than one time reveals the
         updates in between exactly, so a second release raises unless ``allow_repeat=True``
         (docs/privacy.md §Publishing and the release-once rule). The release count travels with
         every copy, pickle and bytes; a published copy stays read-only through all of them and
         withholds the exact stream length (``n`` is None; the bytes hold 0). ``delta`` (zCDP
         only) records the (ε, δ)-DP conversion in the metadata.
-        Releasing an already published copy returns it again (nothing new is revealed)."""
+        Releasing an already published copy releases it again (nothing new is revealed)."""
         if delta is not None:
             if self._rho is None:
                 raise ValueError("delta applies to zCDP sketches (rho=); a Laplace sketch is pure ε-DP")
@@ -278,7 +278,7 @@ class _PrivateLinear(SerializedKeyed):
             out._published = True
         out._beta, out._seed = self._beta, self._seed
         out._conversion_delta = delta if delta is not None else self._conversion_delta
-        return out
+        return sketch_release(out, out.metadata)
 
     def _repr_fields(self):
         p = f"epsilon={self._epsilon:g}" if self._epsilon is not None else f"rho={self._rho:g}"

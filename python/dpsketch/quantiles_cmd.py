@@ -183,7 +183,7 @@ def run(args, *, input_class, usage_error, run_error, warn, display, first_line,
     except (ValueError, TypeError, OverflowError) as exc:  # pragma: no cover - the values are checked above
         raise run_error(first_line(exc)) from None
 
-    released = sketch.release()
+    released = sketch.release().sketch
     values = released.quantiles(qs)
     meta = released.privacy(delta=getattr(args, "delta", None))
     res = released.resolution
@@ -212,7 +212,7 @@ def _print_header(args, released, meta, source, bounds, res):
     if getattr(args, "quiet", False):
         return
     prog = "dpsketch"
-    if meta["noise"] == "gaussian":
+    if meta["noise"] == "discrete_gaussian":
         priv = f"rho={meta['rho_used']:g} (zCDP, discrete Gaussian, {meta['noise_allocation']} allocation)"
     else:
         priv = f"epsilon={meta['epsilon_used']:g} (pure DP, discrete Laplace, {meta['noise_allocation']} allocation)"

@@ -1,7 +1,10 @@
-"""The shared release interface: every private mechanism returns a :class:`Release`.
+"""The shared release protocol: every ``release()`` is keyword-only and returns a :class:`Release`.
 
-Items are ``(key, noisy value)`` pairs sorted by noisy value (descending; ties by key) -- never by
-true count. Only labels that passed the threshold appear anywhere in a Release (docs/algorithms.md §0).
+A heavy-hitter release holds ``(key, noisy value)`` items sorted by noisy value (descending; ties by
+key) -- never by true count; only labels that passed the threshold appear anywhere in it
+(docs/algorithms.md §0). A private sketch's release holds the published, read-only sketch in
+``sketch`` (queries on it are post-processing) and no items. Either way ``metadata`` is the one
+record of what was released and ``guarantee`` its typed summary.
 """
 
 from __future__ import annotations
@@ -23,12 +26,15 @@ _INT_META = {"k", "capacity", "gamma", "t", "width", "depth", "noisy_cells", "l1
 
 @dataclass(frozen=True)
 class Release:
-    """A differentially private heavy-hitter release.
+    """A differentially private release.
 
-    :ivar items: list of (key, noisy value), noisy value descending (ties by key)
-    :ivar threshold: released values are > threshold (>= for PMG; see metadata['threshold_inclusive'])
-    :ivar epsilon: total ε of this release: at most the ε asked for (the length's share included)
-    :ivar delta: total δ, at most the δ asked for
+    :ivar items: list of (key, noisy value), noisy value descending (ties by key); empty for a
+                  sketch release
+    :ivar threshold: released values are > threshold (>= for PMG; see metadata['threshold_inclusive']);
+                  None for a sketch release
+    :ivar epsilon: total ε of this release: at most the ε asked for (the length's share included);
+                  None for a ρ-zCDP sketch released without a conversion δ (its guarantee is ``rho``)
+    :ivar delta: total δ, at most the δ asked for (0 for pure DP; None with ``epsilon`` None)
     :ivar rho: zCDP ρ where the mechanism is zCDP, else None
     :ivar mechanism: 'PMG', 'DPSS', 'SketchHeavyHitters[countmin]', ...
     :ivar n: the stream length the release used: the noisy n̂ (default), the public n
@@ -36,16 +42,18 @@ class Release:
     :ivar metadata: the guarantee record (privacy_unit, neighbours, length, epsilon/delta requested
                   and of the mechanism proper) and every parameter and derived constant (γ, τ, d,
                   w, envelope terms, reproducible_not_secret, release_index, ...)
+    :ivar sketch: the published sketch (read-only; ``to_bytes``, queries) for a sketch release, else None
     """
 
     items: list
-    threshold: float
-    epsilon: float
-    delta: float
+    threshold: float | None
+    epsilon: float | None
+    delta: float | None
     mechanism: str
     n: float | None
     metadata: dict = field(default_factory=dict)
     rho: float | None = None
+    sketch: Any = None
 
     @property
     def guarantee(self) -> Guarantee:
@@ -74,7 +82,8 @@ class Release:
         return [k for k, _ in self.items]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """Everything released, JSON-ready; a published sketch as its class name and base64 bytes."""
+        out = {
             "mechanism": self.mechanism,
             "epsilon": self.epsilon,
             "delta": self.delta,
@@ -84,6 +93,12 @@ class Release:
             "items": [[k, v] for k, v in self.items],
             "metadata": dict(self.metadata),
         }
+        if self.sketch is not None:
+            import base64
+
+            out["sketch"] = {"class": type(self.sketch).__name__,
+                             "bytes_base64": base64.b64encode(self.sketch.to_bytes()).decode("ascii")}
+        return out
 
     def to_json(self, **kwargs) -> str:
         return json.dumps(self.to_dict(), **kwargs)
@@ -98,6 +113,9 @@ class Release:
 
     def __repr__(self) -> str:
         seeded = ", reproducible_not_secret=True" if self.metadata.get("reproducible_not_secret") else ""
+        if self.sketch is not None:
+            g = f"rho={self.rho:g}" if self.epsilon is None else f"epsilon={self.epsilon:g}, delta={self.delta:g}"
+            return f"Release(mechanism={self.mechanism!r}, sketch={type(self.sketch).__name__}, {g}{seeded})"
         return (
             f"Release(mechanism={self.mechanism!r}, items={len(self.items)}, epsilon={self.epsilon:g}, "
             f"delta={self.delta:g}, threshold={self.threshold:.6g}{seeded})"
@@ -123,6 +141,15 @@ def build_release(raw, *, mechanism, cal, epsilon, delta, seeded, extra):
         n=n_used,
         metadata=meta,
     )
+
+
+def sketch_release(published, metadata: dict) -> Release:
+    """The Release of a published private sketch: the sketch itself, its metadata record, and the
+    guarantee read from that record (ε and δ of the noise as drawn; ε None for ρ-zCDP without a
+    conversion δ)."""
+    return Release(items=[], threshold=None, epsilon=metadata.get("epsilon"), delta=metadata.get("delta"),
+                   mechanism=metadata["mechanism"], n=None, metadata=metadata, rho=metadata.get("rho"),
+                   sketch=published)
 
 
 class ReleaseGuard:

@@ -498,6 +498,6 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
     priv = PrivateDyadicCountSketch.from_sketch(merged, rho=rho, epsilon=epsilon, seed=seed,
                                                 budget=budget)
     del merged  # exact; never published
-    out = priv.release()
+    out = priv.release().sketch
     vals = [v.item() if hasattr(v, "item") else v for v in out.quantiles(qlist)]
     return QuantileRelease(qs=qlist, values=vals, sketch=out, privacy=priv.privacy())

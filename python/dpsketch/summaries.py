@@ -126,7 +126,7 @@ class MisraGries(_CounterSummary):
         return self._impl.items(True)
 
     def release(
-        self, epsilon: float, delta: float, k: int | None = None, seed: int | None = None, *,
+        self, *, epsilon: float, delta: float, k: int | None = None, seed: int | None = None,
         public_length: bool = False, length_epsilon: float | None = None, length_delta: float | None = None,
         allow_repeat: bool = False, budget: Budget | None = None,
     ) -> Release:
@@ -194,7 +194,7 @@ class SpaceSaving(_CounterSummary):
         return self._impl.items()
 
     def release(
-        self, epsilon: float, delta: float, k: int, seed: int | None = None, *, public_length: bool = False,
+        self, *, epsilon: float, delta: float, k: int, seed: int | None = None, public_length: bool = False,
         length_epsilon: float | None = None, length_delta: float | None = None, allow_repeat: bool = False,
         budget: Budget | None = None,
     ) -> Release:

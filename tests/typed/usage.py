@@ -22,8 +22,8 @@ def counters(stream: np.ndarray) -> list[str]:
     again: dpsketch.SpaceSaving = dpsketch.SpaceSaving.from_bytes(blob)
     est: int | float = again.estimate(3)
     budget = Budget(1.0, 1e-6)
-    rel: Release = ss.release(0.5, 1e-7, k=8, budget=budget)
-    rel2: Release = mg.release(0.25, 1e-7, budget=budget)
+    rel: Release = ss.release(epsilon=0.5, delta=1e-7, k=8, budget=budget)
+    rel2: Release = mg.release(epsilon=0.25, delta=1e-7, budget=budget)
     spent: PrivacyTotals = budget.spent()
     left: float | None = budget.remaining().epsilon
     ledger: list[Spend] = budget.ledger
@@ -39,7 +39,7 @@ def sketches(stream: np.ndarray) -> float:
     pcm = dpsketch.PrivateCountMin(1024, 4, rho=0.5, budget=b)
     pcs = dpsketch.PrivateCountSketch(1024, 4, epsilon=1.0, budget=b)
     pcm.update_many(stream)
-    published: dpsketch.PrivateCountMin = pcm.release()
+    published: dpsketch.PrivateCountMin = pcm.release().sketch
     hh = dpsketch.SketchHeavyHitters("countsketch", k=8, capacity=32, epsilon=1.0, delta=1e-6,
                                      max_stream_length=len(stream))
     hh.update_many(stream)

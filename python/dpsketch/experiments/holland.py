@@ -110,9 +110,9 @@ def run_one(algorithm: str, stream, truth: Truth, *, k: int, factor: int, epsilo
     memory = obj.memory_bytes()
     t0 = time.perf_counter()
     if algorithm == "MisraGries":
-        rel = obj.release(epsilon, delta, k=k, seed=seed, public_length=public_length)
+        rel = obj.release(epsilon=epsilon, delta=delta, k=k, seed=seed, public_length=public_length)
     elif algorithm == "SpaceSaving":
-        rel = obj.release(epsilon, delta, k, seed=seed, public_length=public_length)
+        rel = obj.release(epsilon=epsilon, delta=delta, k=k, seed=seed, public_length=public_length)
     else:
         rel = obj.release()
     release_s = time.perf_counter() - t0
