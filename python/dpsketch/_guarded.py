@@ -134,3 +134,62 @@ class Serialized(Guarded):
 
     def __deepcopy__(self, memo):
         return self.__copy__()
+
+
+class Publishable(Serialized):
+    """A private sketch: noise drawn at construction, published once by ``release()`` as a read-only
+    copy that withholds the exact length (docs/privacy.md §Publishing and the release-once rule).
+    Subclasses set ``_epsilon``/``_rho`` (the guarantee of the stored noise), ``_beta``, ``_seed``,
+    ``_conversion_delta`` and define ``metadata``."""
+
+    _epsilon: float | None
+    _rho: float | None
+    _beta: float | None
+    _seed: int | None
+    _conversion_delta: float | None
+
+    epsilon = property(lambda self: self._epsilon, doc="Pure-DP ε of the noisy cells (None for zCDP).")
+    rho = property(lambda self: self._rho, doc="zCDP ρ of the noisy cells (None for pure DP).")
+    published = property(lambda self: self._published,
+                         doc="True for a release() result (and its copies/bytes): read-only, publishable.")
+    reproducible_not_secret = property(lambda self: self._reproducible_not_secret,
+                                       doc="True if the noise came from a user seed: anyone with it can remove the noise.")
+
+    @property
+    @locked
+    def n(self) -> int | None:  # type: ignore[override]  # None on a published copy
+        """The net number of items added, on the live sketch (the data holder's). None on a
+        ``release()`` result and its copies and bytes: a published sketch withholds the exact
+        length (docs/privacy.md §Publishing); ``noisy_total()`` estimates it from the noisy cells."""
+        return None if self._impl.length_withheld else self._impl.n  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_bytes(cls: type[_S], data: bytes | bytearray | memoryview) -> _S:
+        obj = super().from_bytes(data)
+        if obj._published and not obj._impl.length_withheld:
+            obj._impl.withhold_length()  # published bytes that still carry n (and mass): drop them here
+        return obj
+
+    def _check_not_frozen(self) -> None:
+        if self._published:
+            from .errors import ReadOnlyError
+
+            raise ReadOnlyError("this is a released (published) sketch and is read-only; keep updating the original")
+
+    def _publish(self, allow_repeat: bool, delta: float | None) -> Any:
+        """The body of every private sketch's ``release()`` (the caller holds the lock)."""
+        from .calibration import check_privacy_params
+        from .release import sketch_release
+
+        if delta is not None:
+            if self._rho is None:
+                raise ValueError("delta applies to zCDP sketches (rho=); a Laplace sketch is pure ε-DP")
+            _, delta = check_privacy_params(1.0, delta)
+        if not self._published:
+            self._guard.next(type(self).__name__, allow_repeat)
+        out = type(self).from_bytes(self.to_bytes())
+        if not self._published:
+            out._impl.withhold_length()  # nothing exact is published
+        out._beta, out._seed, out._published = self._beta, self._seed, True
+        out._conversion_delta = delta if delta is not None else self._conversion_delta
+        return sketch_release(out, out.metadata)  # type: ignore[attr-defined]

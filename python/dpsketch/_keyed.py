@@ -122,29 +122,24 @@ class Keyed(Guarded):
         items = normalize_batch(items)
         if not isinstance(items, np.ndarray) and not hasattr(items, "__len__"):
             items = list(items)
-        if counts is not None:
-            c = self._check_counts(counts, len(items))
-            if len(items) == 0:
-                return
-            kt = batch_key_type(items)
-            with self._unchanged_on_error():
-                self._settle(kt)
-                if kt == "int":
-                    self._impl.update_many_counted(int_batch(items), c)
-                else:
-                    if type(items).__module__.startswith("pyarrow"):
-                        items = items.to_pylist()
-                    self._impl.update_many_counted(items, c)
-            return
+        c = None if counts is None else self._check_counts(counts, len(items))
         if len(items) == 0:
             return
         kt = batch_key_type(items)
         with self._unchanged_on_error():
             self._settle(kt)
             if kt == "int":
-                self._impl.update_many(int_batch(items))
-            else:
+                batch = int_batch(items)
+                if c is None:
+                    self._impl.update_many(batch)
+                else:
+                    self._impl.update_many_counted(batch, c)
+            elif c is None:
                 feed_str_batch(self._impl, items)
+            else:
+                if type(items).__module__.startswith("pyarrow"):
+                    items = items.to_pylist()
+                self._impl.update_many_counted(items, c)
 
     def _check_count(self, count) -> int:
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)):

@@ -138,25 +138,11 @@ class Budget:
         self._epsilon_cap, self._delta_cap, self._rho_cap, self._zcdp_delta = e, d, None, zd
 
     # -- properties -------------------------------------------------------------------------------
-    @property
-    def epsilon(self) -> Optional[float]:
-        """The ε cap (None for a zCDP budget)."""
-        return self._epsilon_cap
-
-    @property
-    def delta(self) -> Optional[float]:
-        """The δ cap (None for a zCDP budget)."""
-        return self._delta_cap
-
-    @property
-    def rho(self) -> Optional[float]:
-        """The ρ cap of a zCDP budget (None for an (ε, δ) budget)."""
-        return self._rho_cap
-
-    @property
-    def zcdp_delta(self) -> Optional[float]:
-        """The δ share reserved to convert the zCDP total (None: ρ spends are refused)."""
-        return self._zcdp_delta
+    epsilon = property(lambda self: self._epsilon_cap, doc="The ε cap (None for a zCDP budget).")
+    delta = property(lambda self: self._delta_cap, doc="The δ cap (None for a zCDP budget).")
+    rho = property(lambda self: self._rho_cap, doc="The ρ cap of a zCDP budget (None for an (ε, δ) budget).")
+    zcdp_delta = property(lambda self: self._zcdp_delta,
+                          doc="The δ share reserved to convert the zCDP total (None: ρ spends are refused).")
 
     @property
     def ledger(self) -> list[Spend]:

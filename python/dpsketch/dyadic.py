@@ -22,12 +22,12 @@ import numpy as np
 
 from . import _core
 from .budget import Budget, charging
-from .errors import ReadOnlyError
 from .calibration import used_value, zcdp_epsilon
 from ._validation import check_int
 from ._guarded import Serialized, locked
 from . import _seeds
-from .release import PRIVACY_UNIT, Release, check_privacy_params, sketch_release
+from ._guarded import Publishable
+from .release import PRIVACY_UNIT, Release, check_privacy_params
 
 __all__ = ["DyadicCountSketch", "PrivateDyadicCountSketch"]
 
@@ -364,7 +364,7 @@ def _sensitivities(bits, exact, depth, neighbours):
     return out
 
 
-class PrivateDyadicCountSketch(_DyadicBase):
+class PrivateDyadicCountSketch(Publishable, _DyadicBase):
     """Dyadic CountSketch with noise in every cell from construction (docs/algorithms.md §6).
 
     ``rho`` → ρ-zCDP discrete Gaussian noise: ``noise_allocation="joint"`` (default) adds
@@ -470,12 +470,6 @@ class PrivateDyadicCountSketch(_DyadicBase):
             self._rho, self._epsilon = sum(l2 * den / (2 * num) for (_, l2), (num, den) in zip(sens, impl.level_params)), None
         self._beta, self._seed, self._conversion_delta = None, None, None  # the seed never travels; whether there was one does
 
-    epsilon = property(lambda self: self._epsilon, doc="Pure-DP ε of the noisy cells (None for zCDP).")
-    rho = property(lambda self: self._rho, doc="zCDP ρ of the noisy cells (None for pure DP).")
-    published = property(lambda self: self._published,
-                         doc="True for a release() result (and its copies/bytes): read-only, publishable.")
-    reproducible_not_secret = property(lambda self: self._reproducible_not_secret,
-                                       doc="True if the noise came from a user seed: anyone with it can remove the noise.")
     noise_allocation = property(lambda self: self._impl.allocation)
     neighbours = property(lambda self: self._impl.neighbours)
 
@@ -483,30 +477,11 @@ class PrivateDyadicCountSketch(_DyadicBase):
         # The noisy total rank(2^L) (two level-1 nodes): post-processing, no public-n assumption.
         return float(self._impl.total())
 
-    @property
-    @locked
-    def n(self) -> int | None:  # type: ignore[override]  # None on a published copy
-        """The net number of items added, on the live sketch (the data holder's). None on a
-        ``release()`` result and its copies and bytes: a published sketch withholds the exact
-        length (docs/privacy.md §Publishing); use noisy_total()."""
-        return None if self._impl.length_withheld else self._impl.n
-
     @locked
     def noisy_total(self) -> float:
         """The noisy total rank(2^L), the sum of the two noisy level-1 nodes (what quantile targets
         use): post-processing of the noisy cells, never the exact n."""
         return self._total()
-
-    @classmethod
-    def from_bytes(cls, data):
-        obj = super().from_bytes(data)
-        if obj._published and not obj._impl.length_withheld:
-            obj._impl.withhold_length()  # published bytes that still carry n and mass: drop them here
-        return obj
-
-    def _check_not_frozen(self):
-        if self._published:
-            raise ReadOnlyError("this is a released (published) sketch and is read-only; keep updating the original")
 
     @locked
     def update(self, item, count: int = 1) -> None:
@@ -604,18 +579,7 @@ class PrivateDyadicCountSketch(_DyadicBase):
         ``delta`` (zCDP only) records the (ε, δ)-DP conversion in the metadata. A second release
         raises unless ``allow_repeat=True`` (docs/algorithms.md §0); releasing a published copy
         releases it again (nothing new is revealed)."""
-        if delta is not None:
-            if self._rho is None:
-                raise ValueError("delta applies to zCDP sketches (rho=); a Laplace sketch is pure ε-DP")
-            _, delta = check_privacy_params(1.0, delta)
-        if not self._published:
-            self._guard.next(type(self).__name__, allow_repeat)
-        out = type(self).from_bytes(self.to_bytes())
-        if not self._published:
-            out._impl.withhold_length()
-        out._beta, out._seed, out._published = self._beta, self._seed, True
-        out._conversion_delta = delta if delta is not None else self._conversion_delta
-        return sketch_release(out, out.metadata)
+        return self._publish(allow_repeat, delta)
 
     def merge(self, other):
         raise TypeError("private sketches do not merge (their noise would add up); merge non-private "

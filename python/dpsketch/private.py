@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 
 from . import _core
 from .budget import Budget, charging
-from .errors import ReadOnlyError
 from .calibration import used_value, zcdp_epsilon
+from ._guarded import Publishable
 from ._keyed import Keyed, SerializedKeyed, locked
 from . import _seeds
 from ._validation import check_int
@@ -17,7 +17,6 @@ from .release import (
     PRIVACY_UNIT,
     Release,
     build_release,
-    sketch_release,
     calibrate,
     check_privacy_params,
     make_length,
@@ -32,7 +31,7 @@ _P = TypeVar("_P", bound="_PrivateLinear")
 zcdp_to_dp = zcdp_epsilon  # the public name of docs/algorithms.md §1's conversion
 
 
-class _PrivateLinear(SerializedKeyed):
+class _PrivateLinear(Publishable, SerializedKeyed):
     _count_min: bool
     _turnstile = True  # signed counts; the privacy unit stays one unit update (docs/privacy.md)
 
@@ -142,30 +141,7 @@ class _PrivateLinear(SerializedKeyed):
 
     width = property(lambda self: self._width, doc="Columns per row.")
     depth = property(lambda self: self._depth, doc="Rows.")
-    epsilon = property(lambda self: self._epsilon, doc="Pure-DP ε of the noisy cells (None for zCDP).")
-    rho = property(lambda self: self._rho, doc="zCDP ρ of the noisy cells (None for pure DP).")
     neighbours = property(lambda self: self._neighbours, doc="'add_remove' or 'replace' (docs/privacy.md).")
-
-    published = property(lambda self: self._published,
-                         doc="True for a release() result (and its copies/bytes): read-only, publishable.")
-    reproducible_not_secret = property(lambda self: self._reproducible_not_secret,
-                                       doc="True if the noise came from a user seed: anyone with it can remove the noise.")
-
-    @property
-    @locked
-    def n(self) -> int | None:  # type: ignore[override]  # None on a published copy
-        """The net number of items added, on the live sketch (the data holder's). None on a
-        ``release()`` result and its copies and bytes: a published sketch withholds the exact
-        length (docs/privacy.md §Publishing). PrivateCountMin.noisy_total() estimates it from the
-        noisy cells."""
-        return None if self._impl.length_withheld else self._impl.n
-
-    @classmethod
-    def from_bytes(cls: type[_P], data: bytes | bytearray | memoryview) -> _P:
-        obj = super().from_bytes(data)
-        if obj._published and not obj._impl.length_withheld:
-            obj._impl.withhold_length()  # published bytes that still carry n: drop it here
-        return obj
 
     def privacy(self, delta: float | None = None) -> dict:
         """The :attr:`metadata` record; with ``delta`` (zCDP only), its (ε, δ)-DP conversion
@@ -232,10 +208,6 @@ class _PrivateLinear(SerializedKeyed):
         self._check_not_frozen()
         super().update_many(items, counts)
 
-    def _check_not_frozen(self):
-        if self._published:
-            raise ReadOnlyError("this is a released (published) sketch and is read-only; keep updating the original")
-
     @locked
     def cells(self):
         """The noisy cells, shape (depth, width).
@@ -258,27 +230,14 @@ class _PrivateLinear(SerializedKeyed):
     def release(self, *, allow_repeat: bool = False, delta: float | None = None) -> Release:
         """A :class:`Release` whose ``sketch`` is the noisy sketch as a publishable, read-only copy
         (serializable with to_bytes, queryable with estimate; its ``metadata`` is the release's).
-        The noise, drawn once at construction, protects ONE publication of the final state: publishing it at more than one time reveals the
-        updates in between exactly, so a second release raises unless ``allow_repeat=True``
+        The noise, drawn once at construction, protects ONE publication of the final state:
+        publishing it at more than one time reveals the updates in between exactly, so a second release raises unless ``allow_repeat=True``
         (docs/privacy.md §Publishing and the release-once rule). The release count travels with
         every copy, pickle and bytes; a published copy stays read-only through all of them and
         withholds the exact stream length (``n`` is None; the bytes hold 0). ``delta`` (zCDP
         only) records the (ε, δ)-DP conversion in the metadata.
         Releasing an already published copy releases it again (nothing new is revealed)."""
-        if delta is not None:
-            if self._rho is None:
-                raise ValueError("delta applies to zCDP sketches (rho=); a Laplace sketch is pure ε-DP")
-            _, delta = check_privacy_params(1.0, delta)
-        if self._published:
-            out = type(self).from_bytes(self.to_bytes())
-        else:
-            self._guard.next(type(self).__name__, allow_repeat)
-            out = type(self).from_bytes(self.to_bytes())
-            out._impl.withhold_length()  # docs/privacy.md §Publishing: nothing exact is published
-            out._published = True
-        out._beta, out._seed = self._beta, self._seed
-        out._conversion_delta = delta if delta is not None else self._conversion_delta
-        return sketch_release(out, out.metadata)
+        return self._publish(allow_repeat, delta)
 
     def _repr_fields(self):
         p = f"epsilon={self._epsilon:g}" if self._epsilon is not None else f"rho={self._rho:g}"

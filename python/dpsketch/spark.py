@@ -165,17 +165,15 @@ def summarize(df, column: str, factory: Callable[[], Any]):
     return out
 
 
-def _summary_parts(df, kind, cls, proto_bytes) -> list:
+def _parts(df, cls, proto_bytes, fill) -> list:
+    """``fill(summary, arrow batches)`` on every partition of ``df`` (mapInArrow), each starting from
+    the prototype's bytes; the parts' bytes come back to the driver, a task's exception pickled."""
     def build(batches):
         import pyarrow as pa
 
         try:
             s = cls.from_bytes(proto_bytes)
-            if cls is DyadicCountSketch and kind == "int" and s.bounds is None:
-                _feed_aggregated(s, batches, twos_complement=False)  # linear: identical cells
-            else:
-                for b in batches:
-                    _feed(s, _batch_values(b, kind))
+            fill(s, batches)
             out = s.to_bytes()
         except (ValueError, TypeError, OverflowError) as e:
             yield _part_batch(pa, None, e)
@@ -183,6 +181,17 @@ def _summary_parts(df, kind, cls, proto_bytes) -> list:
         yield _part_batch(pa, out)
 
     return [r["part"] for r in _collect_parts(df.mapInArrow(build, "part binary, error binary"))]
+
+
+def _summary_parts(df, kind, cls, proto_bytes) -> list:
+    def fill(s, batches):
+        if cls is DyadicCountSketch and kind == "int" and s.bounds is None:
+            _feed_aggregated(s, batches, twos_complement=False)  # linear: identical cells
+        else:
+            for b in batches:
+                _feed(s, _batch_values(b, kind))
+
+    return _parts(df, cls, proto_bytes, fill)
 
 
 # -- heavy hitters -------------------------------------------------------------------------------
@@ -443,19 +452,7 @@ def _feed_aggregated(s, batches, *, twos_complement: bool = True) -> None:
 
 
 def _dyadic_parts(keyed, proto_bytes) -> list:
-    def build(batches):
-        import pyarrow as pa
-
-        try:
-            s = DyadicCountSketch.from_bytes(proto_bytes)
-            _feed_aggregated(s, batches)
-            out = s.to_bytes()
-        except (ValueError, TypeError, OverflowError) as e:
-            yield _part_batch(pa, None, e)
-            return
-        yield _part_batch(pa, out)
-
-    return [r["part"] for r in _collect_parts(keyed.mapInArrow(build, "part binary, error binary"))]
+    return _parts(keyed, DyadicCountSketch, proto_bytes, _feed_aggregated)
 
 
 # -- quantiles ------------------------------------------------------------------------------------

@@ -63,6 +63,12 @@ class _RowWriter:
     def close(self) -> None:
         self._fh.close()
 
+    def __enter__(self) -> "_RowWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 def _real_stream(used) -> str:
     """run_info.json's description of the real stream (or that it was not run)."""
@@ -97,30 +103,23 @@ def run(name: str, *, quick: bool = False, out="results", repeats: int | None = 
                   "machine": platform.machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     if name == "zhao-quantiles":
         cfg = quantiles.with_repeats(quantiles.CONFIGS[scale], repeats)
-        writer = _RowWriter(outdir / "runs.csv", quantiles.COLUMNS)
-        try:
+        with _RowWriter(outdir / "runs.csv", quantiles.COLUMNS) as writer:
             used = quantiles.quantiles(cfg, seed=seed, writer=writer, progress=progress, data=data)
-        finally:
-            writer.close()
         info.update(datasets=used, n=cfg.n, repeats=cfg.repeats, rhos=list(cfg.rhos), gamma=cfg.gamma,
                     allocations=list(cfg.allocations), ms=list(cfg.ms), neighbours=cfg.neighbours,
                     universe_bits={"zipf": cfg.zipf_bits, "real": cfg.real_bits}, skew=cfg.skew,
                     real_stream=_real_stream(used))
     elif name == "zhao-frequency":
         cfg = zhao.with_repeats(zhao.CONFIGS[scale], repeats)
-        writer = _RowWriter(outdir / "runs.csv", zhao.COLUMNS)
-        try:
+        with _RowWriter(outdir / "runs.csv", zhao.COLUMNS) as writer:
             used = zhao.frequency(cfg, seed=seed, writer=writer, progress=progress, data=data)
-        finally:
-            writer.close()
         info.update(datasets=used, real_stream=_real_stream(used), n=cfg.n, repeats=cfg.repeats, rhos=list(cfg.rhos), beta=cfg.beta, depth=cfg.depth,
                     target_kb=list(cfg.target_kb), skew=cfg.skew, universe=[cfg.lo, cfg.hi])
         metrics = zhao.METRICS
     else:
         table = holland.SYNTHETIC if name == "holland-synthetic" else holland.REAL
         cfg = holland.with_repeats(table[scale], repeats)
-        writer = _RowWriter(outdir / "runs.csv", holland.COLUMNS)
-        try:
+        with _RowWriter(outdir / "runs.csv", holland.COLUMNS) as writer:
             if name == "holland-synthetic":
                 holland.synthetic(cfg, seed=seed, writer=writer, progress=progress)
                 info.update(n=cfg.n, skews=list(cfg.skews), universe=cfg.universe)
@@ -128,8 +127,6 @@ def run(name: str, *, quick: bool = False, out="results", repeats: int | None = 
                 used = holland.real(cfg, seed=seed, writer=writer, data=data, progress=progress)
                 info.update(datasets=used, n={ds: next(int(r["n"]) for r in writer.rows if r["dataset"] == ds) for ds in used},
                             prefix_limits=dict(cfg.real_limit))
-        finally:
-            writer.close()
         info.update(repeats=cfg.repeats, ks=list(cfg.ks), epsilons=list(cfg.epsilons), factors=list(cfg.factors),
                     defaults={"k": cfg.k, "epsilon": cfg.epsilon, "skew": cfg.skew, "factor": cfg.factor},
                     delta=cfg.delta, sketch_capacity=f"{cfg.sketch_capacity_ratio} * factor * k",

@@ -316,29 +316,28 @@ def _zhao_dataset(rows, suffix: str, panel: dict, dataset: str) -> list[dict]:
     out.append(_row(exp, "are-private-cm-rho" + suffix, f"Zhao §5 Fig. 1({panel['a']})",
                     "private Count-Min ARE grows as ρ decreases", "ARE strictly decreasing in ρ at every space",
                     f"{h}/{t} space points", (h == t) if t else None, 0, src))
-    flags, desc = [], []
-    for rho in rhos:
-        seq = [cm(rho, s) for s in sizes]
-        flags.append(seq[-1] > seq[0])
-        desc.append(f"ρ={rho:g}: {_fmt(seq[0])} -> {_fmt(seq[-1])}")
-    h, t = _frac(flags)
+    def grows_with_space(seq_of, prefix=""):
+        """Per ρ: does the sequence over the space budgets end above where it starts."""
+        flags, desc = [], []
+        for rho in rhos:
+            seq = seq_of(rho)
+            if len(seq) >= 2:
+                flags.append(seq[-1] > seq[0])
+                desc.append(f"ρ={rho:g}: {prefix}{_fmt(seq[0])} -> {prefix}{_fmt(seq[-1])}")
+        h, t = _frac(flags)
+        return "; ".join(desc), (h == t) if t else None
+
+    desc, ok = grows_with_space(lambda rho: [cm(rho, s) for s in sizes])
     out.append(_row(exp, "are-private-cm-space" + suffix, f"Zhao §5 Fig. 1({panel['a']})",
                     "private Count-Min ARE degrades (grows) as the space budget grows",
-                    "ARE at the largest space > ARE at the smallest, for every ρ", "; ".join(desc),
-                    (h == t) if t else None, 0, src))
+                    "ARE at the largest space > ARE at the smallest, for every ρ", desc, ok, 0, src))
     # Our reading of the paper's explanation: the *excess* over non-private Count-Min (the shift E
     # and the noise, which grow with the number of cells) grows with space.
-    flags, desc = [], []
-    for rho in rhos:
-        ex = [cm(rho, s) - _num(by[("CountMin", None, s)]["are_mean"]) for s in sizes if ("CountMin", None, s) in by]
-        if len(ex) >= 2:
-            flags.append(ex[-1] > ex[0])
-            desc.append(f"ρ={rho:g}: +{_fmt(ex[0])} -> +{_fmt(ex[-1])}")
-    h, t = _frac(flags)
+    desc, ok = grows_with_space(lambda rho: [cm(rho, s) - _num(by[("CountMin", None, s)]["are_mean"])
+                                             for s in sizes if ("CountMin", None, s) in by], prefix="+")
     out.append(_row(exp, "are-private-cm-excess-space" + suffix, f"Zhao §5 Fig. 1({panel['a']}) (text)",
                     "private Count-Min's extra ARE over non-private Count-Min grows with the space budget",
-                    "excess ARE at the largest space > at the smallest, for every ρ", "; ".join(desc),
-                    (h == t) if t else None, 0, src))
+                    "excess ARE at the largest space > at the smallest, for every ρ", desc, ok, 0, src))
     f1 = [_num(r["f1_mean"]) for (a, _, _), r in by.items() if a == "PrivateCountMin"]
     if f1:
         out.append(_row(exp, "f1-private-cm" + suffix, f"Zhao §5 Fig. 1({panel['c']})", "private Count-Min F1 (top-10) is 1.0 at every space and ρ",

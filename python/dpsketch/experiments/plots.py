@@ -163,26 +163,25 @@ def _figure(panels, rows, path: Path, suptitle: str, algorithms, ncols=3, datase
     return path
 
 
+_AXIS = {"k": "k", "skew": "skew", "epsilon": "ε", "factor": "factor"}
+_METRIC = {"memory_bytes": "Memory", "update_us": "Update time", "recall": "Recall", "precision": "Precision", "are": "ARE"}
+
+
+def _panels(spec: str) -> list[tuple]:
+    """'sweep metric, ...' -> the (letter, sweep, metric, title) panels of a Holland figure, in order."""
+    out = []
+    for letter, item in zip("abcdefghi", spec.split(",")):
+        sweep, metric = item.split()
+        out.append((letter, sweep, metric, f"{_METRIC[metric]} vs {_AXIS[sweep]}"))
+    return out
+
+
 def holland_synthetic(rows, out: Path, algorithms, info: dict) -> list[Path]:
     n = info["n"]
     sub = f"Zipf over [0, {info.get('universe', 100000)}), n = {n:,}; defaults k = 128, ε = 0.1, skew 1.1, δ = 10⁻³, k̃ = 2k"
     foot = holland_footer(rows, info.get("repeats", "?"))
-    fig10 = [
-        ("a", "k", "memory_bytes", "Memory vs k"),
-        ("b", "k", "update_us", "Update time vs k"),
-        ("c", "k", "recall", "Recall vs k"),
-        ("d", "k", "precision", "Precision vs k"),
-        ("e", "k", "are", "ARE vs k"),
-        ("f", "skew", "update_us", "Update time vs skew"),
-    ]
-    fig11 = [
-        ("a", "skew", "precision", "Precision vs skew"),
-        ("b", "skew", "are", "ARE vs skew"),
-        ("c", "skew", "recall", "Recall vs skew"),
-        ("d", "epsilon", "precision", "Precision vs ε"),
-        ("e", "epsilon", "are", "ARE vs ε"),
-        ("f", "epsilon", "recall", "Recall vs ε"),
-    ]
+    fig10 = _panels("k memory_bytes, k update_us, k recall, k precision, k are, skew update_us")
+    fig11 = _panels("skew precision, skew are, skew recall, epsilon precision, epsilon are, epsilon recall")
     return [
         _figure(fig10, rows, out / "fig10_synthetic.png", "Holland Figure 10 (synthetic). " + sub, algorithms, footer=foot),
         _figure(fig11, rows, out / "fig11_synthetic.png", "Holland Figure 11 (synthetic). " + sub, algorithms, footer=foot),
@@ -191,17 +190,8 @@ def holland_synthetic(rows, out: Path, algorithms, info: dict) -> list[Path]:
 
 def holland_real(rows, out: Path, algorithms, info: dict) -> list[Path]:
     datasets_used, n_by_dataset = info["datasets"], info["n"]
-    fig12 = [
-        ("a", "k", "precision", "Precision vs k"),
-        ("b", "k", "are", "ARE vs k"),
-        ("c", "k", "recall", "Recall vs k"),
-        ("d", "epsilon", "precision", "Precision vs ε"),
-        ("e", "epsilon", "are", "ARE vs ε"),
-        ("f", "epsilon", "recall", "Recall vs ε"),
-        ("g", "factor", "update_us", "Update time vs factor"),
-        ("h", "factor", "are", "ARE vs factor"),
-        ("i", "factor", "recall", "Recall vs factor"),
-    ]
+    fig12 = _panels("k precision, k are, k recall, epsilon precision, epsilon are, epsilon recall, "
+                    "factor update_us, factor are, factor recall")
     paths = []
     for ds in datasets_used:
         title = (f"Holland Figure 12 on {ds} (n = {n_by_dataset[ds]:,}); defaults k = 128, ε = 0.1, "
