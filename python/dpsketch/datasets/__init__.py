@@ -85,3 +85,38 @@ def zipf(n: int, skew: float, universe: int = 100_000, seed: int | None = None, 
     idx = np.searchsorted(cdf, u, side="right")
     np.minimum(idx, universe - 1, out=idx)
     return idx.astype(np.int64) + offset
+
+
+def event_log(rows: int = 5_000_000, *, skew: float = 1.1, universe: int = 1_000_000, mean_rows_per_user: float = 5.0,
+              heavy_users: int = 40, heavy_rows: int = 5_000, seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A synthetic event log with people in it: ``(user_id, key)`` int64 arrays of ``rows`` rows,
+    shuffled (a test bed for user-level privacy: a privacy unit is a user).
+
+    Ordinary users contribute 1 + Geometric rows (mean ``mean_rows_per_user``) with keys drawn
+    from a Zipf(``skew``) law over ``universe`` keys. ``heavy_users`` "bots" contribute
+    ``heavy_rows`` rows each: half on a key of their own that nobody else uses (single-user keys,
+    keys ``universe + i``), half on Zipf keys. Users are numbered 0.. (heavy users last)."""
+    if rows < 1 or universe < 1 or heavy_users < 0 or heavy_rows < 0 or mean_rows_per_user < 1:
+        raise ValueError("rows, universe >= 1; heavy_users, heavy_rows >= 0; mean_rows_per_user >= 1")
+    rng = np.random.default_rng(seed)
+    heavy_total = heavy_users * heavy_rows
+    if heavy_total >= rows:
+        raise ValueError("heavy_users * heavy_rows must be below rows")
+    ordinary = rows - heavy_total
+    # rows per ordinary user: 1 + Geometric(p) with mean 1/p = mean_rows_per_user - 1 + 1
+    p = 1.0 / mean_rows_per_user
+    per_user = rng.geometric(p, size=int(ordinary / mean_rows_per_user * 1.2) + 16)
+    ends = np.cumsum(per_user)
+    users_needed = int(np.searchsorted(ends, ordinary)) + 1
+    per_user = per_user[:users_needed]
+    per_user[-1] -= int(ends[users_needed - 1] - ordinary)
+    user = np.repeat(np.arange(users_needed, dtype=np.int64), per_user)
+    key = zipf(ordinary, skew, universe, seed=int(rng.integers(2**63)))
+    if heavy_users:
+        hu = np.repeat(np.arange(users_needed, users_needed + heavy_users, dtype=np.int64), heavy_rows)
+        own = universe + np.repeat(np.arange(heavy_users, dtype=np.int64), heavy_rows)
+        mixed = zipf(heavy_total, skew, universe, seed=int(rng.integers(2**63)))
+        hk = np.where(np.tile(np.arange(heavy_rows) % 2 == 0, heavy_users), own, mixed)
+        user, key = np.concatenate([user, hu]), np.concatenate([key, hk])
+    order = rng.permutation(rows)
+    return user[order], key[order]
