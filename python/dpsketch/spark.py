@@ -15,7 +15,6 @@ Privacy unit: one row (add/remove one row). For user-level privacy, bound each u
 
 from __future__ import annotations
 
-import math
 import pickle
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -24,10 +23,9 @@ import numpy as np
 
 from . import _core
 from .budget import Budget, charging
-from .calibration import PRIVACY_UNIT, calibrate, check_privacy_params, zcdp_epsilon, zcdp_rho_for
-from .distributed import lookup_labels, release_partitions
+from .calibration import calibrate, check_privacy_params
+from .distributed import SketchRoute, release_partitions
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
-from . import _seeds
 from .release import Release
 from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
@@ -303,108 +301,36 @@ def _partition_summary_fn(kind, cls, kt):
 
 # -- sketch route ---------------------------------------------------------------------------------
 
-_FP_SALT_BITS = 63
-
-
-def _noisy_length(noisy, priv, delta_t: float):
-    """n̂ and an upper bound from the noisy sketch's own total rank(2^L) (two exact level-1 cells,
-    each + DGauss(σ²)): post-processing, no budget. The sum of the two noises is sub-Gaussian with
-    variance proxy 2σ², so n_up = n̂ + 2σ·sqrt(ln(1/δ_t)) >= n except with probability δ_t."""
-    n_hat = float(noisy._total())
-    sigma2 = max(lv["sigma2"] for lv in priv["levels"] if lv["level"] == 1)
-    return n_hat, n_hat + 2.0 * math.sqrt(sigma2 * math.log(1.0 / delta_t))
-
-
 def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, depth, seed, budget) -> Release:
+    """The sketch route (distributed.SketchRoute) on Spark: the parts of the 64-bit dyadic sketch
+    on the executors, the merge tree and the noise on the driver, and the lookup of the candidate
+    fingerprints as one Spark aggregation."""
     from pyspark.sql import functions as F
 
-    if not (isinstance(rho_fraction, (int, float)) and 0 < float(rho_fraction) <= 1):
-        raise ValueError(f"rho_fraction must be in (0, 1], got {rho_fraction!r}")
-    strings = kind == "str"
-    if strings and rho_fraction >= 1:
-        raise ValueError("string keys need part of epsilon for the label lookup: rho_fraction must be < 1")
-    eps_s = eps * (rho_fraction if strings else 1.0)
-    eps_l = eps - eps_s
-    d_s = dlt / 3 if strings else dlt  # δ split: zCDP conversion, lookup threshold, fingerprint collisions
-    rho = zcdp_rho_for(eps_s, d_s)
-    eps_l_used = _core.release.epsilon_used(eps_l) if strings else 0.0  # rounded down (§1)
-    total_eps = zcdp_epsilon(rho, d_s) + eps_l_used
-    mechanism = "spark.sketch[DyadicCountSketch+lookup]" if strings else "spark.sketch[DyadicCountSketch]"
-    with charging(budget, mechanism, epsilon=total_eps, delta=dlt):
-        pass  # before any noise or salt is drawn; a refusal spends nothing
+    route = SketchRoute(k=k, epsilon=eps, delta=dlt, strings=kind == "str", rho_fraction=rho_fraction, seed=seed)
+    with charging(budget, route.mechanism, epsilon=route.epsilon_total, delta=dlt):
+        pass  # before any noise is drawn; a refusal spends nothing
     col = F.col(column)
-    # A fresh public salt per release, drawn before looking at the data (collision bound below).
-    salt = _seeds.rng(seed, "salt")[0].next_u64() & ((1 << _FP_SALT_BITS) - 1)
     base = df.select(column).where(col.isNotNull())
-    if strings:
-        # Salted 64-bit fingerprint computed by Spark (xxhash64, vectorised in the JVM).
-        keyed = base.select(F.xxhash64(F.lit(salt), col).alias("fp"))
-        fp_kind = "int"
+    if route.strings:  # salted 64-bit fingerprint computed by Spark (xxhash64, vectorised in the JVM)
+        keyed = base.select(F.xxhash64(F.lit(route.salt), col).alias("fp"))
     else:
         keyed = base.select(col.cast("long").alias("fp"))
-        fp_kind = "int"
-    # int64 -> [0, 2^64) by two's complement (a bijection); the sketch sees unsigned 64-bit items.
-    proto = DyadicCountSketch(64, gamma=0.01 if gamma is None else gamma, width=width, depth=depth, seed=seed)
+    proto = route.prototype(gamma=gamma, width=width, depth=depth)
     parts = _dyadic_parts(keyed, proto.to_bytes())
     objs = [DyadicCountSketch.from_bytes(b) for b in parts]
-    merged = _merge_tree(objs) if objs else proto
-    noisy = PrivateDyadicCountSketch.from_sketch(merged, rho=rho, seed=seed)
-    del merged, objs  # the exact sketch stays on the driver and is never published
-    priv = noisy.privacy(delta=d_s)
-    noise_bound = priv["noise_bound"]
-    # Every length the route reads is the noisy total of the sketch (post-processing, §0).
-    n_hat, n_up = _noisy_length(noisy, priv, dlt / 3)
-    # Descent threshold: post-processing of the noisy hierarchy (§6), set for utility: nodes above
-    # n̂/(2k) (at most 2k per level when estimates are accurate); final cut n̂/k - noise bound.
-    tau_desc = max(n_hat / (2 * k), noise_bound)
-    leaves = noisy.heavy_hitters(tau_desc, max_nodes=max(64, 16 * k)) if n_hat > 0 else []
-    cut = n_hat / k - noise_bound
-    cands = [(int(np.uint64(x).astype(np.int64)), e) for x, e in leaves if e > cut]
-    meta = {
-        "route": "sketch",
-        "privacy_unit": PRIVACY_UNIT,
-        "rho": rho, "epsilon_sketch": eps_s, "delta_zcdp": d_s,
-        "noise_bound": noise_bound, "descent_threshold": tau_desc, "final_cut": cut,
-        "width": noisy.width, "depth": noisy.depth, "universe_bits": 64,
-        "sigma2": priv.get("sigma2"), "assumes_public_length": False, "length": "private",
-        "length_source": "the noisy total of the sketch (post-processing, no budget)",
-        "n_used": n_hat, "neighbours": "add_remove", "epsilon_requested": eps, "delta_requested": dlt,
-        "reproducible_not_secret": seed is not None,
-        "partitions": len(parts),
-    }
-    if not strings:
-        items = sorted(cands, key=lambda kv: (-kv[1], kv[0]))
-        meta["labels"] = "int64 keys are their own leaves: the release is post-processing of the noisy sketch"
-        return Release(items=items, threshold=cut, epsilon=total_eps, delta=d_s,
-                       mechanism=mechanism, n=n_hat, metadata=meta, rho=rho)
-    # String keys: the lookup pass (docs/distributed.md §Sketch route). The collision bound reads
-    # the noisy n_up (docs/privacy.md §Sketch route): when n_up < n (probability <= δ/3) the route
-    # may run with P(collision) above the bound, and otherwise P(collision) <= n_up²/2^65 <= δ/3,
-    # so the collision term stays <= δ/3 either way and the refusal is post-processing.
-    d_l = dlt / 3
-    n_up = max(n_up, 0.0)
-    d_fp = n_up * n_up / 2.0**65
-    if d_fp > dlt / 3:
-        raise ValueError(
-            f"fingerprint collisions (probability <= n_up^2/2^65 = {d_fp:.3g}, from the noisy length) exceed "
-            f"delta/3; raise delta to at least {3 * d_fp:.3g} or use route='counters'"
-        )
-    fps = [fp for fp, _ in cands]
+    fps = route.candidates(_merge_tree(objs) if objs else proto, parts=len(parts))
+    del objs  # the exact sketch stays on the driver and is never published
+    if not route.strings:
+        return route.release()
     found = {}
     if fps:
-        hits = (base.select(F.xxhash64(F.lit(salt), col).alias("fp"), col.alias("label"))
+        hits = (base.select(F.xxhash64(F.lit(route.salt), col).alias("fp"), col.alias("label"))
                 .where(F.col("fp").isin(fps))
                 .groupBy("fp").agg(F.count(F.lit(1)).alias("c"), F.countDistinct("label").alias("u"),
                                    F.min("label").alias("label")))
         found = {r["fp"]: (int(r["c"]), int(r["u"]), r["label"]) for r in hits.collect()}
-    items, tau_l, lookup_threshold = lookup_labels(fps, found, epsilon=eps_l_used, delta=d_l, n_hat=n_hat, k=k,
-                                                   rng=_seeds.rng(seed, "lookup")[0])
-    eps_l = eps_l_used
-    meta.update({"labels": "lookup pass: label released iff its exact count + DLap(1/epsilon_lookup) >= tau_lookup",
-                 "epsilon_lookup": eps_l, "tau_lookup": tau_l, "delta_lookup": d_l, "delta_fingerprint": d_fp,
-                 "fingerprint": "xxhash64(salt, key), salt drawn per release"})
-    return Release(items=items, threshold=lookup_threshold, epsilon=total_eps,
-                   delta=dlt, mechanism=mechanism, n=n_hat, metadata=meta, rho=rho)
+    return route.release(found)
 
 
 _AGGREGATE_FLUSH = 1 << 20  # distinct (key, count) pairs buffered before they are fed
