@@ -14,8 +14,8 @@ from fractions import Fraction
 from . import _core
 from .errors import ParameterError
 
-__all__ = ["PRIVACY_UNIT", "Guarantee", "calibrate", "check_privacy_params", "make_length", "privacy_record", "used_value",
-           "zcdp_epsilon", "zcdp_rho_for"]
+__all__ = ["PRIVACY_UNIT", "Guarantee", "calibrate", "cell_sensitivities", "check_privacy_params", "make_length",
+           "noise_guarantee", "privacy_record", "used_value", "zcdp_epsilon", "zcdp_rho_for"]
 
 _R = _core.release
 
@@ -130,3 +130,21 @@ def privacy_record(cal: dict, *, epsilon_requested, delta_requested) -> dict:
     }
 
 
+
+
+def cell_sensitivities(depth: int, neighbours: str, signed: bool) -> tuple[int, int]:
+    """(ℓ1, ℓ2²) of a sketch's cells under one neighbour (docs/privacy.md "Dyadic sketches (§6)"):
+    one element changes one cell in each of ``depth`` rows by ±1, so (d, d) for add/remove. Replace
+    doubles ℓ1; it doubles ℓ2² for unsigned cells (Count-Min, exact dyadic levels: depth 1) but
+    makes it 4d for signed ones (CountSketch), whose two items can share a cell with opposite signs."""
+    if neighbours == "add_remove":
+        return depth, depth
+    return 2 * depth, (4 * depth if signed else 2 * depth)
+
+
+def noise_guarantee(kind: str, l1: int, l2: int, num: int, den: int) -> tuple[float | None, float | None]:
+    """(ε, ρ) of integer noise with parameter num/den on cells of sensitivity (ℓ1, ℓ2²)
+    (docs/algorithms.md §1): DLap scale b gives ε = ℓ1/b; DGauss σ² gives ρ = ℓ2²/(2σ²)."""
+    if kind == "laplace":
+        return l1 * den / num, None
+    return None, l2 * den / (2 * num)

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _core
 from .budget import Budget, charging
-from .calibration import used_value, zcdp_epsilon
+from .calibration import cell_sensitivities, noise_guarantee, used_value, zcdp_epsilon
 from ._validation import check_int
 from ._guarded import Serialized, locked
 from . import _seeds
@@ -355,13 +355,8 @@ def _sensitivities(bits, exact, depth, neighbours):
     Add/remove: exact level (1, 1), CountSketch level (d, d). Replace: ℓ1 doubles everywhere, ℓ2²
     doubles on exact levels and is 4d on CountSketch levels (two items in one cell with opposite
     signs move it by 2)."""
-    out = []
-    for j in range(1, bits + 1):
-        if j <= exact:
-            out.append((1, 1) if neighbours == "add_remove" else (2, 2))
-        else:
-            out.append((depth, depth) if neighbours == "add_remove" else (2 * depth, 4 * depth))
-    return out
+    return [cell_sensitivities(1, neighbours, signed=False) if j <= exact else cell_sensitivities(depth, neighbours, signed=True)
+            for j in range(1, bits + 1)]
 
 
 class PrivateDyadicCountSketch(Publishable, _DyadicBase):
@@ -464,10 +459,11 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
         # ρ = Σ_ℓ Δ2,ℓ²/(2σ_ℓ²) or ε = Σ_ℓ Δ1,ℓ/b_ℓ -- the requested budget for either allocation.
         impl = self._impl
         sens = _sensitivities(impl.bits, impl.exact_levels, impl.depth, impl.neighbours)
+        shares = [noise_guarantee(impl.noise_kind, l1, l2, num, den) for (l1, l2), (num, den) in zip(sens, impl.level_params)]
         if impl.noise_kind == "laplace":
-            self._epsilon, self._rho = sum(l1 * den / num for (l1, _), (num, den) in zip(sens, impl.level_params)), None
+            self._epsilon, self._rho = sum(e for e, _ in shares), None
         else:
-            self._rho, self._epsilon = sum(l2 * den / (2 * num) for (_, l2), (num, den) in zip(sens, impl.level_params)), None
+            self._rho, self._epsilon = sum(r for _, r in shares), None
         self._beta, self._seed, self._conversion_delta = None, None, None  # the seed never travels; whether there was one does
 
     noise_allocation = property(lambda self: self._impl.allocation)
@@ -516,12 +512,13 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
         for j, ((l1, l2), (num, den)) in enumerate(zip(sens, impl.level_params), start=1):
             lv = {"level": j, "kind": "exact" if j <= exact else "sketch", "l1_sensitivity": l1,
                   "l2_sensitivity_squared": l2}
+            eps_share, rho_share = noise_guarantee(impl.noise_kind, l1, l2, num, den)
             if gaussian:
                 lv["sigma2"] = num / den
-                lv["rho_share"] = l2 * den / (2 * num)
+                lv["rho_share"] = rho_share
             else:
                 lv["laplace_scale"] = num / den
-                lv["epsilon_share"] = l1 * den / num
+                lv["epsilon_share"] = eps_share
             levels.append(lv)
         out = {
             "mechanism": "PrivateDyadicCountSketch",

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from . import _core
 from .budget import Budget, charging
-from .calibration import used_value, zcdp_epsilon
+from .calibration import cell_sensitivities, noise_guarantee, used_value, zcdp_epsilon
 from ._guarded import Publishable
 from ._keyed import Keyed, SerializedKeyed, locked
 from . import _seeds
@@ -70,10 +70,7 @@ class _PrivateLinear(Publishable, SerializedKeyed):
         """(ℓ1, ℓ2²) of the cells (docs/privacy.md §4 and "Dyadic sketches (§6)"): add/remove one
         element changes one cell per row by ±1: (d, d). Replace: ℓ1 doubles (2d); ℓ2² doubles for
         Count-Min (2d) but is 4d for CountSketch, whose two items can share a cell with opposite signs."""
-        d = self._depth
-        if self._neighbours == "add_remove":
-            return d, d
-        return 2 * d, (2 * d if self._count_min else 4 * d)
+        return cell_sensitivities(self._depth, self._neighbours, signed=not self._count_min)
 
     def _noise(self):
         """(kind, num, den, shift): §4 pure DP cell noise DLap(Δ1/ε), or zCDP DGauss(σ²) with
@@ -130,12 +127,7 @@ class _PrivateLinear(Publishable, SerializedKeyed):
         impl = self._impl
         self._width, self._depth, self._hash_seed = impl.width, impl.depth, impl.seed
         self._neighbours = impl.neighbours
-        l1, l2 = self._sensitivities()
-        num, den = impl.noise_param
-        if impl.noise_kind == "laplace":  # scale = Δ1/ε
-            self._epsilon, self._rho = l1 * den / num, None
-        else:  # σ² = Δ2²/(2ρ)
-            self._rho, self._epsilon = l2 * den / (2 * num), None
+        self._epsilon, self._rho = noise_guarantee(impl.noise_kind, *self._sensitivities(), *impl.noise_param)
         # the seed never travels; whether there was one does (header flag, docs/format.md)
         self._beta, self._seed, self._conversion_delta = None, None, None
 
@@ -187,14 +179,14 @@ class _PrivateLinear(Publishable, SerializedKeyed):
         # the guarantee of the noise actually drawn (ε, ρ rounded down to multiples of 2^-32, §1)
         l1, l2 = self._sensitivities()
         meta.update(l1_sensitivity=l1, l2_sensitivity_squared=l2)
+        eps, rho = noise_guarantee(self._impl.noise_kind, l1, l2, num, den)
         if laplace:
-            meta.update(privacy="pure", epsilon=l1 * den / num, delta=0.0, rho=None)
+            meta.update(privacy="pure", epsilon=eps, delta=0.0, rho=None)
         else:
-            rho = l2 * den / (2 * num)
             meta.update(privacy="zcdp", rho=rho, epsilon=None, delta=None)
             if self._beta is not None and self._count_min:
                 meta["beta"] = self._beta  # the shift keeps estimates >= true counts w.p. 1 - β (§4)
-            if conversion_delta is not None:  # ρ-zCDP -> (ρ + 2√(ρ ln 1/δ), δ)-DP (§1)
+            if conversion_delta is not None and rho is not None:  # ρ-zCDP -> (ρ + 2√(ρ ln 1/δ), δ)-DP (§1)
                 meta.update(delta=conversion_delta, epsilon=zcdp_to_dp(rho, conversion_delta))
         return meta
 

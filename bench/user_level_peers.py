@@ -1,0 +1,125 @@
+"""User-level heavy hitters against PipelineDP on one generated event log (docs/privacy_unit.md).
+
+Both tools bound each user to ``m`` distinct keys and ``c`` rows per key, add Gaussian noise and
+select keys at (ε, δ) for the user (privacy unit = one user):
+
+- dpsketch: ``dpsketch.unit_heavy_hitters`` (exact route) in this process;
+- PipelineDP (``DPEngine.aggregate``, COUNT, LocalBackend, Gaussian noise, its default truncated
+  geometric partition selection) in its own virtual environment, since it needs numpy < 2
+  (``--pipelinedp-python``; create it with ``python -m venv V && V/bin/pip install "numpy<2" pipeline-dp``).
+
+Reported per tool: wall time (median of ``--repeats`` runs, data already in memory as numpy
+arrays for dpsketch and as a Python list of (user, key) tuples for PipelineDP, the input each
+takes), peak RSS increase, keys released, recall of the keys with >= 150 distinct users, and how
+many released keys have a single user. Run::
+
+    python bench/user_level_peers.py --rows 5000000 --pipelinedp-python /tmp/venv-pdp/bin/python
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+PDP_SCRIPT = r"""
+import json, resource, sys, time
+import numpy as np
+import pipeline_dp
+
+users = np.load(sys.argv[1]); keys = np.load(sys.argv[2])
+eps, delta, m, c, repeats = float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+rows = list(zip(users.tolist(), keys.tolist()))
+times, out = [], None
+rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+for _ in range(repeats):
+    t0 = time.perf_counter()
+    acc = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=delta)
+    eng = pipeline_dp.DPEngine(acc, pipeline_dp.LocalBackend())
+    params = pipeline_dp.AggregateParams(noise_kind=pipeline_dp.NoiseKind.GAUSSIAN, metrics=[pipeline_dp.Metrics.COUNT],
+                                         max_partitions_contributed=m, max_contributions_per_partition=c)
+    ext = pipeline_dp.DataExtractors(privacy_id_extractor=lambda r: r[0], partition_extractor=lambda r: r[1],
+                                     value_extractor=lambda r: 0)
+    res = eng.aggregate(rows, params, ext)
+    acc.compute_budgets()
+    out = [int(k) for k, _ in res]
+    times.append(time.perf_counter() - t0)
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"times": times, "keys": out, "rss_mb": (rss - rss0) / 1024}))
+"""
+
+
+def truth(users: np.ndarray, keys: np.ndarray) -> dict[int, int]:
+    pairs = np.unique(np.stack([keys, users]), axis=1)
+    k, n = np.unique(pairs[0], return_counts=True)
+    return dict(zip(k.tolist(), n.tolist()))
+
+
+def score(released: list[int], distinct_users: dict[int, int], min_users: int) -> dict:
+    rel = set(released)
+    big = {k for k, u in distinct_users.items() if u >= min_users}
+    return {"released": len(rel), "recall_ge_%d_users" % min_users: len(rel & big) / max(1, len(big)),
+            "single_user_keys_released": sum(1 for k in rel if distinct_users.get(k, 0) == 1),
+            "keys_with_ge_%d_users" % min_users: len(big)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--delta", type=float, default=1e-6)
+    ap.add_argument("--m", type=int, default=10, help="max distinct keys per user")
+    ap.add_argument("--c", type=int, default=1, help="max rows per (user, key)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--pipelinedp-python", help="python of a venv with pipeline-dp (numpy < 2)")
+    ap.add_argument("--json", type=Path, help="write the results here")
+    args = ap.parse_args(argv)
+
+    import dpsketch
+    from dpsketch.datasets import event_log
+
+    users, keys = event_log(args.rows, seed=args.seed)
+    du = truth(users, keys)
+    out: dict = {"machine": platform.processor() or platform.machine(), "rows": args.rows, "epsilon": args.epsilon,
+                 "delta": args.delta, "m": args.m, "c": args.c, "repeats": args.repeats}
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    times, rel = [], None
+    for r in range(args.repeats):
+        t0 = time.perf_counter()
+        rel = dpsketch.unit_heavy_hitters(keys, users, epsilon=args.epsilon, delta=args.delta, max_keys_per_unit=args.m,
+                                          max_rows_per_key=args.c)
+        times.append(time.perf_counter() - t0)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out["dpsketch"] = {"seconds": statistics.median(times), "times": times, "rss_mb": (rss - rss0) / 1024,
+                       "threshold": rel.threshold, **score(rel.keys(), du, 150)}
+    if args.pipelinedp_python:
+        with tempfile.TemporaryDirectory() as tmp:
+            np.save(f"{tmp}/u.npy", users)
+            np.save(f"{tmp}/k.npy", keys)
+            (Path(tmp) / "run.py").write_text(PDP_SCRIPT)
+            res = subprocess.run([args.pipelinedp_python, f"{tmp}/run.py", f"{tmp}/u.npy", f"{tmp}/k.npy", str(args.epsilon),
+                                  str(args.delta), str(args.m), str(args.c), str(args.repeats)],
+                                 capture_output=True, text=True, check=True)
+            got = json.loads(res.stdout.strip().splitlines()[-1])
+        out["pipelinedp"] = {"seconds": statistics.median(got["times"]), "times": got["times"], "rss_mb": got["rss_mb"],
+                             **score(got["keys"], du, 150)}
+        out["speedup_vs_pipelinedp"] = out["pipelinedp"]["seconds"] / out["dpsketch"]["seconds"]
+    text = json.dumps(out, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
