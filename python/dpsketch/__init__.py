@@ -25,6 +25,7 @@ from .errors import (
 )
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
+from .privacy_unit import bound_contributions, unit_heavy_hitters, unit_release_cost
 from .release import Release
 from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
@@ -40,6 +41,9 @@ __all__ = [
     "DyadicCountSketch",
     "PrivateDyadicCountSketch",
     "Release",
+    "unit_heavy_hitters",
+    "bound_contributions",
+    "unit_release_cost",
     "Budget",
     "DPSketchError",
     "ParameterError",

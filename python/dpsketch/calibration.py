@@ -15,7 +15,8 @@ from . import _core
 from .errors import ParameterError
 
 __all__ = ["PRIVACY_UNIT", "Guarantee", "calibrate", "cell_sensitivities", "check_privacy_params", "make_length",
-           "noise_guarantee", "privacy_record", "used_value", "zcdp_epsilon", "zcdp_rho_for"]
+           "dgauss_tail_gt", "noise_guarantee", "privacy_record", "unit_group_privacy", "used_value", "zcdp_epsilon",
+           "zcdp_rho_for"]
 
 _R = _core.release
 
@@ -148,3 +149,35 @@ def noise_guarantee(kind: str, l1: int, l2: int, num: int, den: int) -> tuple[fl
     if kind == "laplace":
         return l1 * den / num, None
     return None, l2 * den / (2 * num)
+
+
+def dgauss_tail_gt(sigma2: float, t: int) -> float:
+    """An upper bound on P[X > t] for X ~ DGauss(σ²), integer t >= 0 (docs/privacy.md §Privacy
+    unit): the exact sum Σ_{x>t} e^{-x²/2σ²} / Σ_x e^{-x²/2σ²} with the numerator summed to 40σ
+    past t plus a geometric bound on the rest, over a truncated (smaller) normaliser, rounded up; for
+    σ > 10^4 the sub-Gaussian bound e^{-(t+1)²/2σ²} of the discrete Gaussian (CKS20)."""
+    import numpy as np
+
+    t = int(t)
+    if t < 0:
+        raise ParameterError("the tail is for t >= 0")
+    s2 = float(sigma2)
+    if s2 > 1e8:
+        return min(1.0, math.exp(-((t + 1) ** 2) / (2 * s2)))
+    span = int(math.ceil(40 * math.sqrt(s2))) + 10
+    xs = np.arange(t + 1, t + 1 + span, dtype=np.float64)
+    last = t + 1 + span
+    ratio = math.exp(-(2 * last + 1) / (2 * s2))
+    num = float(np.exp(-xs * xs / (2 * s2)).sum()) + math.exp(-last * last / (2 * s2)) / (1 - ratio)
+    ks = np.arange(1, span + 1, dtype=np.float64)
+    den = 1.0 + 2.0 * float(np.exp(-ks * ks / (2 * s2)).sum())
+    return min(1.0, num / den * (1 + 1e-9))
+
+
+def unit_group_privacy(epsilon: float, delta: float, rows_per_unit: int) -> tuple[float, float]:
+    """The per-row (ε', δ') that group privacy over ``rows_per_unit`` = r rows turns into (ε, δ):
+    ε' = ε/r and δ' = δ·(e^{ε/r} − 1)/(e^ε − 1), so that δ'·Σ_{i<r} e^{iε'} = δ exactly
+    (docs/privacy.md §Privacy unit)."""
+    r = int(rows_per_unit)
+    e1 = float(epsilon) / r
+    return e1, float(delta) * math.expm1(e1) / math.expm1(float(epsilon))

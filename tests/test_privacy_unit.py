@@ -1,0 +1,255 @@
+"""The privacy unit (docs/privacy.md §Privacy unit): contribution bounding, the exact route's
+sensitivities, threshold and noise, Gumbel selection, group privacy and the row limiter."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import dpsketch as d
+from dpsketch import _core
+from dpsketch import privacy_unit as U
+from dpsketch.calibration import dgauss_tail_gt, unit_group_privacy
+
+
+def _counts(b) -> dict:
+    return dict(zip(b.keys.tolist(), b.counts.tolist()))
+
+
+def _rows(units):
+    """[(unit, [keys...]), ...] -> aligned (keys, ids) arrays."""
+    keys = [k for _, ks in units for k in ks]
+    ids = [u for u, ks in units for _ in ks]
+    return np.array(keys, dtype=np.int64), np.array(ids, dtype=np.int64)
+
+
+# -- U1: sensitivities, brute force on small universes ------------------------------------------------
+@pytest.mark.parametrize("m,c", [(1, 1), (2, 1), (1, 2), (2, 2)])
+def test_exact_route_sensitivity_brute_force(m, c):
+    """Over every unit of <= 4 rows on 3 keys, next to every other such unit: removing the unit moves
+    the bounded counts by at most m·c in ℓ1 and c·√m in ℓ2, and both bounds are attained."""
+    rows = [list(ms) for r in (1, 2, 3, 4) for ms in itertools.combinations_with_replacement(range(3), r)]
+    l1_max = l2sq_max = 0
+    for other, unit in itertools.product(rows, rows):
+        both = U.bound_contributions(*_rows([(0, other), (1, unit)]), max_keys_per_unit=m, max_rows_per_key=c, seed=5)
+        rest = U.bound_contributions(*_rows([(0, other)]), max_keys_per_unit=m, max_rows_per_key=c, seed=5)
+        a, b = _counts(both), _counts(rest)
+        diff = [a.get(k, 0) - b.get(k, 0) for k in range(3)]
+        assert min(diff) >= 0  # monotone: a unit only adds
+        l1_max = max(l1_max, sum(diff))
+        l2sq_max = max(l2sq_max, sum(x * x for x in diff))
+    assert l1_max == min(m, 3) * c
+    assert l2sq_max == min(m, 3) * c * c
+
+
+@pytest.mark.parametrize("cls,signed", [(d.CountMin, False), (d.CountSketch, True)])
+def test_sketch_sensitivity_of_a_unit_brute_force(cls, signed):
+    """The bounded-memory route for linear sketches: a unit of r rows moves the cells by at most
+    ℓ1 = d·r and ℓ2² = d·r² (colliding items are the adversary's choice), attained."""
+    depth, width = 3, 4
+    for r in (1, 2, 3):
+        l1_max = l2_max = 0
+        for unit in itertools.product(range(6), repeat=r):
+            s = cls(width, depth, hash_seed=11)
+            s.update_many(np.array(unit, dtype=np.int64))
+            cells = s.cells().astype(np.int64)
+            l1_max = max(l1_max, int(np.abs(cells).sum()))
+            l2_max = max(l2_max, int((cells * cells).sum()))
+        assert l1_max == depth * r and l2_max == depth * r * r
+
+
+# -- U3: bounding reads only the unit's own rows ------------------------------------------------------
+@pytest.mark.parametrize("kind", ["int", "str"])
+def test_removing_a_unit_leaves_the_other_units_unchanged(kind, rng):
+    users = rng.integers(0, 300, 6000)
+    keys = rng.zipf(1.3, 6000) % 200
+    if kind == "str":
+        users, keys = np.array([f"u{x}" for x in users]), np.array([f"k{x}" for x in keys])
+    for victim in np.unique(users)[:10]:
+        full = _counts(U.bound_contributions(keys, users, max_keys_per_unit=3, max_rows_per_key=2, seed=9))
+        mine = users == victim
+        rest = _counts(U.bound_contributions(keys[~mine], users[~mine], max_keys_per_unit=3, max_rows_per_key=2, seed=9))
+        alone = _counts(U.bound_contributions(keys[mine], users[mine], max_keys_per_unit=3, max_rows_per_key=2, seed=9))
+        assert {k: full.get(k, 0) - rest.get(k, 0) for k in full} == {k: alone.get(k, 0) for k in full}
+        # and the row order does not matter
+        perm = rng.permutation(len(keys))
+        assert _counts(U.bound_contributions(keys[perm], users[perm], max_keys_per_unit=3, max_rows_per_key=2,
+                                             seed=9)) == full
+
+
+def test_bounding_keeps_the_smallest_hash_keys_and_clamps_rows():
+    keys, ids = _rows([(7, [1, 1, 1, 2, 3, 4, 5]), (8, [1])])
+    b = U.bound_contributions(keys, ids, max_keys_per_unit=2, max_rows_per_key=2, seed=3)
+    got = _counts(b)
+    assert sum(got.values()) <= 2 * 2 + 1 and got.get(1, 0) <= 3
+    assert len([k for k in got if k != 1]) <= 2
+    everything = _counts(U.bound_contributions(keys, ids, max_keys_per_unit=10, max_rows_per_key=10, seed=3))
+    assert everything == {1: 4, 2: 1, 3: 1, 4: 1, 5: 1}
+
+
+# -- U4: bounds travel with the bounded data and cannot be re-used ------------------------------------
+def test_bounded_contributions_cannot_be_built_or_rekeyed_by_hand():
+    b = U.bound_contributions([1, 2, 2], [0, 0, 1], max_keys_per_unit=1)
+    with pytest.raises(TypeError, match="bound_contributions"):
+        U.BoundedContributions(b.keys // 2, b.counts, 1, 1)  # merged keys would need new bounds
+    with pytest.raises(ValueError):
+        b.counts[0] = 100
+    with pytest.raises(ValueError):
+        b.keys[0] = 5
+    with pytest.raises(TypeError):
+        U.release_bounded_counts({"keys": [1], "counts": [5]}, epsilon=1, delta=1e-6)
+    assert "1" not in repr(b).replace("max_keys_per_unit=1", "").replace("max_rows_per_key=1", "")
+
+
+# -- U5: the metadata states the unit-level guarantee --------------------------------------------------
+def test_metadata_states_the_unit_and_the_unit_level_guarantee():
+    keys, ids = _rows([(u, [u % 5, 100 + u % 3]) for u in range(400)])
+    r = d.unit_heavy_hitters(keys, ids, epsilon=1.0, delta=1e-6, max_keys_per_unit=10, max_rows_per_key=2, seed=1)
+    m = r.metadata
+    assert m["privacy_unit"] == "privacy_id" and m["route"] == "exact" and m["neighbours"] == "add_remove_unit"
+    assert m["max_keys_per_unit"] == 10 and m["max_rows_per_key"] == 2
+    assert r.epsilon <= 1.0 and r.delta <= 1e-6 and r.epsilon > 0.99  # unit level, what was asked
+    assert r.guarantee.privacy_unit == "privacy_id" and m["reproducible_not_secret"] is True
+    assert r.n is None and "n" not in m and not any("unit" in k and "count" in k for k in m)
+    assert m["l2_sensitivity"] == pytest.approx(2 * math.sqrt(10))
+    vals = [v for _, v in r.items]
+    assert vals == sorted(vals, reverse=True) and all(v > r.threshold for v in vals)
+
+
+# -- the numbers: threshold, noise, tails, group privacy ----------------------------------------------
+def test_threshold_and_sigma_at_the_reference_point():
+    cost = d.unit_release_cost(epsilon=1.0, delta=1e-6, max_keys_per_unit=10)
+    ex = cost["exact"]
+    assert 16.5 < ex["sigma"] < 18 and 90 <= ex["threshold"] <= 96
+    assert ex["epsilon"] <= 1.0 and ex["delta"] <= 1e-6
+    # τ is the smallest integer whose δ_τ fits δ/2 (c = 1, m = 10)
+    s2 = ex["sigma"] ** 2
+    p_max = 1 - (1 - 0.5e-6) ** 0.1
+    t = ex["threshold"] - 1
+    assert dgauss_tail_gt(s2, t) <= p_max < dgauss_tail_gt(s2, t - 1)
+    lap = d.unit_release_cost(epsilon=1.0, delta=1e-6, max_keys_per_unit=10, noise="laplace")["exact"]
+    assert lap["laplace_scale"] == pytest.approx(10.0) and lap["epsilon"] == pytest.approx(1.0)
+    e1 = 1 / lap["laplace_scale"]
+    q = math.exp(-e1 * (lap["threshold"] - 1)) / (1 + math.exp(e1))
+    assert 1 - (1 - q) ** 10 <= 1e-6
+
+
+@pytest.mark.parametrize("sigma2", [0.5, 4.0, 300.09, 2500.0])
+def test_discrete_gaussian_tail_against_a_direct_sum(sigma2):
+    xs = np.arange(-20000, 20001, dtype=np.float64)
+    w = np.exp(-xs * xs / (2 * sigma2))
+    for t in (0, 1, 3, int(3 * math.sqrt(sigma2)), int(6 * math.sqrt(sigma2))):
+        exact = w[xs > t].sum() / w.sum()
+        got = dgauss_tail_gt(sigma2, t)
+        assert got >= exact * (1 - 1e-12) and got == pytest.approx(exact, rel=1e-6, abs=1e-300)
+
+
+def test_discrete_gaussian_tail_matches_the_sampler():
+    num, den = _core.release.gaussian_sigma2(10, 0.05)
+    z = _core.noise.discrete_gaussian(_core.noise.SecureRng(4), num, den, 400_000)
+    for t in (5, 10, 20):
+        p = dgauss_tail_gt(num / den, t)
+        assert abs((z > t).mean() - p) < 5 * math.sqrt(p / 400_000) + 1e-6
+
+
+def test_group_privacy_chain_is_exact():
+    for eps, delta, r in [(1.0, 1e-6, 10), (0.3, 1e-5, 7), (2.0, 1e-8, 1)]:
+        e1, d1 = unit_group_privacy(eps, delta, r)
+        assert e1 * r == pytest.approx(eps)
+        assert d1 * sum(math.exp(i * e1) for i in range(r)) == pytest.approx(delta, rel=1e-12)
+    assert U.unit_calibration(1.0, 1e-6, 1) == pytest.approx((1.0, 1e-6))
+
+
+# -- Gumbel selection = peeling ------------------------------------------------------------------------
+def test_one_shot_gumbel_matches_the_peeling_probabilities():
+    from scipy import stats
+
+    scores = np.array([6, 4, 3, 0], dtype=np.int64)
+    scale, k, trials = 2.0, 2, 40_000
+    rng = _core.noise.SecureRng(123)
+    seen: dict = {}
+    for _ in range(trials):
+        pick = tuple(U._gumbel_top_k(scores, scale, k, rng))
+        seen[pick] = seen.get(pick, 0) + 1
+    w = np.exp(scores / scale)
+    obs, exp = [], []
+    for i, j in itertools.permutations(range(4), 2):
+        p = w[i] / w.sum() * w[j] / (w.sum() - w[i])  # peel i, then j from the rest
+        obs.append(seen.get((i, j), 0))
+        exp.append(p * trials)
+    assert sum(obs) == trials
+    assert stats.chisquare(obs, exp).pvalue > 1e-4
+
+
+def test_gumbel_selection_releases_exactly_k_ranked_keys():
+    keys, ids = _rows([(u, [u % 20]) for u in range(20 * 300)])  # 20 keys of 300 users each
+    r = d.unit_heavy_hitters(keys, ids, epsilon=2.0, delta=1e-6, max_keys_per_unit=1, selection="gumbel", k=5, seed=2)
+    assert len(r) == 5 and r.metadata["selection"] == "gumbel"
+    assert r.metadata["epsilon_selection"] + r.metadata["epsilon_counts"] == pytest.approx(r.epsilon)
+    assert r.epsilon <= 2.0
+    with pytest.raises(d.ParameterError, match="k="):
+        d.unit_heavy_hitters(keys, ids, epsilon=1, delta=1e-6, max_keys_per_unit=1, selection="gumbel")
+
+
+# -- utility on a log with bots ------------------------------------------------------------------------
+def test_event_log_no_single_user_key_and_full_recall_of_popular_keys():
+    from dpsketch.datasets import event_log
+
+    users, keys = event_log(400_000, heavy_users=20, heavy_rows=2_000, universe=20_000, seed=3)
+    r = d.unit_heavy_hitters(keys, users, epsilon=1.0, delta=1e-6, max_keys_per_unit=10, seed=4)
+    pairs = np.unique(np.stack([keys, users]), axis=1)
+    k, n_users = np.unique(pairs[0], return_counts=True)
+    by = dict(zip(k.tolist(), n_users.tolist()))
+    released = set(r.keys())
+    popular = {x for x, u in by.items() if u >= 150}
+    assert popular and len(released & popular) / len(popular) >= 0.95
+    assert not any(by[x] == 1 for x in released)
+    # the same log at the row level publishes the bots' own keys
+    rows = d.SpaceSaving(2000)
+    rows.update_many(keys)
+    assert any(by.get(x) == 1 for x in rows.release(epsilon=1.0, delta=1e-6, k=1000, seed=1).keys())
+
+
+# -- bounded-memory route: the row limiter ----------------------------------------------------------
+def test_row_limiter_keeps_the_first_rows_of_each_unit_across_chunks(rng):
+    ids = rng.integers(0, 50, 5000)
+    lim = U.UnitRowLimiter(7)
+    kept = np.concatenate([lim.keep(ids[i:i + 333]) for i in range(0, len(ids), 333)])
+    seen: dict = {}
+    want = []
+    for x in ids.tolist():
+        seen[x] = seen.get(x, 0) + 1
+        want.append(seen[x] <= 7)
+    assert kept.tolist() == want
+
+
+# -- bad input ---------------------------------------------------------------------------------------
+def test_bad_input_gets_clear_errors():
+    with pytest.raises(d.ParameterError, match="same length"):
+        U.bound_contributions([1, 2], [1], max_keys_per_unit=1)
+    with pytest.raises(TypeError, match="ints or strs"):
+        U.bound_contributions([1, 2], [1.0, float("nan")], max_keys_per_unit=1)
+    with pytest.raises(TypeError):
+        U.bound_contributions([1, None], [1, 2], max_keys_per_unit=1)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises((ValueError, TypeError)):
+            U.bound_contributions([1], [1], max_keys_per_unit=bad)
+        with pytest.raises((ValueError, TypeError)):
+            U.bound_contributions([1], [1], max_keys_per_unit=1, max_rows_per_key=bad)
+    with pytest.raises(d.ParameterError, match="noise"):
+        d.unit_heavy_hitters([1], [1], epsilon=1, delta=1e-6, max_keys_per_unit=1, noise="cauchy")
+    with pytest.raises(ValueError, match="epsilon"):
+        d.unit_heavy_hitters([1], [1], epsilon=0, delta=1e-6, max_keys_per_unit=1)
+    empty = d.unit_heavy_hitters([], [], epsilon=1, delta=1e-6, max_keys_per_unit=1)
+    assert empty.items == []
+
+
+def test_budget_is_charged_before_noise():
+    b = d.Budget(1.0, 1e-6)
+    d.unit_heavy_hitters([1, 2], [1, 2], epsilon=0.6, delta=5e-7, max_keys_per_unit=1, budget=b)
+    with pytest.raises(d.BudgetExceededError):
+        d.unit_heavy_hitters([1, 2], [1, 2], epsilon=0.6, delta=4e-7, max_keys_per_unit=1, budget=b)
+    assert len(b.ledger) == 1
