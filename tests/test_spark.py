@@ -387,3 +387,49 @@ def test_quantiles_skip_nan_and_answer_on_empty_data(spark):
     empty = spark.createDataFrame([], T.StructType([T.StructField("v", T.DoubleType())]))
     out = dps.quantiles(empty, "v", [0.1, 0.9], rho=1.0, bounds=(0, 100), universe_bits=10, seed=2)
     assert all(isinstance(v, float) for v in out.values)  # noisy answers, never a None for n = 0
+
+
+# -- user-level privacy (docs/privacy.md §Privacy unit) ----------------------------------------------
+
+@pytest.fixture(scope="session")
+def event_df(spark):
+    import pandas as pd
+
+    from dpsketch.datasets import event_log
+
+    users, keys = event_log(200_000, universe=5_000, heavy_users=10, heavy_rows=1_000, seed=11)
+    return spark.createDataFrame(pd.DataFrame({"user": users, "q": keys})).repartition(PARTS).cache(), users, keys
+
+
+def test_unit_route_bounds_each_unit_by_its_own_rows(spark, event_df):
+    import pandas as pd
+
+    df, users, keys = event_df
+    full = dict(zip(*dps._unit_bounded_counts(df, "q", "user", 3, 2, 12345)))
+    victim = int(users[np.argmax(np.bincount(users))])  # a heavy user
+    mine = users == victim
+    rest_df = spark.createDataFrame(pd.DataFrame({"user": users[~mine], "q": keys[~mine]})).repartition(PARTS)
+    alone_df = spark.createDataFrame(pd.DataFrame({"user": users[mine], "q": keys[mine]}))
+    rest = dict(zip(*dps._unit_bounded_counts(rest_df, "q", "user", 3, 2, 12345)))
+    alone = dict(zip(*dps._unit_bounded_counts(alone_df, "q", "user", 3, 2, 12345)))
+    assert {k: v - rest.get(k, 0) for k, v in full.items() if v != rest.get(k, 0)} == alone
+    assert len(alone) <= 3 and all(v <= 2 for v in alone.values())
+
+
+def test_unit_route_releases_popular_keys_and_no_single_user_key(event_df):
+    df, users, keys = event_df
+    rel = dps.heavy_hitters(df, "q", privacy_id="user", max_keys_per_unit=10, epsilon=1.0, delta=1e-6, seed=3)
+    pairs = np.unique(np.stack([keys, users]), axis=1)
+    k, n_users = np.unique(pairs[0], return_counts=True)
+    by = dict(zip(k.tolist(), n_users.tolist()))
+    released = set(rel.keys())
+    popular = {x for x, u in by.items() if u >= 150}
+    assert popular and len(released & popular) / len(popular) >= 0.95
+    assert not any(by[x] == 1 for x in released)
+    m = rel.metadata
+    assert m["privacy_unit"] == "privacy_id" and m["route"] == "exact" and m["front_end"] == "spark"
+    assert rel.epsilon <= 1.0 and rel.delta <= 1e-6
+    with pytest.raises(ValueError, match="max_keys_per_unit"):
+        dps.heavy_hitters(df, "q", privacy_id="user", epsilon=1.0, delta=1e-6)
+    with pytest.raises(ValueError, match="privacy_id"):
+        dps.heavy_hitters(df, "q", k=5, max_keys_per_unit=3, epsilon=1.0, delta=1e-6)

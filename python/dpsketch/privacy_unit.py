@@ -119,6 +119,18 @@ class BoundedContributions:
 _TOKEN = object()
 
 
+def _bounded_from_aggregates(keys: np.ndarray, counts: np.ndarray, m: int, c: int) -> BoundedContributions:
+    """Per-key counts that a front end bounded by this module's rule elsewhere (the Spark route runs
+    it in the JVM: the m smallest xxhash64(salt, unit, key) per unit, <= c rows each)."""
+    keep = counts > 0
+    k, n = np.asarray(keys)[keep], np.asarray(counts, dtype=np.int64)[keep]
+    order = np.argsort(k, kind="stable")
+    k, n = k[order], n[order]
+    k.setflags(write=False)
+    n.setflags(write=False)
+    return BoundedContributions(k, n, m, c, _TOKEN)
+
+
 def bound_contributions(keys, privacy_id, *, max_keys_per_unit: int, max_rows_per_key: int = 1,
                         seed: int | None = None) -> BoundedContributions:
     """Bound each privacy unit's contribution (docs/privacy.md §Privacy unit): per unit, the m

@@ -194,14 +194,23 @@ def _summary_parts(df, kind, cls, proto_bytes) -> list:
 
 # -- heavy hitters -------------------------------------------------------------------------------
 
-def heavy_hitters(df, column: str, *, k: int, epsilon: float, delta: float, route: str = "counters",
+def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delta: float, route: str | None = None,
                   summary: str = "spacesaving", capacity: int | None = None, num_partitions: int | None = None,
                   rho_fraction: float = 0.9, gamma: float | None = None, width: int | None = None,
                   depth: int | None = None, public_length: bool = False, length_epsilon: float | None = None,
-                  length_delta: float | None = None, seed: int | None = None, budget: Budget | None = None) -> Release:
-    """(ε, δ)-DP heavy hitters of ``df[column]`` (one row = privacy unit; nulls skipped). The
-    reported (ε, δ) are the ones asked for; ``budget`` (a :class:`dpsketch.Budget`) is charged them
-    before any noise is drawn.
+                  length_delta: float | None = None, seed: int | None = None, budget: Budget | None = None,
+                  privacy_id: str | None = None, max_keys_per_unit: int | None = None, max_rows_per_key: int = 1,
+                  noise: str = "gaussian", selection: str | None = None) -> Release:
+    """(ε, δ)-DP heavy hitters of ``df[column]`` (nulls skipped). The reported (ε, δ) are the ones
+    asked for; ``budget`` (a :class:`dpsketch.Budget`) is charged them before any noise is drawn.
+
+    The privacy unit is one row, or with ``privacy_id`` (a column) one unit: all its rows. Then
+    ``max_keys_per_unit`` (m) and ``max_rows_per_key`` (c) bound each unit's contribution, and the
+    route is ``"exact"`` (docs/privacy.md §Privacy unit): in the JVM, a groupBy on (unit, key), the
+    m pairs with the smallest xxhash64(salt, unit, key) per unit (a window; ties by key), at most c
+    rows each, and a groupBy on key; on the driver :func:`dpsketch.privacy_unit.release_bounded_counts`
+    (``noise="gaussian"`` or ``"laplace"``, ``selection="gumbel"`` with ``k`` for exactly k ranked keys).
+    Without ``privacy_id`` the routes below take ``k`` (required) and the default route is "counters".
 
     ``route="counters"`` (docs/algorithms.md §8, "partition by key"): rows are repartitioned by a
     hash of the key alone, each partition is sorted by key (the summary's input order is then a
@@ -228,6 +237,20 @@ def heavy_hitters(df, column: str, *, k: int, epsilon: float, delta: float, rout
     ``seed`` makes all noise reproducible and NOT secret (experiments/tests only).
     """
     _require_spark()
+    if privacy_id is not None:
+        if route not in (None, "exact"):
+            raise ValueError(f"with privacy_id the route is 'exact' (bounded per-key counts), got route={route!r}")
+        if public_length or length_epsilon is not None or length_delta is not None:
+            raise ValueError("the exact route reads no stream length: public_length/length_epsilon/length_delta do not apply")
+        if max_keys_per_unit is None:
+            raise ValueError("privacy_id needs max_keys_per_unit=m (distinct keys a unit may contribute)")
+        return _unit_route(df, column, privacy_id, max_keys_per_unit, max_rows_per_key, epsilon, delta, noise, selection,
+                           k, seed, budget)
+    if max_keys_per_unit is not None or selection is not None:
+        raise ValueError("max_keys_per_unit and selection bound a privacy unit: pass privacy_id= (the unit's column) too")
+    route = "counters" if route is None else route
+    if k is None:
+        raise ValueError(f"route={route!r} needs k= (the heavy-hitter cut n/k)")
     kk = check_int("k", k, 1, 2**40)
     if gamma is None and width is None and depth is None:
         width, depth = max(1024, 8 * kk), 3
@@ -246,6 +269,50 @@ def heavy_hitters(df, column: str, *, k: int, epsilon: float, delta: float, rout
                              "public_length, length_epsilon and length_delta apply to route='counters'")
         return _sketch_route(df, column, kind, kk, eps, dlt, rho_fraction, gamma, width, depth, seed, budget)
     raise ValueError(f"route must be 'counters' or 'sketch', got {route!r}")
+
+
+def _unit_bounded_counts(df, column, privacy_id, m, c, salt):
+    """(keys, bounded counts) computed by Spark: per unit the m (unit, key) pairs with the smallest
+    xxhash64(salt, unit, key), ties by key, at most c rows each, summed per key."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    pairs = (df.select(F.col(column).alias("k"), F.col(privacy_id).alias("u"))
+             .where(F.col("k").isNotNull() & F.col("u").isNotNull())
+             .groupBy("u", "k").agg(F.count(F.lit(1)).alias("rows")))
+    rank = Window.partitionBy("u").orderBy(F.xxhash64(F.lit(salt), F.col("u"), F.col("k")), F.col("k"))
+    counts = (pairs.withColumn("r", F.row_number().over(rank)).where(F.col("r") <= m)
+              .groupBy("k").agg(F.sum(F.least(F.col("rows"), F.lit(c))).alias("n")))
+    if hasattr(counts, "toArrow"):
+        table = counts.toArrow()
+        return table.column("k").to_numpy(zero_copy_only=False), table.column("n").to_numpy(zero_copy_only=False)
+    pdf = counts.toPandas()  # pragma: no cover - Spark < 4 has no DataFrame.toArrow
+    return pdf["k"].to_numpy(), pdf["n"].to_numpy()
+
+
+def _unit_route(df, column, privacy_id, m, c, epsilon, delta, noise, selection, k, seed, budget) -> Release:
+    """User-level heavy hitters (docs/privacy.md §Privacy unit): contribution bounding and per-key
+    sums as Spark aggregations (no per-row Python), the exact route's noise and threshold on the
+    driver over the bounded per-key counts."""
+    from . import _seeds
+    from .privacy_unit import _bounded_from_aggregates, _check_bounds, release_bounded_counts
+
+    mm, cc = _check_bounds(m, c)
+    check_privacy_params(epsilon, delta)
+    kind = _column_kind(df, column)
+    if kind == "float":
+        raise TypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
+    if privacy_id not in df.columns:
+        raise ValueError(f"no column {privacy_id!r} for privacy_id")
+    salt = _seeds.rng(seed, "salt")[0].next_u64() & ((1 << 63) - 1)
+    keys, n = _unit_bounded_counts(df, column, privacy_id, mm, cc, salt)
+    keys = keys.astype(str) if kind == "str" else keys.astype(np.int64)
+    bounded = _bounded_from_aggregates(keys, n.astype(np.int64), mm, cc)
+    rel = release_bounded_counts(bounded, epsilon=epsilon, delta=delta, noise=noise, selection=selection, k=k, seed=seed,
+                                 budget=budget)
+    rel.metadata.update(front_end="spark", bounding="Spark: groupBy(unit, key); per unit the m smallest "
+                        "xxhash64(salt, unit, key) (ties by key); <= c rows each; groupBy(key)")
+    return rel
 
 
 def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partitions, seed, budget,
