@@ -58,12 +58,6 @@ print(json.dumps({"times": times, "keys": out, "rss_mb": (rss - rss0) / 1024}))
 """
 
 
-def truth(users: np.ndarray, keys: np.ndarray) -> dict[int, int]:
-    pairs = np.unique(np.stack([keys, users]), axis=1)
-    k, n = np.unique(pairs[0], return_counts=True)
-    return dict(zip(k.tolist(), n.tolist()))
-
-
 def score(released: list[int], distinct_users: dict[int, int], min_users: int) -> dict:
     rel = set(released)
     big = {k for k, u in distinct_users.items() if u >= min_users}
@@ -86,10 +80,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import dpsketch
-    from dpsketch.datasets import event_log
+    from dpsketch.datasets import distinct_units_per_key, event_log
 
     users, keys = event_log(args.rows, seed=args.seed)
-    du = truth(users, keys)
+    du = distinct_units_per_key(keys, users)
     out: dict = {"machine": platform.processor() or platform.machine(), "rows": args.rows, "epsilon": args.epsilon,
                  "delta": args.delta, "m": args.m, "c": args.c, "repeats": args.repeats}
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -19,3 +19,15 @@ def shared_file(name: str) -> Path:
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261129)
+
+
+def check_unit_utility(released, users, keys, *, popular_users: int = 150, recall: float = 0.95) -> None:
+    """A user-level release of an event log: recall >= ``recall`` of the keys with at least
+    ``popular_users`` distinct users, and no key of a single user."""
+    from dpsketch.datasets import distinct_units_per_key
+
+    by = distinct_units_per_key(keys, users)
+    got = set(released)
+    popular = {x for x, u in by.items() if u >= popular_users}
+    assert popular and len(got & popular) / len(popular) >= recall
+    assert not any(by[x] == 1 for x in got)

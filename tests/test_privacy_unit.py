@@ -13,6 +13,9 @@ import dpsketch as d
 from dpsketch import _core
 from dpsketch import privacy_unit as U
 from dpsketch.calibration import dgauss_tail_gt, unit_group_privacy
+from dpsketch.datasets import distinct_units_per_key
+
+from conftest import check_unit_utility
 
 
 def _counts(b) -> dict:
@@ -200,13 +203,8 @@ def test_event_log_no_single_user_key_and_full_recall_of_popular_keys():
 
     users, keys = event_log(400_000, heavy_users=20, heavy_rows=2_000, universe=20_000, seed=3)
     r = d.unit_heavy_hitters(keys, users, epsilon=1.0, delta=1e-6, max_keys_per_unit=10, seed=4)
-    pairs = np.unique(np.stack([keys, users]), axis=1)
-    k, n_users = np.unique(pairs[0], return_counts=True)
-    by = dict(zip(k.tolist(), n_users.tolist()))
-    released = set(r.keys())
-    popular = {x for x, u in by.items() if u >= 150}
-    assert popular and len(released & popular) / len(popular) >= 0.95
-    assert not any(by[x] == 1 for x in released)
+    check_unit_utility(r.keys(), users, keys)
+    by = distinct_units_per_key(keys, users)
     # the same log at the row level publishes the bots' own keys
     rows = d.SpaceSaving(2000)
     rows.update_many(keys)

@@ -120,3 +120,11 @@ def event_log(rows: int = 5_000_000, *, skew: float = 1.1, universe: int = 1_000
         user, key = np.concatenate([user, hu]), np.concatenate([key, hk])
     order = rng.permutation(rows)
     return user[order], key[order]
+
+
+def distinct_units_per_key(keys, units) -> dict:
+    """{key: number of distinct units that have it}: the ground truth user-level releases are
+    scored against (an exact function of the data: for evaluation, never for publication)."""
+    pairs = np.unique(np.stack([np.asarray(keys), np.asarray(units)]), axis=1)
+    k, n = np.unique(pairs[0], return_counts=True)
+    return dict(zip(k.tolist(), n.tolist()))
