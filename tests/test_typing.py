@@ -81,13 +81,15 @@ def test_mypy_rejects_misuse_of_the_api(tmp_path, mypy_cache):
         "import dpsketch\nfrom dpsketch import _core\n"
         "dpsketch.Budget(epsilon='1')\n"
         "_core.SpaceSavingInt('x')\n"
-        "dpsketch.SpaceSaving(8).release(0.1, 1e-6, 3, budget=1.0)\n"
+        "dpsketch.SpaceSaving(8).release(epsilon=0.1, delta=1e-6, k=3, budget=1.0)\n"
         "x: str = dpsketch.Budget(1.0).spent().rho\n"
+        "dpsketch.SpaceSaving(8).release(0.1, 1e-6, k=3)\n"  # keyword-only
+
     )
     res = _mypy(["--strict", str(bad)], tmp_path, mypy_cache)
     assert res.returncode == 1
     errors = [line for line in res.stdout.splitlines() if ": error:" in line]
-    assert [int(line.split(":")[1]) for line in errors] == [3, 4, 5, 6], res.stdout
+    assert [int(line.split(":")[1]) for line in errors] == [3, 4, 5, 6, 7], res.stdout
 
 
 def test_public_modules_pass_mypy(mypy_cache):
