@@ -131,9 +131,23 @@ def plot_vs_datasketches(out: Path) -> Path:
     return save(fig, out, "vs_datasketches.png")
 
 
-def plot_containers(out: Path) -> Path:
-    d = load("bench_python_containers.json")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5), gridspec_kw={"width_ratios": [3, 2]})
+def plot_python_update(out: Path) -> Path:
+    d = load("bench_python_update.json")
+    fig, (calls, left, right) = plt.subplots(1, 3, figsize=(17, 5), gridspec_kw={"width_ratios": [2, 3, 2]})
+    rows = d["per_item"]
+    overhead = rows[0]["ns"]
+    names = [r["call"].replace("datasketches ", "datasketches\n") for r in rows[1:]]
+    colors = ["tab:red" if r["call"].startswith("datasketches") else "tab:blue" for r in rows[1:]]
+    calls.barh(names, [r["ns"] for r in rows[1:]], color=colors)
+    for i, r in enumerate(rows[1:]):
+        calls.text(r["ns"], i, f" {r['ns']}", va="center", fontsize=8)
+    calls.axvline(overhead, color="k", ls="--", lw=1, label=f"empty Python call ({overhead} ns)")
+    calls.invert_yaxis()
+    calls.tick_params(axis="y", labelsize=8)
+    calls.set_xlabel("ns per item, loop included")
+    calls.set_title("per-item update(), 200,000 keys")
+    calls.legend(fontsize=8)
+    calls.grid(axis="x", alpha=0.3)
     rows = sorted(d["containers"], key=lambda r: r["ns_per_key"])
     left.barh([r["container"] for r in rows], [r["ns_per_key"] for r in rows])
     for i, r in enumerate(rows):
@@ -142,16 +156,15 @@ def plot_containers(out: Path) -> Path:
     left.set_title("SpaceSaving(1000).update_many, 10^6 keys")
     left.grid(axis="x", alpha=0.3)
     rows = sorted(d["stringdtype_run"], key=lambda r: r["ns_per_key"][0])
-    names = [r["container"] for r in rows]
     for run, dy in ((0, -0.2), (1, 0.2)):
         right.barh([i + dy for i in range(len(rows))], [r["ns_per_key"][run] for r in rows], 0.4,
                    label=f"run {run + 1}")
-    right.set_yticks(range(len(rows)), names)
+    right.set_yticks(range(len(rows)), [r["container"] for r in rows])
     right.set_xlabel("ns per key")
     right.set_title("separate runs, with StringDType")
     right.legend(fontsize=8)
     right.grid(axis="x", alpha=0.3)
-    return save(fig, out, "python_containers.png")
+    return save(fig, out, "python_update.png")
 
 
 def main() -> int:
@@ -160,7 +173,7 @@ def main() -> int:
     args = ap.parse_args()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    for plot in (plot_linear_sketches, plot_counter_floors, plot_vs_datasketches, plot_containers):
+    for plot in (plot_linear_sketches, plot_counter_floors, plot_vs_datasketches, plot_python_update):
         print(plot(out))
     return 0
 
