@@ -249,7 +249,7 @@ def main(argv=None) -> int:
             "datasets": sorted({s[0] for s in streams}), "python": platform.python_version(),
             "wall_seconds": round(time.perf_counter() - t_start, 1),
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "resumed_runs": sorted(map(list, done)), "redone": args.redo,
-            "note": "machine shared with other sessions; times are same-run comparisons"}
+            "note": "machine shared with other jobs; times are same-run comparisons"}
     if (args.resume or args.redo) and (out / "run_info.json").exists():
         info["previous_invocation"] = json.loads((out / "run_info.json").read_text())
     (out / "run_info.json").write_text(json.dumps(info, indent=2) + "\n")

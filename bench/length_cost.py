@@ -1,8 +1,8 @@
 """What the private-length default costs: recall, precision and ARE of PMG, DPSS and the two
 envelope wrappers with the library default (n private, a share of (ε, δ) spent on n̂) against
 the public-length opt-in (``public_length=True``, replace-one neighbours at the same (ε, δ)) and,
-for PMG/DPSS, against the papers' calibration (the exact n read at the full (ε, δ): what the
-library did before the length became private; NOT a valid guarantee under add/remove), on Holland's
+for PMG/DPSS, against the papers' calibration (the exact n read at the full (ε, δ); NOT a valid
+guarantee under add/remove), on Holland's
 settings (docs/algorithms.md §7: Zipf 1.1 over 10^5 items, k = 128, k̃ = 2k, δ = 10^-3) and on the
 real streams. Same seeds for both modes; prints a Markdown table (docs/results.md §Length modes).
 

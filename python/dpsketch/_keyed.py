@@ -239,7 +239,7 @@ Keyed.update = _core.FastUpdate(Keyed.update)  # type: ignore[method-assign]
 _core.register_keyed(Keyed)
 
 def _restore(cls, data, key_type_fixed):
-    """Unpickle: the bytes, and whether the key type was fixed (a pickle may predate the untyped tag)."""
+    """Unpickle: the bytes, and whether the key type was fixed; fixed if either of them says so."""
     obj = cls.from_bytes(data)
     obj._key_type_fixed = bool(key_type_fixed) or obj._key_type_fixed
     return obj

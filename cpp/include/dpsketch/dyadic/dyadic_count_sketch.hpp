@@ -426,14 +426,13 @@ class DyadicCountSketch : public WireState<false> {
   // last row without AVX2 take the plain scalar loops.
   //
   // Chunks are long because each (level, row) pass brings that row into L1 again: the whole table
-  // (2.2 MB at L = 32, d = 9, w = 1608) is read once per chunk, so 1,024-item chunks streamed ~2 KB
+  // (2.2 MB at L = 32, d = 9, w = 1608) is read once per chunk, so 1,024-item chunks would stream ~2 KB
   // from L2/L3 per item. At 16,384 items the idx/val streams (256 KiB, sequential) cost less than
-  // that. Measured at L = 32: 210 -> 150 ns per item; at L = 16 (table in L2) no change.
+  // that. The chunk length matters only when the table does not fit in L2 (L = 32, not L = 16).
   static constexpr std::size_t kBatchChunk = 16384;
   // Within a chunk, each row (pair) is hashed and added kSubBlock items at a time, so the columns
   // and deltas (4 x 4 KiB) stay in L1 next to the two rows (2 x 12.9 KiB at w = 1608) instead of
-  // streaming 16 B per item and row through L2: 135 -> 123 ns per item at L = 32 (256: 126,
-  // 1,024: 135).
+  // streaming 16 B per item and row through L2.
   static constexpr std::size_t kSubBlock = 512;
   struct Scratch {
     explicit Scratch(std::size_t len)
@@ -547,7 +546,7 @@ class DyadicCountSketch : public WireState<false> {
 
   // Two rows (row0 and the next, row0 + w) of a level <= 32 bits in one portable loop: one load and
   // shift of each item for both hashes (RowHash::narrow).
-  // Out of line so that the loop has registers to itself. 172 -> 145 ns per item at L = 32.
+  // Out of line so that the loop has registers to itself.
   template <bool Counted>
   __attribute__((noinline)) static void narrow_pair_scalar(const std::uint64_t* __restrict x,
                                                            const std::int64_t* __restrict counts, std::size_t len,
