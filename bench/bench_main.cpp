@@ -41,9 +41,6 @@
 #include "probe_floor.hpp"
 #include "dpsketch/counters/misra_gries.hpp"
 #include "dpsketch/counters/space_saving.hpp"
-#include "dpsketch/common/slot_table.hpp"
-#include "legacy/misra_gries.hpp"
-#include "legacy/space_saving.hpp"
 #include "dpsketch/release/counter_release.hpp"
 #include "dpsketch/release/sketch_heavy_hitters.hpp"
 #include "dpsketch/sketches/linear_sketch.hpp"
@@ -55,7 +52,6 @@ using namespace dpsketch;
 using dpsketch::bench::StringStream;
 using dpsketch::bench::EvictionFloor;
 using dpsketch::bench::ProbeFloor;
-using dpsketch::bench::ProbeFloorV1;
 
 constexpr std::size_t kStreamLength = std::size_t{1} << 20;
 constexpr std::size_t kUniverse = 100000;
@@ -107,7 +103,7 @@ struct ExactCount<std::string> {
   std::size_t memory_bytes() const { return m.bucket_count() * 8 + m.size() * 48; }
 };
 
-// ---- floors: bench/probe_floor.hpp (ProbeFloor, EvictionFloor, ProbeFloorV1) ------------------
+// ---- floors: bench/probe_floor.hpp (ProbeFloor, EvictionFloor) ------------------------------
 
 // ---- registration ------------------------------------------------------------------------------
 struct Entry {
@@ -260,10 +256,6 @@ void register_key_type() {
   add_update<Key>("MisraGries", [](std::uint64_t k) { return MisraGries<Key>(k); });
   add_update<Key>("ProbeFloor", [](std::uint64_t k, const auto& xs) { return ProbeFloor<Key>(k, xs); });
   add_update<Key>("EvictionFloor", [](std::uint64_t k) { return EvictionFloor<Key>(k); });
-  // The frozen reference core and its floor (tests/native/legacy/): a fixed yardstick in the same run.
-  add_update<Key>("SpaceSavingV1", [](std::uint64_t k) { return legacy::SpaceSaving<Key>(k); });
-  add_update<Key>("MisraGriesV1", [](std::uint64_t k) { return legacy::MisraGries<Key>(k); });
-  add_update<Key>("ProbeFloorV1", [](std::uint64_t k, const auto& xs) { return ProbeFloorV1<Key>(k, xs); });
   // Linear sketches: width k (the same counter budget per row as a k-counter summary).
   add_update<Key>("CountMin_d5", [](std::uint64_t k) { return CountMin<Key>(k, 5, 42); });
   add_update<Key>("CountSketch_d5", [](std::uint64_t k) { return CountSketch<Key>(k, 5, 42); });
@@ -297,24 +289,20 @@ class RatioReporter : public benchmark::ConsoleReporter {
     std::stable_sort(rows_.begin(), rows_.end(),
                      [](const auto& a, const auto& b) { return registry()[a.first].order < registry()[b.first].order; });
     std::map<std::string, double> base;
-    std::map<std::pair<std::string, std::uint64_t>, double> floor, floor_v1;  // (stream, k) -> ProbeFloor(V1) ns
+    std::map<std::pair<std::string, std::uint64_t>, double> floor;  // (stream, k) -> ProbeFloor ns
     for (auto& [name, row] : rows_) {
       if (name.rfind("Exact<", 0) == 0) base[registry()[name].stream] = row.ns;
       if (name.rfind("ProbeFloor<", 0) == 0) floor[{registry()[name].stream, registry()[name].capacity}] = row.ns;
-      if (name.rfind("ProbeFloorV1<", 0) == 0) floor_v1[{registry()[name].stream, registry()[name].capacity}] = row.ns;
     }
-    std::printf("\n| benchmark | ns/update | Mupdates/s | x exact | x floor | x floor V1 | bytes | B/counter |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    std::printf("\n| benchmark | ns/update | Mupdates/s | x exact | x floor | bytes | B/counter |\n|---|---:|---:|---:|---:|---:|---:|\n");
     for (auto& [name, row] : rows_) {
       if (row.ns <= 0) continue;
       const Entry& e = registry()[name];
       const double b = base.count(e.stream) ? base[e.stream] : 0;
       const auto fl = floor.find({e.stream, e.capacity});
       const double f = e.capacity && fl != floor.end() ? fl->second : 0;
-      const auto fl1 = floor_v1.find({e.stream, e.capacity});
-      const double f1 = e.capacity && fl1 != floor_v1.end() ? fl1->second : 0;
-      std::printf("| %s | %.2f | %.1f | %s | %s | %s | %.0f | %s |\n", name.c_str(), row.ns, 1e3 / row.ns,
+      std::printf("| %s | %.2f | %.1f | %s | %s | %.0f | %s |\n", name.c_str(), row.ns, 1e3 / row.ns,
                   b > 0 ? fmt("%.2f", row.ns / b).c_str() : "-", f > 0 ? fmt("%.2f", row.ns / f).c_str() : "-",
-                  f1 > 0 ? fmt("%.2f", row.ns / f1).c_str() : "-",
                   row.bytes, e.capacity ? fmt("%.1f", row.bytes / double(e.capacity)).c_str() : "-");
     }
     bool any_release = false;

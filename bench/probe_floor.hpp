@@ -5,9 +5,7 @@
 // frequent keys of the stream (ties: smaller key first); an update hashes, probes, and increments
 // the slot's count on a hit, and does nothing on a miss (no eviction, no count order to keep).
 // EvictionFloor is the same storage evicting round-robin on a miss: the floor of any evicting
-// summary. ProbeFloorV1 is ProbeFloor on the reference core's storage (tests/native/legacy/: 8-byte
-// entries at load 1/8, separate key and count arrays), a fixed yardstick. All use the counters'
-// internals.
+// summary. Both use the counters' internals.
 #pragma once
 
 #include <algorithm>
@@ -18,7 +16,6 @@
 #include <vector>
 
 #include "dpsketch/common/key_traits.hpp"
-#include "dpsketch/common/slot_table.hpp"
 #include "dpsketch/counters/flat_slots.hpp"
 
 namespace dpsketch::bench {
@@ -97,33 +94,6 @@ class EvictionFloor {
  private:
   detail::FlatSlots<Key> slots_;
   std::uint32_t capacity_, size_ = 0, next_ = 0;
-};
-
-template <class Key>
-class ProbeFloorV1 {
-  using Traits = KeyTraits<Key>;
-  using View = typename Traits::view_type;
-
- public:
-  ProbeFloorV1(std::uint64_t k, const std::vector<View>& stream) : table_(static_cast<std::uint32_t>(k)) {
-    keys_.resize(k);
-    counts_.assign(k, 0);
-    std::int32_t s = 0;
-    for (const auto& x : top_keys(k, stream)) {
-      Traits::assign(keys_[s], x);
-      table_.insert(Traits::table_hash(x), s++);
-    }
-  }
-  void update(const View& x) {
-    const std::int32_t s = table_.find(Traits::table_hash(x), x, keys_);
-    if (s != detail::SlotTable<Key>::kEmpty) ++counts_[static_cast<std::size_t>(s)];
-  }
-  std::size_t memory_bytes() const { return keys_.capacity() * sizeof(Key) + counts_.capacity() * 8 + table_.memory_bytes(); }
-
- private:
-  detail::SlotTable<Key> table_;
-  std::vector<Key> keys_;
-  std::vector<std::uint64_t> counts_;
 };
 
 }  // namespace dpsketch::bench

@@ -15,7 +15,8 @@ for target in fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes; do
   "$CXX" "${FLAGS[@]}" -fsanitize=fuzzer "fuzz/$target.cpp" -o "$OUT/$target" & pids+=($!)
 done
 "$CXX" "${FLAGS[@]}" fuzz/sanitized_units.cpp -o "$OUT/sanitized_units" & pids+=($!)
-# The old-vs-new counter differential test (tests/native/), here for its memory-safety coverage.
+# The counter differential test against the brute-force reference (tests/native/), here for its
+# memory-safety coverage.
 "$CXX" "${FLAGS[@]}" -Itests/native tests/native/counters_differential.cpp -o "$OUT/counters_differential" & pids+=($!)
 for p in "${pids[@]}"; do wait "$p"; done
 echo "fuzz/build.sh: built fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes sanitized_units counters_differential in $OUT"

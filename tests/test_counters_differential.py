@@ -1,14 +1,20 @@
-"""The counter core against an independent reference core on random operation sequences.
+"""The counter core against the brute-force reference counters on random operation sequences.
 
-tests/native/counters_differential.cpp drives the library's SpaceSaving / MisraGries and the frozen
-reference core (tests/native/legacy/: linked count groups, an 8-byte probing table) through the
-same random updates, batch updates, merges and serialization round trips, and requires identical
-items(), min_count() / decrements(), estimates and bytes after every operation. It is compiled here with the system C++ compiler (the library is
-header-only). DPSKETCH_DIFF_SEQUENCES overrides the number of sequences (default 10^6).
+tests/native/counters_differential.cpp drives the library's SpaceSaving / MisraGries and the
+reference counters of tests/native/reference_counters.hpp (the rules of docs/algorithms.md §2-§3,
+the merges of docs/distributed.md and the bytes of docs/format.md, each a linear scan over plain
+slot records) through the same random updates, batch updates, merges and serialization round
+trips, and requires identical items(), min_count() / decrements(), estimates and bytes after every
+operation. The reference is anchored to the committed golden counter blobs (tests/data/golden): it
+must write each one's exact bytes from the stream that made it (tools/make_golden_blobs.py).
+Compiled here with the system C++ compiler (the library is header-only).
+DPSKETCH_DIFF_SEQUENCES overrides the number of sequences (default 10^6).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -18,63 +24,131 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "tests" / "native" / "counters_differential.cpp"
+GOLDEN = ROOT / "tests" / "data" / "golden"
 CXX = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler to build the differential test")
 
 
-def build(tmp_path: Path, *defines: str) -> Path:
-    exe = tmp_path / "counters_differential"
-    cmd = [CXX, "-O2", "-std=c++17", *defines, "-I", str(ROOT / "cpp" / "include"), "-I", str(ROOT / "tests" / "native"),
+def build(out_dir: Path, *defines: str, include: Path = ROOT / "cpp" / "include") -> Path:
+    exe = out_dir / "counters_differential"
+    cmd = [CXX, "-O2", "-std=c++17", *defines, "-I", str(include), "-I", str(ROOT / "tests" / "native"),
            str(SOURCE), "-o", str(exe)]
     subprocess.run(cmd, check=True)
     return exe
 
 
-def run(exe: Path, sequences: int, seed: int) -> str:
-    out = subprocess.run([str(exe), str(sequences), str(seed)], capture_output=True, text=True, timeout=1800)
+def run(exe: Path, sequences: int, seed: int, *more: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(exe), str(sequences), str(seed), *more], capture_output=True, text=True, timeout=1800)
+
+
+def agreed(exe: Path, sequences: int, seed: int, *more: str) -> str:
+    out = run(exe, sequences, seed, *more)
     assert out.returncode == 0, out.stderr + out.stdout
+    assert out.stdout.startswith(f"agreed on {sequences} sequences"), out.stdout
     return out.stdout
 
 
+@pytest.fixture(scope="module")
+def exe(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("differential"))
+
+
+def golden_spec(tmp_path: Path) -> Path:
+    """The golden counter blobs with the streams that made them (tools/make_golden_blobs.py), one
+    line each in the format counters_differential.cpp reads."""
+    spec = importlib.util.spec_from_file_location("make_golden_blobs", ROOT / "tools" / "make_golden_blobs.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    streams = {"int": (gen.INT_STREAM, gen.MERGE_INT), "str": (gen.STR_STREAM, gen.MERGE_STR)}
+
+    def field(keys) -> str:
+        return ",".join(str(k).encode().hex() for k in keys) or "-"
+
+    lines = []
+    for e in json.loads((GOLDEN / "manifest.json").read_text(encoding="utf-8"))["blobs"]:
+        if e["family"] not in ("MisraGries", "SpaceSaving"):
+            continue
+        flags, facts = e["flags"], e["facts"]
+        stream, merge = ([], []) if "untyped" in flags else streams[facts["key_type"]]
+        merged = "merged" in flags
+        lines.append(" ".join([e["family"], facts["key_type"] or "int", str(facts["capacity"]), str(int(merged)),
+                               str(facts["release_count"]), str(int("untyped" in flags)), str(GOLDEN / e["file"]),
+                               field(stream), field(merge if merged else [])]))
+    path = tmp_path / "golden.spec"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 @pytest.mark.slow
-def test_core_equals_reference_core_on_a_million_sequences(tmp_path):
+def test_core_equals_reference_on_a_million_sequences(exe):
     sequences = int(os.environ.get("DPSKETCH_DIFF_SEQUENCES", "1000000"))
-    out = run(build(tmp_path), sequences, 20261130)
-    assert out.startswith(f"agreed on {sequences} sequences"), out
+    agreed(exe, sequences, 20261130)
+
+
+@pytest.mark.slow
+def test_reference_writes_the_golden_counter_blobs(exe, tmp_path):
+    # Every golden MisraGries / SpaceSaving blob (fresh, merged, released, untyped; int and str).
+    spec = golden_spec(tmp_path)
+    lines = spec.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 14
+    assert f"and {len(lines)} golden blobs" in agreed(exe, 0, 3, str(spec))
+
+
+@pytest.mark.slow
+def test_a_changed_golden_byte_fails_the_reference_check(exe, tmp_path):
+    spec = golden_spec(tmp_path)
+    line = next(x for x in spec.read_text(encoding="utf-8").splitlines() if x.startswith("SpaceSaving int 4 1 "))
+    blob = Path(line.split()[6])
+    changed = bytearray(blob.read_bytes())
+    changed[-1] ^= 0x01  # the high byte of the last count (no trailer: merged, unreleased)
+    (tmp_path / "changed.bin").write_bytes(bytes(changed))
+    spec.write_text(line.replace(str(blob), str(tmp_path / "changed.bin")) + "\n", encoding="utf-8")
+    out = run(exe, 0, 3, str(spec))
+    assert out.returncode == 1 and "MISMATCH on golden blob" in out.stderr, out.stderr + out.stdout
 
 
 @pytest.mark.slow
 def test_time_renumbering_keeps_the_order(tmp_path):
     # A clock limit of 700 ticks makes the rank renumbering of the 32-bit times (counters/flat_slots.hpp)
-    # run every few hundred updates; the states must still equal the reference core's, and no time may reach
+    # run every few hundred updates; the states must still equal the reference's, and no time may reach
     # the limit (DPSKETCH_CHECK_CLOCK: the one-compare guard of FlatSlots::advance must be kept fresh
     # through merges and deserialization).
-    out = run(build(tmp_path, "-DDPSKETCH_COUNTER_CLOCK_LIMIT=700", "-DDPSKETCH_CHECK_CLOCK"), 20000, 7)
-    assert out.startswith("agreed on 20000 sequences"), out
+    agreed(build(tmp_path, "-DDPSKETCH_COUNTER_CLOCK_LIMIT=700", "-DDPSKETCH_CHECK_CLOCK"), 20000, 7)
 
 
 @pytest.mark.slow
-def test_portable_table_lookup_equals_reference_core(tmp_path):
+def test_portable_table_lookup_equals_reference(tmp_path):
     # The slot table's byte-loop group match (used where SSE2 is absent, common/compact_table.hpp)
-    # forced on this machine: the states must still equal the reference core's.
-    out = run(build(tmp_path, "-DDPSKETCH_PORTABLE_TABLE"), 50000, 11)
-    assert out.startswith("agreed on 50000 sequences"), out
+    # forced on this machine: the states must still equal the reference's.
+    agreed(build(tmp_path, "-DDPSKETCH_PORTABLE_TABLE"), 50000, 11)
+
+
+# Deliberately broken library rules, each of which the differential test must report:
+# (file under cpp/include/dpsketch/counters, the text, its broken replacement).
+MUTANTS = {
+    # SpaceSaving evicts among the oldest instead of the newest minimum-count slots (the same
+    # comparison orders the slots of a Misra-Gries zero layer).
+    "recency_tie_rule": ("flat_slots.hpp", "[this](std::int32_t a, std::int32_t b) { return time(a) < time(b); }",
+                         "[this](std::int32_t a, std::int32_t b) { return time(a) > time(b); }"),
+    # Misra-Gries merge forgets the subtracted cut s in the undercount bound E = E1 + E2 + s.
+    "merge_undercount_bound": ("misra_gries.hpp", "out.decrements_ = decrements_ + other.decrements_ + s;",
+                               "out.decrements_ = decrements_ + other.decrements_;"),
+    # SpaceSaving writes equal counts newest first, so a round trip reverses their tie order.
+    "serialized_tie_order": ("space_saving.hpp", "for (std::int32_t s : ordered(true)) {\n      Traits::write(w",
+                             "for (std::int32_t s : ordered(false)) {\n      Traits::write(w"),
+}
 
 
 @pytest.mark.slow
-def test_the_differential_test_can_fail(tmp_path):
-    # The same program with the SpaceSaving victim chosen among the oldest instead of the newest
-    # minimum-count slots must report a mismatch.
+@pytest.mark.parametrize("mutant", sorted(MUTANTS))
+def test_the_differential_test_catches_a_broken_rule(tmp_path, mutant):
+    header, needle, broken = MUTANTS[mutant]
     mutated = tmp_path / "include"
     shutil.copytree(ROOT / "cpp" / "include", mutated)
-    flat = mutated / "dpsketch" / "counters" / "flat_slots.hpp"
-    text = flat.read_text()
-    needle = "[this](std::int32_t a, std::int32_t b) { return time(a) < time(b); }"
-    assert needle in text
-    flat.write_text(text.replace(needle, "[this](std::int32_t a, std::int32_t b) { return time(a) > time(b); }"))
-    exe = tmp_path / "mutant"
-    subprocess.run([CXX, "-O2", "-std=c++17", "-I", str(mutated), "-I", str(ROOT / "tests" / "native"), str(SOURCE), "-o",
-                    str(exe)], check=True)
-    out = subprocess.run([str(exe), "2000", "1"], capture_output=True, text=True, timeout=600)
-    assert out.returncode == 1 and "MISMATCH" in out.stderr
+    path = mutated / "dpsketch" / "counters" / header
+    text = path.read_text()
+    assert text.count(needle) == 1, needle
+    path.write_text(text.replace(needle, broken))
+    out = run(build(tmp_path, include=mutated), 2000, 1)
+    assert out.returncode == 1 and "MISMATCH in sequence" in out.stderr, out.stderr + out.stdout
