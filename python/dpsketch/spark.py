@@ -512,7 +512,7 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
 
 
 def _unit_bounded_values(df, column, privacy_id, kind, r, salt):
-    """``df`` reduced to the rows the unit-level quantile bound keeps (a column "v"): per unit the r
+    """``df`` reduced to the rows the unit-level quantile bound keeps (columns "u", "v"): per unit the r
     rows with the smallest xxhash64(salt, unit, value, j), ties by (value, j), j numbering the
     unit's rows of equal value (which of two equal rows gets which j does not change what is kept)."""
     from pyspark.sql import Window
@@ -528,7 +528,7 @@ def _unit_bounded_values(df, column, privacy_id, kind, r, salt):
                                            F.col("v"), F.col("j"))
     return (rows.withColumn("j", F.row_number().over(same))
             .withColumn("rank", F.row_number().over(unit))
-            .where(F.col("rank") <= r).select("v"))
+            .where(F.col("rank") <= r).select("u", "v"))
 
 
 def _unit_quantiles(df, column, kind, qlist, proto, privacy_id, r, rho, epsilon, delta, seed, budget):
@@ -546,7 +546,7 @@ def _unit_quantiles(df, column, kind, qlist, proto, privacy_id, r, rho, epsilon,
     if not isinstance(privacy_id, str) or privacy_id not in df.columns:
         raise ValueError(f"no column {privacy_id!r} for privacy_id")
     salt = _seeds.rng(seed, "salt")[0].next_u64() & ((1 << 63) - 1)
-    bounded = _unit_bounded_values(df, column, privacy_id, kind, rr, salt)
+    bounded = _unit_bounded_values(df, column, privacy_id, kind, rr, salt).select("v")
     merged = summarize(bounded, "v", lambda: DyadicCountSketch.from_bytes(proto.to_bytes()))
     rel = release_unit_quantiles(merged, qlist, max_rows_per_unit=rr, rho=rho, epsilon=epsilon, delta=delta,
                                  seed=seed, budget=budget, front_end="spark",
