@@ -10,12 +10,16 @@ h(salt, unit, key), and at most ``max_rows_per_key`` (c) rows of each kept key. 
   ℓ1-sensitivity m·c), and the stable-key threshold τ, whose δ_τ = 1 − (1 − P[noise > τ − c])^m
   covers the keys only the removed unit holds; optionally ``selection="gumbel"`` ranks exactly k of
   the keys that passed by one-shot Gumbel (= peeling) on their bounded counts;
-- the **bounded-memory route** (:func:`unit_calibration`, :class:`UnitRowLimiter`): any
-  element-level mechanism run on the first r rows of each unit, at the per-row (ε/r, δ') that
-  group privacy turns into (ε, δ) for the unit.
+- the **bounded-memory route** (:class:`UnitStream`; :func:`unit_calibration`,
+  :class:`UnitRowLimiter`): DPSS or PMG (or any element-level mechanism) run on the first r rows
+  of each unit, at the per-row (ε/r, δ') that group privacy turns into (ε, δ) for the unit;
+- **quantiles** (:func:`unit_quantiles`, :func:`release_unit_quantiles`): per unit the r rows with
+  the smallest salted hash of (unit, value, index among the unit's equal values)
+  (:func:`bound_rows_per_unit`), then a dyadic sketch whose noise is calibrated once for a unit of
+  r rows (ℓ1 = r·S, ℓ2² = r²·S).
 
 The memory of the exact route is the distinct (unit, key) pairs; the bounded-memory route keeps
-one row counter per unit seen.
+one exact row counter per unit seen (9 bytes per int id, measured).
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ from .release import Release
 from ._validation import check_int
 
 __all__ = ["PRIVACY_UNIT_ID", "BoundedContributions", "UnitRowLimiter", "UnitStream", "bound_contributions",
-           "bound_rows_per_unit", "release_bounded_counts", "unit_calibration", "unit_heavy_hitters", "unit_quantiles",
-           "unit_release_cost"]
+           "bound_rows_per_unit", "release_bounded_counts", "release_unit_quantiles", "unit_calibration",
+           "unit_dyadic_sensitivities", "unit_heavy_hitters", "unit_quantiles", "unit_release_cost"]
 
 PRIVACY_UNIT_ID = "privacy_id"  # metadata['privacy_unit'] of every unit-level release
 _MAX_BOUND = 1 << 20
@@ -515,7 +519,7 @@ class UnitStream:
                 allow_repeat: bool = False) -> Release:
         """(ε, δ)-DP heavy hitters where the privacy unit is one ``privacy_id``. The summary's
         element-level release (DPSS needs ``k``; PMG takes an optional ``k``) runs at ε' = ε/r
-        (rounded down) and δ' = δ(e^{rε'} − 1)/(e^ε − 1) (``length_epsilon``/``length_delta`` are
+        (rounded down) and δ' = δ(e^{ε'} − 1)/(e^ε − 1) (``length_epsilon``/``length_delta`` are
         per-row shares of it, as in that release); the reported (ε, δ) are the unit-level
         (r·ε', δ'·Σ_{i<r} e^{iε'}) <= the request, and ``budget`` is charged them before any
         noise is drawn. The stream length stays private (a public length would not survive removing
