@@ -6,7 +6,6 @@ limiter, and utility on the event log."""
 from __future__ import annotations
 
 import itertools
-import math
 from collections import Counter
 
 import numpy as np
@@ -104,17 +103,16 @@ def test_calibration_is_computed_once_from_the_unit_sensitivities():
     m = rel.metadata
     s = d.DyadicCountSketch(10, seed=1)
     sens = U.unit_dyadic_sensitivities(10, s.exact_levels, s.depth, 7)
-    assert m["l2_sensitivity_squared_total"] == sum(b for _, b in sens) == 49 * sum(b for _, b in
-                                                                                     U.unit_dyadic_sensitivities(10, s.exact_levels, s.depth, 1))
+    row = U.unit_dyadic_sensitivities(10, s.exact_levels, s.depth, 1)
+    assert m["l2_sensitivity_squared_total"] == sum(b for _, b in sens) == 49 * sum(b for _, b in row)
     assert m["noise_param"] == list(_core.release.gaussian_sigma2(m["l2_sensitivity_squared_total"], 0.3))
     num, den = m["noise_param"]
     assert m["rho"] == pytest.approx(m["l2_sensitivity_squared_total"] * den / (2 * num)) and m["rho"] <= 0.3
     # group privacy on ρ would run the row-level sketch at ρ/r², rounded down to 2^-32 again: never less noise
-    row = d.PrivateDyadicCountSketch(10, rho=0.3 / 49, seed=1)
-    assert row.privacy()["sigma2"] >= m["sigma2"]
+    per_row = d.PrivateDyadicCountSketch(10, rho=0.3 / 49, seed=1)
+    assert per_row.privacy()["sigma2"] >= m["sigma2"]
     lap = d.unit_quantiles([1, 2, 3], [1, 1, 2], [0.5], max_rows_per_unit=7, universe_bits=10, epsilon=0.5, seed=1)
-    assert lap.metadata["l1_sensitivity_total"] == 7 * sum(a for a, _ in U.unit_dyadic_sensitivities(10, s.exact_levels,
-                                                                                                       s.depth, 1))
+    assert lap.metadata["l1_sensitivity_total"] == 7 * sum(a for a, _ in row)
     assert lap.epsilon <= 0.5 and lap.delta == 0
 
 
@@ -182,7 +180,8 @@ def test_unit_quantiles_track_the_bounded_data_on_the_event_log():
     rel = d.unit_quantiles(keys, users, qs, max_rows_per_unit=10, bounds=(0, 2**15), epsilon=1.0, delta=1e-6, seed=4)
     kept = np.sort(keys[d.bound_rows_per_unit(keys, users, max_rows_per_unit=10, seed=4)])
     for q, v in rel.items:  # v is a q-quantile of the kept values up to a rank error of 2%
-        below, upto = np.searchsorted(kept, v, side="left") / len(kept), np.searchsorted(kept, v, side="right") / len(kept)
+        below = np.searchsorted(kept, v, side="left") / len(kept)
+        upto = np.searchsorted(kept, v, side="right") / len(kept)
         assert below - 0.02 <= q <= upto + 0.02, (q, v, below, upto)
     # the bots' 20 single-user keys (about 13% of the rows) do not drag the top quantile up
     assert rel.items[-1][1] < np.quantile(keys, 0.9)

@@ -33,10 +33,11 @@ import numpy as np
 
 from . import _core, _seeds
 from .budget import Budget, charging
-from .calibration import (check_privacy_params, dgauss_tail_gt, noise_guarantee, unit_cell_sensitivities,
+from .calibration import (check_privacy_params, dgauss_tail_gt, unit_cell_sensitivities,
                           unit_group_guarantee, unit_group_privacy, used_value, zcdp_epsilon, zcdp_rho_for)
 from .errors import ParameterError
 from .release import Release
+from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
 
 __all__ = ["PRIVACY_UNIT_ID", "BoundedContributions", "UnitRowLimiter", "UnitStream", "bound_contributions",
@@ -485,8 +486,6 @@ class UnitStream:
 
     def __init__(self, summary: str = "spacesaving", *, capacity: int, max_rows_per_unit: int,
                  key_type: str | None = None):
-        from .summaries import MisraGries, SpaceSaving
-
         if summary not in ("spacesaving", "misragries"):
             raise ParameterError(f"summary must be 'spacesaving' (DPSS) or 'misragries' (PMG), got {summary!r}")
         cls = SpaceSaving if summary == "spacesaving" else MisraGries
@@ -496,7 +495,7 @@ class UnitStream:
 
     max_rows_per_unit = property(lambda self: self._limiter.max_rows_per_unit, doc="r: rows kept per unit.")
     capacity = property(lambda self: self._summary.capacity, doc="Counters of the summary.")
-    summary = property(lambda self: "spacesaving" if type(self._summary).__name__ == "SpaceSaving" else "misragries",
+    summary = property(lambda self: "spacesaving" if isinstance(self._summary, SpaceSaving) else "misragries",
                        doc="'spacesaving' (released by DPSS) or 'misragries' (PMG).")
 
     def update(self, keys, privacy_id) -> None:
@@ -528,10 +527,13 @@ class UnitStream:
         plan = _bounded_memory_plan(epsilon, delta, r)
         row_mechanism = "DPSS" if self.summary == "spacesaving" else "PMG"
         mechanism = f"unit.bounded_memory[{row_mechanism}]"
+        summary = self._summary
+        if isinstance(summary, SpaceSaving) and k is None:
+            raise ParameterError("DPSS (summary='spacesaving') needs k= (the heavy-hitter cut n/k)")
         with charging(budget, mechanism, epsilon=plan["epsilon"], delta=plan["delta"]):
-            row = self._summary.release(epsilon=plan["epsilon_row"], delta=plan["delta_row"], k=k,
-                                        length_epsilon=length_epsilon, length_delta=length_delta, seed=seed,
-                                        allow_repeat=allow_repeat)
+            row = summary.release(epsilon=plan["epsilon_row"], delta=plan["delta_row"], k=k,  # type: ignore[arg-type]
+                                  length_epsilon=length_epsilon, length_delta=length_delta, seed=seed,
+                                  allow_repeat=allow_repeat)
             if row.epsilon > plan["epsilon_row"] or row.delta > plan["delta_row"]:  # the charge covers the release
                 raise RuntimeError("the element-level release exceeded its per-row calibration")
         meta = {key: v for key, v in row.metadata.items() if key not in _ROW_LEVEL_KEYS}
@@ -690,16 +692,19 @@ def release_unit_quantiles(sketch, qs, *, max_rows_per_unit: int, rho=None, epsi
     bits, exact, depth = sketch.universe_bits, sketch.exact_levels, sketch.depth
     sens = unit_dyadic_sensitivities(bits, exact, depth, r)
     s1, s2 = sum(a for a, _ in sens), sum(b for _, b in sens)
+    eps_used: float | None
+    rho_used: float | None
     if kind == "laplace":  # DLap(S1/ε) in every cell, S1 = r·Σ_ℓ d_ℓ
         num, den = _core.release.laplace_scale(s1, target)
-        eps_used, rho_used, dlt = noise_guarantee(kind, s1, s2, num, den)[0], None, 0.0
+        eps_used, rho_used, dlt = s1 * den / num, None, 0.0  # ε = ℓ1/b (calibration.noise_guarantee)
         charge = {"epsilon": eps_used}
     else:  # DGauss(σ²) in every cell, σ² >= S2/(2ρ), S2 = r²·Σ_ℓ d_ℓ
         num, den = _core.release.gaussian_sigma2(s2, target)
-        rho_used = noise_guarantee(kind, s1, s2, num, den)[1]
+        rho_used = s2 * den / (2 * num)  # ρ = ℓ2²/(2σ²) (calibration.noise_guarantee)
         eps_used = None if dl is None else zcdp_epsilon(rho_used, dl)
         dlt = dl
-        charge = {"rho": rho_used} if rho is not None else {"epsilon": eps_used, "delta": dl}
+        charge = ({"rho": rho_used} if rho is not None or eps_used is None or dl is None
+                  else {"epsilon": eps_used, "delta": dl})
     noise = "discrete_gaussian" if kind == "gaussian" else "discrete_laplace"
     mechanism = f"unit.quantiles[{noise}]"
     with charging(budget, mechanism, **charge):  # before the noise is drawn; a refusal spends nothing

@@ -553,4 +553,5 @@ def _unit_quantiles(df, column, kind, qlist, proto, privacy_id, r, rho, epsilon,
                                  bounding="Spark: per unit the r rows with the smallest xxhash64(salt, unit, value, "
                                           "index among the unit's equal values), ties by value and index")
     del merged  # exact; never published
-    return QuantileRelease(qs=qlist, values=[v for _, v in rel.items], sketch=None, privacy=dict(rel.metadata, mechanism=rel.mechanism))
+    return QuantileRelease(qs=qlist, values=[v for _, v in rel.items], sketch=None,
+                           privacy=dict(rel.metadata, mechanism=rel.mechanism))
