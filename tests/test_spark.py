@@ -5,6 +5,7 @@ the single-process results on the same data and seeds."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections import Counter
@@ -429,3 +430,73 @@ def test_unit_route_releases_popular_keys_and_no_single_user_key(event_df):
         dps.heavy_hitters(df, "q", privacy_id="user", epsilon=1.0, delta=1e-6)
     with pytest.raises(ValueError, match="privacy_id"):
         dps.heavy_hitters(df, "q", k=5, max_keys_per_unit=3, epsilon=1.0, delta=1e-6)
+
+
+# -- user-level quantiles --------------------------------------------------------------------------------
+
+def _kept_rows(df, r, salt, kind="int"):
+    return Counter(map(tuple, dps._unit_bounded_values(df, "q", "user", kind, r, salt).toPandas()[["u", "v"]]
+                       .itertuples(index=False)))
+
+
+def test_unit_quantiles_bound_each_unit_by_its_own_rows(spark):
+    import pandas as pd
+
+    from dpsketch.datasets import event_log
+
+    users, keys = event_log(20_000, universe=500, heavy_users=3, heavy_rows=1_000, seed=12)
+    df = spark.createDataFrame(pd.DataFrame({"user": users, "q": keys})).repartition(PARTS)
+    full = _kept_rows(df, 4, 777)
+    have = Counter(users.tolist())
+    per_unit = Counter(u for u, _ in full.elements())
+    assert all(per_unit[x] == min(4, have[x]) for x in have)  # exactly min(r, rows) per unit
+    heavy = int(users[np.argmax(np.bincount(users))])
+    for victim in (heavy, int(users[0])):
+        mine = users == victim
+        rest_df = spark.createDataFrame(pd.DataFrame({"user": users[~mine], "q": keys[~mine]})).repartition(PARTS)
+        alone_df = spark.createDataFrame(pd.DataFrame({"user": users[mine], "q": keys[mine]}))
+        assert _kept_rows(rest_df, 4, 777) + _kept_rows(alone_df, 4, 777) == full
+    perm = np.random.default_rng(3).permutation(len(users))  # another row order and partitioning
+    shuffled = spark.createDataFrame(pd.DataFrame({"user": users[perm], "q": keys[perm]})).repartition(PARTS + 1)
+    assert _kept_rows(shuffled, 4, 777) == full
+
+
+def test_unit_quantiles_on_spark_state_the_unit_guarantee(event_df):
+    df, users, keys = event_df
+    qs = [0.25, 0.5, 0.75]
+    budget = dp.Budget(2.0, 1e-5)
+    out = dps.quantiles(df, "q", qs, epsilon=1.0, delta=1e-6, universe_bits=14, privacy_id="user",
+                        max_rows_per_unit=5, seed=2, budget=budget)
+    m = out.privacy
+    assert out.sketch is None and out.qs == qs and len(out.values) == 3
+    assert m["privacy_unit"] == "privacy_id" and m["neighbours"] == "add_remove_unit" and m["front_end"] == "spark"
+    assert m["route"] == "row_bounded_sketch" and m["max_rows_per_unit"] == 5
+    assert m["epsilon"] <= 1.0 and m["delta"] == 1e-6 and "n" not in m
+    (spend,) = budget.ledger
+    assert spend.epsilon == m["epsilon"] and spend.delta == 1e-6
+    # the same calibration as the library's, and quantiles of the bounded data up to a small rank error
+    local = dp.unit_quantiles(keys, users, qs, epsilon=1.0, delta=1e-6, universe_bits=14, max_rows_per_unit=5, seed=2)
+    assert local.metadata["noise_param"] == m["noise_param"]
+    kept = np.sort(keys[dp.bound_rows_per_unit(keys, users, max_rows_per_unit=5, seed=2)])
+    for q, v in zip(qs, out.values):
+        lo, hi = np.searchsorted(kept, v, side="left") / len(kept), np.searchsorted(kept, v, side="right") / len(kept)
+        assert lo - 0.03 <= q <= hi + 0.03, (q, v, lo, hi)
+    with pytest.raises(ValueError, match="privacy_id"):
+        dps.quantiles(df, "q", qs, rho=1.0, universe_bits=14, max_rows_per_unit=5)
+    with pytest.raises(ValueError, match="max_rows_per_unit"):
+        dps.quantiles(df, "q", qs, rho=1.0, universe_bits=14, privacy_id="user")
+    with pytest.raises(ValueError, match="delta"):
+        dps.quantiles(df, "q", qs, rho=1.0, universe_bits=14, delta=1e-6)
+
+
+def test_unit_quantiles_on_spark_skip_nan_and_take_floats(spark):
+    import pandas as pd
+
+    v = np.array([1.5, np.nan, -0.0, 0.0, 2.5, 99.0] * 200)
+    u = np.repeat(np.arange(300), 4)
+    df = spark.createDataFrame(pd.DataFrame({"user": u, "q": v})).repartition(PARTS)
+    full = _kept_rows(df, 2, 5, kind="float")
+    assert sum(full.values()) == 2 * 300 and not any(np.isnan(x) for _, x in full)
+    assert not any(math.copysign(1.0, x) < 0 for _, x in full)  # −0.0 is 0.0
+    out = dps.quantiles(df, "q", [0.5], rho=1.0, bounds=(0, 100), privacy_id="user", max_rows_per_unit=2, seed=1)
+    assert 0 <= out.values[0] <= 100 and out.privacy["max_rows_per_unit"] == 2

@@ -25,7 +25,8 @@ from .errors import (
 )
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
-from .privacy_unit import bound_contributions, unit_heavy_hitters, unit_release_cost
+from .privacy_unit import (UnitStream, bound_contributions, bound_rows_per_unit, unit_heavy_hitters, unit_quantiles,
+                           unit_release_cost)
 from .release import Release
 from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
@@ -42,7 +43,10 @@ __all__ = [
     "PrivateDyadicCountSketch",
     "Release",
     "unit_heavy_hitters",
+    "unit_quantiles",
+    "UnitStream",
     "bound_contributions",
+    "bound_rows_per_unit",
     "unit_release_cost",
     "Budget",
     "DPSketchError",

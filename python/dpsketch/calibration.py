@@ -15,7 +15,8 @@ from . import _core
 from .errors import ParameterError
 
 __all__ = ["PRIVACY_UNIT", "Guarantee", "calibrate", "cell_sensitivities", "check_privacy_params", "make_length",
-           "dgauss_tail_gt", "noise_guarantee", "privacy_record", "unit_group_privacy", "used_value", "zcdp_epsilon",
+           "dgauss_tail_gt", "noise_guarantee", "privacy_record", "unit_cell_sensitivities", "unit_group_guarantee",
+           "unit_group_privacy", "used_value", "zcdp_epsilon",
            "zcdp_rho_for"]
 
 _R = _core.release
@@ -181,3 +182,23 @@ def unit_group_privacy(epsilon: float, delta: float, rows_per_unit: int) -> tupl
     r = int(rows_per_unit)
     e1 = float(epsilon) / r
     return e1, float(delta) * math.expm1(e1) / math.expm1(float(epsilon))
+
+
+def unit_group_guarantee(epsilon_row: float, delta_row: float, rows_per_unit: int) -> tuple[float, float]:
+    """The (ε, δ) that an (ε', δ')-DP element-level mechanism gives a unit of at most r rows
+    (group privacy over r element steps, docs/privacy.md §Privacy unit): (r·ε', δ'·Σ_{i<r} e^{iε'}).
+    The inverse of :func:`unit_group_privacy`, applied to the figures a release reports."""
+    r = int(rows_per_unit)
+    e1, d1 = float(epsilon_row), float(delta_row)
+    chain = math.fsum(math.exp(i * e1) for i in range(r)) if r <= 4096 else math.expm1(r * e1) / math.expm1(e1)
+    return r * e1, d1 * chain
+
+
+def unit_cell_sensitivities(depth: int, rows_per_unit: int) -> tuple[int, int]:
+    """(ℓ1, ℓ2²) of a sketch's cells when neighbours add or remove one unit of at most r rows
+    (docs/privacy.md §Privacy unit): one row moves one cell per row of the sketch by ±1; r rows may
+    all be the same item, which moves that cell by ±r in each of the ``depth`` rows, so
+    ℓ1 = depth·r and ℓ2² = depth·r² (attained). Exact dyadic levels are ``depth`` 1."""
+    r = int(rows_per_unit)
+    l1, l2 = cell_sensitivities(depth, "add_remove", signed=True)
+    return l1 * r, l2 * r * r

@@ -10,12 +10,16 @@ h(salt, unit, key), and at most ``max_rows_per_key`` (c) rows of each kept key. 
   ℓ1-sensitivity m·c), and the stable-key threshold τ, whose δ_τ = 1 − (1 − P[noise > τ − c])^m
   covers the keys only the removed unit holds; optionally ``selection="gumbel"`` ranks exactly k of
   the keys that passed by one-shot Gumbel (= peeling) on their bounded counts;
-- the **bounded-memory route** (:func:`unit_calibration`, :class:`UnitRowLimiter`): any
-  element-level mechanism run on the first r rows of each unit, at the per-row (ε/r, δ') that
-  group privacy turns into (ε, δ) for the unit.
+- the **bounded-memory route** (:class:`UnitStream`; :func:`unit_calibration`,
+  :class:`UnitRowLimiter`): DPSS or PMG (or any element-level mechanism) run on the first r rows
+  of each unit, at the per-row (ε/r, δ') that group privacy turns into (ε, δ) for the unit;
+- **quantiles** (:func:`unit_quantiles`, :func:`release_unit_quantiles`): per unit the r rows with
+  the smallest salted hash of (unit, value, index among the unit's equal values)
+  (:func:`bound_rows_per_unit`), then a dyadic sketch whose noise is calibrated once for a unit of
+  r rows (ℓ1 = r·S, ℓ2² = r²·S).
 
 The memory of the exact route is the distinct (unit, key) pairs; the bounded-memory route keeps
-one row counter per unit seen.
+one exact row counter per unit seen (9 bytes per int id, measured).
 """
 
 from __future__ import annotations
@@ -29,14 +33,16 @@ import numpy as np
 
 from . import _core, _seeds
 from .budget import Budget, charging
-from .calibration import (check_privacy_params, dgauss_tail_gt, unit_group_privacy, used_value, zcdp_epsilon,
-                          zcdp_rho_for)
+from .calibration import (check_privacy_params, dgauss_tail_gt, unit_cell_sensitivities,
+                          unit_group_guarantee, unit_group_privacy, used_value, zcdp_epsilon, zcdp_rho_for)
 from .errors import ParameterError
 from .release import Release
+from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
 
-__all__ = ["PRIVACY_UNIT_ID", "BoundedContributions", "UnitRowLimiter", "bound_contributions", "release_bounded_counts",
-           "unit_calibration", "unit_heavy_hitters", "unit_release_cost"]
+__all__ = ["PRIVACY_UNIT_ID", "BoundedContributions", "UnitRowLimiter", "UnitStream", "bound_contributions",
+           "bound_rows_per_unit", "release_bounded_counts", "release_unit_quantiles", "unit_calibration",
+           "unit_dyadic_sensitivities", "unit_heavy_hitters", "unit_quantiles", "unit_release_cost"]
 
 PRIVACY_UNIT_ID = "privacy_id"  # metadata['privacy_unit'] of every unit-level release
 _MAX_BOUND = 1 << 20
@@ -332,34 +338,448 @@ def unit_calibration(epsilon: float, delta: float, rows_per_unit: int) -> tuple[
     return unit_group_privacy(eps, dlt, r)
 
 
+class _SortedRuns:
+    """Exact counters for ids (int64, or byte strings for str ids) in a few sorted numpy runs:
+    each id in exactly one run; runs merge when the older is at most twice the newer, so there are
+    O(log n) of them. Lookups and updates are vectorised. State per id: the id's width (8 bytes,
+    or the longest encoded str id of its run) plus the count dtype. No hashing into shared cells:
+    each unit's counter is its own (docs/privacy.md §Privacy unit)."""
+
+    def __init__(self, dtype):
+        self._dtype = dtype
+        self._keys: list[np.ndarray] = []
+        self._vals: list[np.ndarray] = []
+
+    def get(self, ids: np.ndarray):
+        """(counts of the distinct ``ids``, 0 for unseen ones; where each was found)."""
+        out = np.zeros(len(ids), dtype=np.int64)
+        where = []
+        for k, v in zip(self._keys, self._vals):
+            idx = np.minimum(np.searchsorted(k, ids), len(k) - 1)
+            found = k[idx] == ids
+            out[found] = v[idx[found]]
+            where.append((found, idx))
+        return out, where
+
+    def put(self, ids: np.ndarray, counts: np.ndarray, where) -> None:
+        new = np.ones(len(ids), dtype=bool)
+        for (found, idx), v in zip(where, self._vals):
+            v[idx[found]] = counts[found]
+            new &= ~found
+        if not new.any():
+            return
+        order = np.argsort(ids[new], kind="stable")
+        self._keys.append(ids[new][order])
+        self._vals.append(counts[new][order].astype(self._dtype))
+        while len(self._keys) > 1 and len(self._keys[-2]) <= 2 * len(self._keys[-1]):
+            k2, v2, k1, v1 = self._keys.pop(), self._vals.pop(), self._keys.pop(), self._vals.pop()
+            k = np.concatenate([k1, k2])
+            order = np.argsort(k, kind="stable")
+            self._keys.append(k[order])
+            self._vals.append(np.concatenate([v1, v2])[order])
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self._keys) + sum(a.nbytes for a in self._vals)
+
+
+def _utf8_keys(u: np.ndarray) -> np.ndarray:
+    """A str array as UTF-8 bytes (numpy ``S``: width = the longest id). Equal ids give equal keys
+    and distinct ids distinct keys: numpy's ``U`` and ``S`` both drop trailing NULs, so both see
+    the same strings. ASCII ids (the usual case) are converted without per-item Python."""
+    width = u.dtype.itemsize // 4
+    if width == 0:
+        return np.zeros(len(u), dtype="S1")
+    codes = np.ascontiguousarray(u).view(np.uint32).reshape(len(u), width)
+    if codes.size == 0 or int(codes.max()) < 128:
+        return np.ascontiguousarray(codes.astype(np.uint8)).view(f"S{width}").ravel()
+    return np.char.encode(u, "utf-8")
+
+
 class UnitRowLimiter:
     """Keeps the first ``max_rows_per_unit`` rows of each privacy unit, in stream order, chunk by
     chunk (the bounded-memory route). What it keeps of a unit depends only on that unit's own rows
-    and their order. State: one row counter per unit seen (a dict entry, ~100–200 bytes per unit in
-    CPython; measured in docs/privacy.md §Privacy unit)."""
+    and their order. State: one exact row counter per unit seen, in sorted numpy arrays (9 bytes
+    per unit for int ids and r < 256; str ids take their UTF-8 length + 1; measured in
+    docs/privacy.md §Privacy unit)."""
 
     def __init__(self, max_rows_per_unit: int):
         self.max_rows_per_unit = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
-        self._seen: dict = {}
+        self._runs = _SortedRuns(np.min_scalar_type(self.max_rows_per_unit))
+        self._kind: str | None = None
 
     def keep(self, privacy_id) -> np.ndarray:
         """A boolean mask over this chunk's rows: True for the rows still within their unit's bound."""
         u = _column(privacy_id, "privacy_id")
         if len(u) == 0:
             return np.zeros(0, dtype=bool)
+        kind = "int" if u.dtype.kind == "i" else "str"
+        if self._kind is not None and kind != self._kind:
+            raise TypeError(f"privacy_id holds {kind}s in this chunk and {self._kind}s before; keep one type")
+        self._kind = kind
         uniq, inv = np.unique(u, return_inverse=True)
         # position of each row among its unit's rows in this chunk (stable: stream order)
         order = np.argsort(inv, kind="stable")
         start = np.r_[0, np.flatnonzero(np.diff(inv[order])) + 1]
         pos = np.empty(len(u), dtype=np.int64)
         pos[order] = np.arange(len(u)) - np.repeat(start, np.diff(np.r_[start, len(u)]))
-        before = np.fromiter((self._seen.get(x, 0) for x in uniq.tolist()), dtype=np.int64, count=len(uniq))
-        mask = before[inv] + pos < self.max_rows_per_unit
-        totals = before + np.bincount(inv, minlength=len(uniq))
+        if kind == "str":
+            uniq = _utf8_keys(uniq)
         r = self.max_rows_per_unit
-        for x, t in zip(uniq.tolist(), totals.tolist()):
-            self._seen[x] = min(t, r)
+        before, where = self._runs.get(uniq)
+        mask = before[inv] + pos < r
+        self._runs.put(uniq, np.minimum(before + np.bincount(inv, minlength=len(uniq)), r), where)
         return mask
+
+    def state_bytes(self) -> int:
+        """Bytes held by the per-unit counters (their numpy buffers)."""
+        return self._runs.nbytes()
 
     def __repr__(self) -> str:
         return f"UnitRowLimiter(max_rows_per_unit={self.max_rows_per_unit})"
+
+
+def _bounded_memory_plan(epsilon, delta, r: int) -> dict:
+    """The per-row (ε', δ') of the bounded-memory route and the unit-level (ε, δ) it gives back
+    (docs/privacy.md §Privacy unit): ε' = ε/r rounded down to a multiple of 2^-32 (what the
+    element-level release uses, §1; lowered by one step if r·ε' would exceed ε), δ' chosen from ε'
+    so that the group-privacy chain δ'·Σ_{i<r} e^{iε'} = δ·(e^{rε'} − 1)/(e^ε − 1) <= δ."""
+    from fractions import Fraction
+
+    eps, dlt = check_privacy_params(epsilon, delta)
+    if eps / r < 2**-32:
+        raise ParameterError(f"epsilon/max_rows_per_unit is below 2**-32 (epsilon={epsilon!r}, r={r}); "
+                             "lower max_rows_per_unit or raise epsilon")
+    e_row = used_value(eps / r)
+    if r * e_row > Fraction(eps):
+        e_row -= Fraction(1, 2**32)
+    if e_row <= 0:
+        raise ParameterError(f"epsilon/max_rows_per_unit rounds down to 0 (epsilon={epsilon!r}, r={r}); "
+                             "lower max_rows_per_unit or raise epsilon")
+    e1 = float(e_row)
+    d1 = dlt * math.expm1(e1) / math.expm1(eps)
+    eps_unit, delta_unit = unit_group_guarantee(e1, d1, r)
+    # r·ε' is exact in Fraction arithmetic and <= ε; the chain sum is <= δ exactly, and its
+    # floating-point evaluation may exceed δ by an ulp only
+    return {"epsilon_row": e1, "delta_row": d1, "epsilon": min(eps_unit, eps), "delta": min(delta_unit, dlt)}
+
+
+# Keys of an element-level release's metadata that state a per-row guarantee: a unit-level release
+# moves them under "per_row_calibration", so no top-level field states a per-row figure.
+_ROW_LEVEL_KEYS = ("epsilon_requested", "delta_requested", "epsilon_mechanism", "delta_mechanism", "epsilon_used",
+                   "length_epsilon", "length_delta", "assumes_public_length")
+
+
+class UnitStream:
+    """User-level heavy hitters of a stream too big for memory: the bounded-memory route
+    (docs/privacy.md §Privacy unit). Feed aligned ``(keys, privacy_id)`` chunks with
+    :meth:`update`; the first ``max_rows_per_unit`` (r) rows of each unit, in stream order
+    (:class:`UnitRowLimiter`), reach a SpaceSaving (``summary="spacesaving"``, released by DPSS) or
+    MisraGries (``"misragries"``, PMG) of ``capacity`` counters. :meth:`release` runs that
+    element-level release at the per-row (ε', δ') of :func:`unit_calibration` and reports the
+    unit-level (ε, δ) group privacy gives back; the summary is never handed out, so its per-row
+    figures cannot be published as the unit's.
+
+    Memory: the summary plus one exact counter per unit seen (9 bytes per unit for int ids, the
+    UTF-8 length + 1 for str ids; measured in docs/privacy.md §Privacy unit). Units with
+    more than r rows lose their later rows, not their first ones: choose r from the data's public
+    description, never from the data."""
+
+    def __init__(self, summary: str = "spacesaving", *, capacity: int, max_rows_per_unit: int,
+                 key_type: str | None = None):
+        if summary not in ("spacesaving", "misragries"):
+            raise ParameterError(f"summary must be 'spacesaving' (DPSS) or 'misragries' (PMG), got {summary!r}")
+        cls = SpaceSaving if summary == "spacesaving" else MisraGries
+        self._summary = cls(capacity, key_type=key_type)
+        self._limiter = UnitRowLimiter(max_rows_per_unit)
+        self._key_kind: str | None = key_type
+
+    max_rows_per_unit = property(lambda self: self._limiter.max_rows_per_unit, doc="r: rows kept per unit.")
+    capacity = property(lambda self: self._summary.capacity, doc="Counters of the summary.")
+    summary = property(lambda self: "spacesaving" if isinstance(self._summary, SpaceSaving) else "misragries",
+                       doc="'spacesaving' (released by DPSS) or 'misragries' (PMG).")
+
+    def update(self, keys, privacy_id) -> None:
+        """Add a chunk: ``keys`` and ``privacy_id`` are aligned 1-D columns (numpy, list, pandas or
+        polars Series) of ints or strs. Rows beyond their unit's first r are dropped."""
+        k = _column(keys, "keys")
+        u = _column(privacy_id, "privacy_id")
+        if len(k) != len(u):
+            raise ParameterError("keys and privacy_id must have the same length (one privacy id per row)")
+        if len(k) == 0:
+            return
+        kind = "int" if k.dtype.kind == "i" else "str"
+        if self._key_kind is not None and kind != self._key_kind:  # checked before the limiter moves
+            raise TypeError(f"keys hold {kind}s in this chunk and {self._key_kind}s before; keep one key type")
+        self._key_kind = kind
+        self._summary.update_many(k[self._limiter.keep(u)])
+
+    def release(self, *, epsilon: float, delta: float, k: int | None = None, length_epsilon: float | None = None,
+                length_delta: float | None = None, seed: int | None = None, budget: Budget | None = None,
+                allow_repeat: bool = False) -> Release:
+        """(ε, δ)-DP heavy hitters where the privacy unit is one ``privacy_id``. The summary's
+        element-level release (DPSS needs ``k``; PMG takes an optional ``k``) runs at ε' = ε/r
+        (rounded down) and δ' = δ(e^{ε'} − 1)/(e^ε − 1) (``length_epsilon``/``length_delta`` are
+        per-row shares of it, as in that release); the reported (ε, δ) are the unit-level
+        (r·ε', δ'·Σ_{i<r} e^{iε'}) <= the request, and ``budget`` is charged them before any
+        noise is drawn. The stream length stays private (a public length would not survive removing
+        a unit). Released once unless ``allow_repeat=True``."""
+        r = self.max_rows_per_unit
+        plan = _bounded_memory_plan(epsilon, delta, r)
+        row_mechanism = "DPSS" if self.summary == "spacesaving" else "PMG"
+        mechanism = f"unit.bounded_memory[{row_mechanism}]"
+        summary = self._summary
+        if isinstance(summary, SpaceSaving) and k is None:
+            raise ParameterError("DPSS (summary='spacesaving') needs k= (the heavy-hitter cut n/k)")
+        with charging(budget, mechanism, epsilon=plan["epsilon"], delta=plan["delta"]):
+            row = summary.release(epsilon=plan["epsilon_row"], delta=plan["delta_row"], k=k,  # type: ignore[arg-type]
+                                  length_epsilon=length_epsilon, length_delta=length_delta, seed=seed,
+                                  allow_repeat=allow_repeat)
+            if row.epsilon > plan["epsilon_row"] or row.delta > plan["delta_row"]:  # the charge covers the release
+                raise RuntimeError("the element-level release exceeded its per-row calibration")
+        meta = {key: v for key, v in row.metadata.items() if key not in _ROW_LEVEL_KEYS}
+        per_row = {key: row.metadata[key] for key in _ROW_LEVEL_KEYS if key in row.metadata}
+        per_row.update(mechanism=row_mechanism, epsilon_per_row=row.epsilon, delta_per_row=row.delta,
+                       privacy_unit_of_these_figures="one stream element")
+        meta.update(
+            privacy_unit=PRIVACY_UNIT_ID,
+            neighbours="add_remove_unit",
+            route="bounded_memory",
+            max_rows_per_unit=r,
+            bounding="per unit: the first r rows in stream order",
+            epsilon_requested=float(epsilon),
+            delta_requested=float(delta),
+            epsilon=plan["epsilon"],
+            delta=plan["delta"],
+            group_privacy="(r·ε', δ'·Σ_{i<r} e^{iε'}) from the per-row (ε', δ')",
+            per_row_calibration=per_row,
+            reference="docs/privacy.md §Privacy unit",
+        )
+        return Release(items=row.items, threshold=row.threshold, epsilon=plan["epsilon"], delta=plan["delta"],
+                       mechanism=mechanism, n=row.n, metadata=meta)
+
+    def __repr__(self) -> str:
+        return (f"UnitStream(summary={self.summary!r}, capacity={self.capacity}, "
+                f"max_rows_per_unit={self.max_rows_per_unit})")
+
+
+# -- quantiles: r rows per unit -------------------------------------------------------------------
+
+def _number_column(values, name: str = "values") -> np.ndarray:
+    """An int64 or float64 column; booleans, strings, None and NaN are refused."""
+    import numbers
+
+    if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
+        values = values.to_numpy()
+    arr = np.asarray(values) if not isinstance(values, list) else np.array(values, dtype=object)
+    if arr.ndim != 1:
+        raise ParameterError(f"{name} must be one-dimensional")
+    if arr.dtype.kind == "O":
+        items = arr.tolist()
+        if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in items):
+            raise TypeError(f"{name} must hold numbers (no None, booleans or strings)")
+        ints = all(isinstance(x, numbers.Integral) for x in items)
+        try:
+            arr = np.array(items, dtype=np.int64 if ints else np.float64)
+        except OverflowError:
+            raise ParameterError(f"{name} holds integers outside int64") from None
+    if arr.dtype.kind == "b":
+        raise TypeError(f"{name} must be numbers, not booleans")
+    if arr.dtype.kind in "iu":
+        if arr.dtype.kind == "u" and arr.size and int(arr.max()) > 2**63 - 1:
+            raise ParameterError(f"{name} holds integers above 2**63 - 1")
+        return arr.astype(np.int64, copy=False)
+    if arr.dtype.kind == "f":
+        out = arr.astype(np.float64, copy=False)
+        if np.isnan(out).any():
+            raise ParameterError(f"{name} contain NaN; drop or impute missing values first")
+        return out
+    raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
+
+
+def _row_bound_mask(v: np.ndarray, u: np.ndarray, r: int, salt: int) -> np.ndarray:
+    """The rows kept by the quantile bound (docs/privacy.md §Privacy unit): per unit, the r rows
+    with the smallest h(salt, unit, value, j), j the row's index among the unit's rows of equal
+    value, ties by (value, j). Equal rows of a unit are interchangeable, so which of them gets which
+    j does not change the kept multiset; h and the tie order read only the unit's own values."""
+    n = len(v)
+    keep = np.zeros(n, dtype=bool)
+    if n == 0:
+        return keep
+    uu, ui = np.unique(u, return_inverse=True)
+    ident = (v + 0.0).view(np.uint64) if v.dtype.kind == "f" else v.view(np.uint64)  # −0.0 is 0.0
+    vu, vi = np.unique(ident, return_inverse=True)  # vi orders rows by value identity
+    ui, vi = ui.astype(np.int64), vi.astype(np.int64)
+    order = np.lexsort((vi, ui))
+    su, sv = ui[order], vi[order]
+    start = np.flatnonzero(np.r_[True, (su[1:] != su[:-1]) | (sv[1:] != sv[:-1])])
+    occ = np.empty(n, dtype=np.uint64)
+    occ[order] = (np.arange(n) - np.repeat(start, np.diff(np.r_[start, n]))).astype(np.uint64)
+    hv = _mix(vu ^ np.uint64(salt ^ 0x5A5A5A5A5A5A5A5A))
+    h = _mix(_value_hash(uu, salt)[ui] ^ _mix(hv[vi] ^ _mix(occ ^ np.uint64(salt ^ 0x3C3C3C3C3C3C3C3C))))
+    order = np.lexsort((occ, vi, h, ui))
+    su = ui[order]
+    start = np.flatnonzero(np.r_[True, su[1:] != su[:-1]])
+    rank = np.arange(n) - np.repeat(start, np.diff(np.r_[start, n]))
+    keep[order[rank < r]] = True
+    return keep
+
+
+def bound_rows_per_unit(values, privacy_id, *, max_rows_per_unit: int, seed: int | None = None) -> np.ndarray:
+    """A boolean mask of the rows kept when each privacy unit contributes at most r =
+    ``max_rows_per_unit`` rows (docs/privacy.md §Privacy unit): per unit, the r rows with the
+    smallest salted hash of (unit, value, index among the unit's equal values). The rule reads only
+    the unit's own rows and not their order: removing a unit leaves every other unit's kept rows
+    unchanged, and permuting the rows permutes the mask. ``values``: int or float column (no NaN);
+    ``privacy_id``: aligned int or str column. The salt comes from the secure generator
+    (``seed``: reproducible, NOT secret)."""
+    r = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
+    v = _number_column(values)
+    u = _column(privacy_id, "privacy_id")
+    if len(v) != len(u):
+        raise ParameterError("values and privacy_id must have the same length (one privacy id per row)")
+    return _row_bound_mask(v, u, r, _seeds.rng(seed, "salt")[0].next_u64())
+
+
+def _quantile_noise(rho, epsilon, delta):
+    """(kind, ρ or ε to calibrate for, conversion δ or None, what was requested)."""
+    if (rho is None) == (epsilon is None):
+        raise ParameterError("pass exactly one of rho= (zCDP, discrete Gaussian; delta= adds the (ε, δ) conversion), "
+                             "epsilon= (pure ε-DP, discrete Laplace) or epsilon= with delta= (discrete Gaussian "
+                             "calibrated to (ε, δ))")
+    if rho is not None:
+        rr, _ = check_privacy_params(rho, 0.5, name="rho")
+        dl = None if delta is None else check_privacy_params(1.0, delta)[1]
+        return "gaussian", rr, dl, {"rho_requested": rr, "delta_requested": dl}
+    if delta is None:
+        e, _ = check_privacy_params(epsilon, 0.5)
+        return "laplace", e, None, {"epsilon_requested": e}
+    e, dl = check_privacy_params(epsilon, delta)
+    return "gaussian", zcdp_rho_for(e, dl), dl, {"epsilon_requested": e, "delta_requested": dl}
+
+
+def _check_qs(qs) -> np.ndarray:
+    q = np.atleast_1d(np.asarray(qs, dtype=np.float64))
+    if q.ndim != 1 or q.size == 0:
+        raise ParameterError("qs must be a number or a non-empty 1-D sequence of quantile levels")
+    if np.isnan(q).any() or (q < 0).any() or (q > 1).any():
+        raise ParameterError("quantile levels must be in [0, 1]")
+    return q
+
+
+def unit_dyadic_sensitivities(universe_bits: int, exact_levels: int, depth: int, rows_per_unit: int) -> list:
+    """Per-level (ℓ1, ℓ2²) of a dyadic sketch's cells when neighbours add or remove one unit of at
+    most r rows (docs/privacy.md §Privacy unit): exact levels (r, r²), CountSketch levels
+    (d·r, d·r²); all attained at once by r equal values."""
+    return [unit_cell_sensitivities(1 if j <= exact_levels else depth, rows_per_unit)
+            for j in range(1, universe_bits + 1)]
+
+
+def release_unit_quantiles(sketch, qs, *, max_rows_per_unit: int, rho=None, epsilon=None, delta=None,
+                           seed: int | None = None, budget: Budget | None = None, bounding: str,
+                           front_end: str = "python") -> Release:
+    """Noise a non-private DyadicCountSketch of row-bounded data once, calibrated for a unit of at
+    most r rows, and answer ``qs`` (docs/privacy.md §Privacy unit, quantiles). The caller bounded
+    the rows (``bounding`` says how; every front end uses the rule of
+    :func:`bound_rows_per_unit`). The noisy hierarchy stays inside: only the quantiles and the
+    unit-level guarantee are released."""
+    from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
+
+    if type(sketch) is not DyadicCountSketch:
+        raise TypeError("release_unit_quantiles takes the DyadicCountSketch of the row-bounded data")
+    r = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
+    kind, target, dl, requested = _quantile_noise(rho, epsilon, delta)
+    q = _check_qs(qs)
+    bits, exact, depth = sketch.universe_bits, sketch.exact_levels, sketch.depth
+    sens = unit_dyadic_sensitivities(bits, exact, depth, r)
+    s1, s2 = sum(a for a, _ in sens), sum(b for _, b in sens)
+    eps_used: float | None
+    rho_used: float | None
+    if kind == "laplace":  # DLap(S1/ε) in every cell, S1 = r·Σ_ℓ d_ℓ
+        num, den = _core.release.laplace_scale(s1, target)
+        eps_used, rho_used, dlt = s1 * den / num, None, 0.0  # ε = ℓ1/b (calibration.noise_guarantee)
+        charge = {"epsilon": eps_used}
+    else:  # DGauss(σ²) in every cell, σ² >= S2/(2ρ), S2 = r²·Σ_ℓ d_ℓ
+        num, den = _core.release.gaussian_sigma2(s2, target)
+        rho_used = s2 * den / (2 * num)  # ρ = ℓ2²/(2σ²) (calibration.noise_guarantee)
+        eps_used = None if dl is None else zcdp_epsilon(rho_used, dl)
+        dlt = dl
+        charge = ({"rho": rho_used} if rho is not None or eps_used is None or dl is None
+                  else {"epsilon": eps_used, "delta": dl})
+    noise = "discrete_gaussian" if kind == "gaussian" else "discrete_laplace"
+    mechanism = f"unit.quantiles[{noise}]"
+    with charging(budget, mechanism, **charge):  # before the noise is drawn; a refusal spends nothing
+        rng, seeded = _seeds.rng(seed, "noise")
+        native = _core.dyadic.PrivateDyadicCountSketch.from_sketch(sketch._impl, kind, "joint", "add_remove",
+                                                                   [(num, den)] * bits, rng)
+    # Query object only: its own guarantee fields are never set nor read, and it is not returned.
+    noisy = PrivateDyadicCountSketch.__new__(PrivateDyadicCountSketch)
+    noisy._impl = native
+    values = noisy.quantiles(q).tolist()
+    meta = {
+        "privacy_unit": PRIVACY_UNIT_ID,
+        "neighbours": "add_remove_unit",
+        "route": "row_bounded_sketch",
+        "max_rows_per_unit": r,
+        "bounding": bounding,
+        "front_end": front_end,
+        "length": "unused",
+        "noise": noise,
+        "noise_allocation": "joint",
+        "l1_sensitivity_total": s1,
+        "l2_sensitivity_squared_total": s2,
+        "noise_param": [num, den],
+        ("sigma2" if kind == "gaussian" else "laplace_scale"): num / den,
+        "universe_bits": bits, "width": sketch.width, "depth": depth, "exact_levels": exact,
+        "bounds": sketch.bounds,
+        "qs": q.tolist(),
+        "quantile_targets": "q times the noisy total (post-processing; no public n needed)",
+        "epsilon": eps_used, "delta": dlt, "rho": rho_used,
+        **requested,
+        "reproducible_not_secret": bool(seeded),
+        "reference": "docs/privacy.md §Privacy unit",
+    }
+    return Release(items=list(zip(q.tolist(), values)), threshold=None, epsilon=eps_used, delta=dlt,
+                   mechanism=mechanism, n=None, metadata=meta, rho=rho_used)
+
+
+def unit_quantiles(values, privacy_id, qs, *, max_rows_per_unit: int, bounds=None, universe_bits: int | None = None,
+                   gamma: float = 0.01, rho: float | None = None, epsilon: float | None = None,
+                   delta: float | None = None, seed: int | None = None, budget: Budget | None = None) -> Release:
+    """Private quantiles where the privacy unit is one ``privacy_id`` (all of a user's rows)
+    (docs/privacy.md §Privacy unit). Each unit keeps at most r = ``max_rows_per_unit`` rows
+    (:func:`bound_rows_per_unit`); the kept values go into a dyadic sketch (docs/algorithms.md §6)
+    whose noise is calibrated once for a unit of r rows (ℓ1 = r·Σ d_ℓ, ℓ2² = r²·Σ d_ℓ).
+
+    ``values``: numbers, integers in [0, 2^universe_bits) or real values mapped with public
+    ``bounds=(lo, hi)`` (clamped; default 16 bits); ``privacy_id``: aligned int or str column.
+    Privacy: ``rho`` (ρ-zCDP, discrete Gaussian; with ``delta`` the (ε, δ) conversion is
+    reported too), ``epsilon`` alone (pure ε-DP, discrete Laplace) or ``epsilon`` with ``delta``
+    (discrete Gaussian at the largest ρ whose conversion fits (ε, δ)). Returns a :class:`Release`
+    whose ``items`` are ``(q, value)`` in the order of ``qs`` and whose guarantee is the unit's.
+    ``budget`` is charged what the release reports, before any noise is drawn; ``seed`` makes the
+    salt, the hashes and the noise reproducible and NOT secret."""
+    from .dyadic import DyadicCountSketch
+
+    r = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
+    _quantile_noise(rho, epsilon, delta)  # every parameter is checked before the data are read
+    _check_qs(qs)
+    if bounds is None and universe_bits is None:
+        raise ParameterError("pass bounds=(lo, hi) (public value range) or universe_bits=L (integers in [0, 2^L))")
+    sketch = DyadicCountSketch(16 if universe_bits is None else universe_bits, gamma=gamma, bounds=bounds, seed=seed)
+    v = _number_column(values)
+    u = _column(privacy_id, "privacy_id")
+    if len(v) != len(u):
+        raise ParameterError("values and privacy_id must have the same length (one privacy id per row)")
+    if bounds is None:
+        if v.dtype.kind == "f":
+            raise TypeError("float values need bounds=(lo, hi); or pass integers in [0, 2^universe_bits)")
+        if len(v) and (v.min() < 0 or (sketch.universe_bits < 64 and v.max() >= 2**sketch.universe_bits)):
+            raise ParameterError(f"values must be integers in [0, 2^{sketch.universe_bits}); map real values "
+                                 "with bounds=(lo, hi) or raise universe_bits")
+    keep = _row_bound_mask(v, u, r, _seeds.rng(seed, "salt")[0].next_u64())
+    sketch.update_many(v[keep])
+    return release_unit_quantiles(sketch, qs, max_rows_per_unit=r, rho=rho, epsilon=epsilon, delta=delta, seed=seed,
+                                  budget=budget, bounding=_QUANTILE_BOUNDING)
+
+
+_QUANTILE_BOUNDING = "per unit: the r rows with the smallest h(salt, unit, value, index among the unit's equal values)"

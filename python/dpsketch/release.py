@@ -116,10 +116,9 @@ class Release:
         if self.sketch is not None:
             g = f"rho={self.rho:g}" if self.epsilon is None else f"epsilon={self.epsilon:g}, delta={self.delta:g}"
             return f"Release(mechanism={self.mechanism!r}, sketch={type(self.sketch).__name__}, {g}{seeded})"
-        return (
-            f"Release(mechanism={self.mechanism!r}, items={len(self.items)}, epsilon={self.epsilon:g}, "
-            f"delta={self.delta:g}, threshold={self.threshold:.6g}{seeded})"
-        )
+        g = f"rho={self.rho:g}" if self.epsilon is None else f"epsilon={self.epsilon:g}, delta={self.delta:g}"
+        t = "" if self.threshold is None else f", threshold={self.threshold:.6g}"
+        return f"Release(mechanism={self.mechanism!r}, items={len(self.items)}, {g}{t}{seeded})"
 
 
 def build_release(raw, *, mechanism, cal, epsilon, delta, seeded, extra):

@@ -8,9 +8,10 @@ Python, and private releases done once, on the driver (docs/distributed.md; docs
   merge, noise once, hierarchical descent, and (string keys) a private label lookup pass.
 - :func:`quantiles` -- merged dyadic sketch, noise once, quantile descent.
 
-Privacy unit: one row (add/remove one row). For user-level privacy, bound each user's contribution
-(at most c rows per user, chosen without looking at other users) before calling, and divide ε by c
-(or scale the sensitivities); see docs/distributed.md. Requires ``pip install "dpsketch[spark]"``.
+Privacy unit: one row (add/remove one row), or with ``privacy_id=`` one unit (all its rows):
+:func:`heavy_hitters` and :func:`quantiles` then bound each unit's contribution in the JVM by a rule
+that reads only that unit's rows and calibrate the noise for the bounded unit (docs/privacy.md
+§Privacy unit). Requires ``pip install "dpsketch[spark]"``.
 """
 
 from __future__ import annotations
@@ -453,7 +454,9 @@ def _dyadic_parts(keyed, proto_bytes) -> list:
 @dataclass(frozen=True)
 class QuantileRelease:
     """Private quantiles: ``values[i]`` answers ``qs[i]``; ``sketch`` is the published noisy
-    hierarchy (further queries are post-processing); ``privacy`` its guarantee."""
+    hierarchy (further queries are post-processing), None for the unit-level route (whose noisy
+    hierarchy is not published: its bytes record only the row-level neighbour relation, which the
+    row-bounded data do not satisfy); ``privacy`` the guarantee."""
 
     qs: list
     values: list
@@ -463,14 +466,23 @@ class QuantileRelease:
 
 def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float | None = None,
               bounds=None, universe_bits: int | None = None, gamma: float = 0.01, seed: int | None = None,
-              budget: Budget | None = None):
+              budget: Budget | None = None, privacy_id: str | None = None, max_rows_per_unit: int | None = None,
+              delta: float | None = None):
     """Private quantiles of ``df[column]`` via a merged dyadic sketch with noise added once on the
     driver (docs/algorithms.md §6, §8). Integers in [0, 2^universe_bits), or numbers mapped with
     public ``bounds=(lo, hi)`` (never computed from the data; values outside are clamped to them,
     ±inf included). One row = privacy unit; nulls and NaN are skipped (never counted, never
     reported). Quantile targets use the noisy total, so every result is post-processing of the
     noisy hierarchy -- also on an empty DataFrame. ``budget`` (a :class:`dpsketch.Budget`) is
-    charged ρ or ε before the noise is drawn."""
+    charged ρ or ε before the noise is drawn.
+
+    With ``privacy_id`` (a column) the privacy unit is one unit, all its rows, and each unit
+    contributes at most r = ``max_rows_per_unit`` rows: in the JVM, per unit the r rows with the
+    smallest xxhash64(salt, unit, value, j) (j: the row's index among the unit's equal values;
+    ties by value and j), then the same sketch, noised once on the driver by
+    :func:`dpsketch.privacy_unit.release_unit_quantiles` for a unit of r rows (docs/privacy.md
+    §Privacy unit). ``delta`` then converts ρ to (ε, δ), or with ``epsilon`` asks for Gaussian
+    noise at (ε, δ). The result's ``sketch`` is None and ``privacy`` states the unit's guarantee."""
     from pyspark.sql import functions as F
 
     _require_spark()
@@ -484,6 +496,12 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
     proto = DyadicCountSketch(bits, gamma=gamma, bounds=bounds, seed=seed)
     if kind == "float":
         df = df.where(~F.isnan(F.col(column)))  # NaN has no position in [lo, hi]: skipped like a null
+    if privacy_id is not None or max_rows_per_unit is not None:
+        return _unit_quantiles(df, column, kind, qlist, proto, privacy_id, max_rows_per_unit, rho, epsilon, delta,
+                               seed, budget)
+    if delta is not None:
+        raise ValueError("delta applies to the unit-level route (privacy_id=); a row-level sketch reports its "
+                         "(ε, δ) conversion with release(delta=)")
     merged = summarize(df, column, lambda: DyadicCountSketch.from_bytes(proto.to_bytes()))
     priv = PrivateDyadicCountSketch.from_sketch(merged, rho=rho, epsilon=epsilon, seed=seed,
                                                 budget=budget)
@@ -491,3 +509,49 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
     out = priv.release().sketch
     vals = [v.item() if hasattr(v, "item") else v for v in out.quantiles(qlist)]
     return QuantileRelease(qs=qlist, values=vals, sketch=out, privacy=priv.privacy())
+
+
+def _unit_bounded_values(df, column, privacy_id, kind, r, salt):
+    """``df`` reduced to the rows the unit-level quantile bound keeps (columns "u", "v"): per unit the r
+    rows with the smallest xxhash64(salt, unit, value, j), ties by (value, j), j numbering the
+    unit's rows of equal value (which of two equal rows gets which j does not change what is kept)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    v = F.col(column)
+    if kind == "float":
+        v = F.when(v == 0, F.lit(0.0)).otherwise(v)  # −0.0 and 0.0 are one value
+    rows = (df.select(v.alias("v"), F.col(privacy_id).alias("u"))
+            .where(F.col("v").isNotNull() & F.col("u").isNotNull()))
+    same = Window.partitionBy("u", "v").orderBy("v")
+    unit = Window.partitionBy("u").orderBy(F.xxhash64(F.lit(salt), F.col("u"), F.col("v"), F.col("j")),
+                                           F.col("v"), F.col("j"))
+    return (rows.withColumn("j", F.row_number().over(same))
+            .withColumn("rank", F.row_number().over(unit))
+            .where(F.col("rank") <= r).select("u", "v"))
+
+
+def _unit_quantiles(df, column, kind, qlist, proto, privacy_id, r, rho, epsilon, delta, seed, budget):
+    """User-level quantiles (docs/privacy.md §Privacy unit): the row bound as Spark window
+    functions (no per-row Python), the per-partition sketches and their merge as for row-level
+    quantiles, and the unit-level noise on the driver."""
+    from . import _seeds
+    from .privacy_unit import _quantile_noise, _check_qs, release_unit_quantiles
+
+    if privacy_id is None or r is None:
+        raise ValueError("the unit-level route needs both privacy_id= (the unit's column) and max_rows_per_unit=r")
+    rr = check_int("max_rows_per_unit", r, 1, 1 << 40)
+    _quantile_noise(rho, epsilon, delta)  # every parameter is checked before Spark reads a row
+    _check_qs(qlist)
+    if not isinstance(privacy_id, str) or privacy_id not in df.columns:
+        raise ValueError(f"no column {privacy_id!r} for privacy_id")
+    salt = _seeds.rng(seed, "salt")[0].next_u64() & ((1 << 63) - 1)
+    bounded = _unit_bounded_values(df, column, privacy_id, kind, rr, salt).select("v")
+    merged = summarize(bounded, "v", lambda: DyadicCountSketch.from_bytes(proto.to_bytes()))
+    rel = release_unit_quantiles(merged, qlist, max_rows_per_unit=rr, rho=rho, epsilon=epsilon, delta=delta,
+                                 seed=seed, budget=budget, front_end="spark",
+                                 bounding="Spark: per unit the r rows with the smallest xxhash64(salt, unit, value, "
+                                          "index among the unit's equal values), ties by value and index")
+    del merged  # exact; never published
+    return QuantileRelease(qs=qlist, values=[v for _, v in rel.items], sketch=None,
+                           privacy=dict(rel.metadata, mechanism=rel.mechanism))
