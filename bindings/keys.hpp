@@ -116,8 +116,8 @@ inline std::size_t ucs4_length(const std::uint32_t* s, std::size_t width) {
 }
 
 // A tuple of the elements of a 1-D numpy object array, read straight from its buffer (iterating
-// the array would build each element through the array's item protocol, ~2x the cost); an empty
-// handle for anything else.
+// the array would build each element through the array's item protocol); an empty handle for
+// anything else.
 inline py::tuple object_array_tuple(const py::object& items) {
   if (!py::isinstance<py::array>(items)) return py::reinterpret_steal<py::tuple>(py::handle());
   const auto arr = py::reinterpret_borrow<py::array>(items);

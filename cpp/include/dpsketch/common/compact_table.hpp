@@ -14,8 +14,8 @@
 // <= 1/4: a full group takes >= 15 keys where 4 are expected, probability ~10^-5).
 //   * A lookup loads the home group's 16 control bytes once and compares all tags at once (SSE2; a
 //     byte loop elsewhere); each tag match checks its slot's key (a key matches a foreign tag 1 time
-//     in 128 per occupied lane, ~3 % of lookups at 4 keys per group); a key is absent when no
-//     match holds and the flag is clear, which is the overwhelmingly common case.
+//     in 128 per occupied lane); a key is absent when no match holds and the flag is clear, which
+//     is the overwhelmingly common case.
 //   * Why this layout (docs/benchmarks.md §Counters): the control bytes are 4 per slot, so up to
 //     a few thousand slots they stay in L1, and a miss -- which on a skewed stream follows a
 //     mispredicted hit/miss branch -- is settled by an L1 load rather than an L2 load.
@@ -32,6 +32,7 @@
 
 #include "dpsketch/common/compiler.hpp"
 #include "dpsketch/common/key_traits.hpp"
+#include "dpsketch/common/slot_probe.hpp"
 
 // The byte loop elsewhere; DPSKETCH_PORTABLE_TABLE forces it on x86 too (the differential test
 // builds it both ways).
@@ -47,20 +48,17 @@ class CompactTable {
   using Traits = KeyTraits<Key>;
 
  public:
-  static constexpr std::int32_t kEmpty = -1;
+  static constexpr std::int32_t kEmpty = kNoSlot;
   static constexpr std::size_t kGroup = 16;      // control bytes per group: 15 lanes + the flag
   static constexpr std::size_t kSpread = 4;      // positions per slot (2 is slower on miss-heavy streams, 8 no faster)
   static constexpr unsigned kLanes = 0x7FFFu;    // mask bits of the 15 lanes
   static constexpr unsigned kNoOverflow = 0x8000u;  // mask bit of a clear flag, in a free-byte mask
 
-  struct Probe {
-    std::size_t pos;     // the key's position, or the free lane where it would be inserted
-    std::int32_t slot;   // kEmpty when absent
-  };
+  // pos: the key's position, or the free lane where it would be inserted.
+  using Probe = SlotProbe;
 
   explicit CompactTable(std::uint32_t max_entries) : where_(max_entries, 0) {
-    std::size_t positions = kGroup;
-    while (positions < kSpread * static_cast<std::size_t>(max_entries)) positions <<= 1;
+    const std::size_t positions = table_positions(max_entries, kSpread, kGroup);
     gmask_ = positions / kGroup - 1;
     // 64-byte aligned control bytes: a group never straddles a cache line.
     ctrl_storage_.assign(positions + 64, 0);

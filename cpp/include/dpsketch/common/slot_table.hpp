@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dpsketch/common/key_traits.hpp"
+#include "dpsketch/common/slot_probe.hpp"
 
 namespace dpsketch::detail {
 
@@ -18,19 +19,14 @@ class SlotTable {
   using Traits = KeyTraits<Key>;
 
  public:
-  static constexpr std::int32_t kEmpty = -1;
+  static constexpr std::int32_t kEmpty = kNoSlot;
   static constexpr std::size_t kSpread = 8;  // load <= 1/8: short probes on a miss
 
-  // Where a key is (slot >= 0, at entry `pos`) or would be inserted (slot == kEmpty, `pos` is the
-  // first empty entry of its probe run).
-  struct Probe {
-    std::size_t pos;
-    std::int32_t slot;
-  };
+  // pos: the key's entry, or the first empty entry of its probe run.
+  using Probe = SlotProbe;
 
   explicit SlotTable(std::uint32_t max_entries) : where_(max_entries, kNoEntry) {
-    std::size_t cap = 8;
-    while (cap < kSpread * static_cast<std::size_t>(max_entries)) cap <<= 1;
+    const std::size_t cap = table_positions(max_entries, kSpread, 8);
     entries_.assign(cap, Entry{0, kEmpty});
     mask_ = cap - 1;
   }

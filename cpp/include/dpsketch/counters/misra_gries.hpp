@@ -40,10 +40,9 @@
 #pragma once
 
 #include <algorithm>
-#include <functional>
+#include <cstdint>
 #include <iterator>
 #include <stdexcept>
-#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,13 +52,16 @@
 #include "dpsketch/common/key_traits.hpp"
 #include "dpsketch/common/limits.hpp"
 #include "dpsketch/common/serialization.hpp"
+#include "dpsketch/counters/counter_summary.hpp"
 #include "dpsketch/counters/flat_slots.hpp"
 #include "dpsketch/counters/mg_merge.hpp"
 
 namespace dpsketch {
 
 template <class Key>
-class MisraGries : public WireState<false> {
+class MisraGries : public detail::CounterSummary<MisraGries<Key>, Key> {
+  using Base = detail::CounterSummary<MisraGries<Key>, Key>;
+  friend Base;  // calls absorb()
   using Traits = KeyTraits<Key>;
   using View = typename Traits::view_type;
   using Slots = detail::FlatSlots<Key>;
@@ -67,8 +69,6 @@ class MisraGries : public WireState<false> {
   static constexpr std::uint64_t kNoValue = ~std::uint64_t{0};
 
  public:
-  using key_type = Key;
-
   explicit MisraGries(std::uint64_t capacity)
       : MisraGries((check_capacity(capacity), static_cast<std::uint32_t>(capacity)), Rebuild{}) {
     // All slots start never used, with count 0 (value 0); slot 0 on top of the zero stack.
@@ -76,26 +76,7 @@ class MisraGries : public WireState<false> {
     finish_rebuild();
   }
 
-  // Throws StreamLimitError (nothing changed) when n would exceed kMaxStreamLength (limits.hpp).
-  void update(const View& x) {
-    absorb(Traits::table_hash(x), x);
-  }
-
-  // Same result as update() on each item in order, but all-or-nothing at the stream limit (the
-  // room for the whole batch is checked first).
-  template <class It>
-  void update_many(It first, It last) {
-    check_stream_room(n_, static_cast<std::uint64_t>(std::distance(first, last)));
-    detail::for_each_hashed<Traits>(first, last, [this](std::uint64_t h, const auto& x) { absorb(h, x); });
-  }
-
-  // Throws StreamLimitError unless `more` updates still fit (for batches fed item by item).
-  void check_room(std::uint64_t more) const { check_stream_room(n_, more); }
-
-  // update(x) given h == Traits::table_hash(x).
-  void update_hashed(std::uint64_t h, const View& x) {
-    absorb(h, x);
-  }
+  // update(), update_many(), update_hashed(), check_room(): detail::CounterSummary.
 
  private:
   // The update itself. At the stream limit it throws before any change (FlatSlots::advance), so
@@ -228,10 +209,7 @@ class MisraGries : public WireState<false> {
   // order-of-occurrence rules of §2 describe only unmerged summaries. a.merge(b) and b.merge(a)
   // give identical states.
   void merge(const MisraGries& other) {
-    if (other.capacity_ != capacity_)
-      throw ParameterError("cannot merge Misra-Gries summaries of different capacity (" + std::to_string(capacity_) +
-                           " vs " + std::to_string(other.capacity_) + "); build every part with the same capacity");
-    check_stream_room(n_, other.n_);  // the merged n stays within kMaxStreamLength (limits.hpp), nothing changed
+    this->check_mergeable("Misra-Gries", other);  // nothing changed if it throws
     std::vector<std::pair<Key, std::uint64_t>> all = items(false);
     {
       auto more = other.items(false);
@@ -272,10 +250,7 @@ class MisraGries : public WireState<false> {
   //   zero stack: u32 length (== capacity - positive), then from bottom to top: u8 has_key [, key].
   std::string serialize() const {
     ByteWriter w;
-    w.header(Family::misra_gries, wire_key_tag(Traits::tag, untyped_ && n_ == 0 && !holds_keys()),
-             wire_flags(merged_ ? kFlagMerged : 0));
-    w.u32(capacity_);
-    w.u64(n_);
+    this->write_opening(w, Family::misra_gries, this->untyped() && n_ == 0 && !holds_keys(), merged_);
     w.u64(decrements_);
     const auto positive = positive_order();
     w.u32(static_cast<std::uint32_t>(positive.size()));
@@ -291,13 +266,13 @@ class MisraGries : public WireState<false> {
       if (has) Traits::write(w, slots_[*it].key);
     }
     std::string out = w.take();
-    append_trailer(out);
+    this->append_trailer(out);
     return out;
   }
 
   // serialize().size(), without writing the bytes.
   std::size_t serialized_size() const {
-    std::size_t b = kHeaderBytes + 4 + 8 + 8 + 4 + 4 + trailer_bytes();
+    std::size_t b = kHeaderBytes + 4 + 8 + 8 + 4 + 4 + this->trailer_bytes();
     for (std::int32_t s : positive_order()) b += Traits::serialized_bytes(slots_[s].key) + 8;
     for (std::int32_t s : zero_order())
       b += 1 + ((keyed_[static_cast<std::size_t>(s)] & 1) ? Traits::serialized_bytes(slots_[s].key) : 0);
@@ -306,15 +281,9 @@ class MisraGries : public WireState<false> {
 
   static MisraGries deserialize(std::string_view bytes) {
     ByteReader r(bytes);
-    const HeaderInfo h = r.read_header(Family::misra_gries, Traits::tag, kFlagMerged, /*can_publish=*/false,
-                                       /*untyped_ok=*/true);
-    const bool merged = (h.native_flags & kFlagMerged) != 0;
-    const std::uint32_t capacity = r.u32();
-    if (capacity < 1 || capacity > kMaxCapacity) throw DeserializeError("capacity out of range");
+    const auto [h, merged, capacity] = Base::read_opening(r, Family::misra_gries);
     r.need_records(capacity, 1, "slots");  // every slot is listed (>= 1 byte) before we allocate
-    const std::uint64_t n = r.u64();
-    if (n > kMaxStreamLength) throw DeserializeError("stream length above the limit of 2^62");
-    if (h.untyped && n != 0) throw DeserializeError("an untyped summary (key tag 0) must be empty");
+    const std::uint64_t n = Base::read_length(r, h);
     const std::uint64_t decrements = r.u64();
     const std::uint32_t positive = r.u32();
     if (positive > capacity) throw DeserializeError("more counters than capacity");

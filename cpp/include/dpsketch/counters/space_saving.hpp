@@ -36,9 +36,6 @@
 #pragma once
 
 #include <algorithm>
-#include <functional>
-#include <iterator>
-#include <stdexcept>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -50,13 +47,16 @@
 #include "dpsketch/common/key_traits.hpp"
 #include "dpsketch/common/limits.hpp"
 #include "dpsketch/common/serialization.hpp"
+#include "dpsketch/counters/counter_summary.hpp"
 #include "dpsketch/counters/flat_slots.hpp"
 #include "dpsketch/counters/mg_merge.hpp"
 
 namespace dpsketch {
 
 template <class Key>
-class SpaceSaving : public WireState<false> {
+class SpaceSaving : public detail::CounterSummary<SpaceSaving<Key>, Key> {
+  using Base = detail::CounterSummary<SpaceSaving<Key>, Key>;
+  friend Base;  // calls absorb()
   using Traits = KeyTraits<Key>;
   using View = typename Traits::view_type;
   using Slots = detail::FlatSlots<Key>;
@@ -64,32 +64,10 @@ class SpaceSaving : public WireState<false> {
   static constexpr std::uint64_t kNoStage = ~std::uint64_t{0};  // cmin_ before the first eviction
 
  public:
-  using key_type = Key;
-
   explicit SpaceSaving(std::uint64_t capacity)
       : capacity_((check_capacity(capacity), static_cast<std::uint32_t>(capacity))), slots_(capacity_), cands_(capacity_) {}
 
-  // Throws StreamLimitError (nothing changed) when n would exceed kMaxStreamLength (limits.hpp).
-  void update(const View& x) {
-    absorb(Traits::table_hash(x), x);
-  }
-
-  // Same result as update() on each item in order, but all-or-nothing at the stream limit: the
-  // room for the whole batch is checked first. Hashes a block of items ahead of the
-  // updates, so the hit/miss branch of each update resolves without waiting for the hash.
-  template <class It>
-  void update_many(It first, It last) {
-    check_stream_room(n_, static_cast<std::uint64_t>(std::distance(first, last)));
-    detail::for_each_hashed<Traits>(first, last, [this](std::uint64_t h, const auto& x) { absorb(h, x); });
-  }
-
-  // Throws StreamLimitError unless `more` updates still fit (for batches fed item by item).
-  void check_room(std::uint64_t more) const { check_stream_room(n_, more); }
-
-  // update(x) given h == Traits::table_hash(x).
-  void update_hashed(std::uint64_t h, const View& x) {
-    absorb(h, x);
-  }
+  // update(), update_many(), update_hashed(), check_room(): detail::CounterSummary.
 
  private:
   // The update itself. At the stream limit it throws before any change (FlatSlots::advance), so
@@ -201,10 +179,7 @@ class SpaceSaving : public WireState<false> {
   // victim among the minimum count is its largest key); the recency tie rule of §3 describes only
   // unmerged summaries. a.merge(b) and b.merge(a) give identical states.
   void merge(const SpaceSaving& other) {
-    if (other.capacity_ != capacity_)
-      throw ParameterError("cannot merge SpaceSaving summaries of different capacity (" + std::to_string(capacity_) +
-                           " vs " + std::to_string(other.capacity_) + "); build every part with the same capacity");
-    check_stream_room(n_, other.n_);  // the merged n stays within kMaxStreamLength (limits.hpp), nothing changed
+    this->check_mergeable("SpaceSaving", other);  // nothing changed if it throws
     const std::uint64_t m1 = min_count(), m2 = other.min_count();
     std::vector<std::pair<Key, std::uint64_t>> all;  // MG forms g_i = c_i - m_i
     all.reserve(size_ + other.size_);
@@ -254,9 +229,7 @@ class SpaceSaving : public WireState<false> {
   // per free slot (so the reader's allocation is backed by the input's length, limits.hpp).
   std::string serialize() const {
     ByteWriter w;
-    w.header(Family::space_saving, wire_key_tag(Traits::tag, n_ == 0), wire_flags(merged_ ? kFlagMerged : 0));
-    w.u32(capacity_);
-    w.u64(n_);
+    this->write_opening(w, Family::space_saving, n_ == 0, merged_);
     if (merged_) w.u64(floor_);  // only in merged bytes: unmerged bytes keep the original layout
     w.u32(size_);
     for (std::int32_t s : ordered(true)) {
@@ -265,13 +238,13 @@ class SpaceSaving : public WireState<false> {
     }
     if (capacity_ - size_ > kUnbackedFreeSlots) w.raw(std::string(capacity_ - size_, '\0').data(), capacity_ - size_);
     std::string out = w.take();
-    append_trailer(out);
+    this->append_trailer(out);
     return out;
   }
 
   // serialize().size(), without writing the bytes.
   std::size_t serialized_size() const {
-    std::size_t b = kHeaderBytes + 4 + 8 + (merged_ ? 8 : 0) + 4 + trailer_bytes();
+    std::size_t b = kHeaderBytes + 4 + 8 + (merged_ ? 8 : 0) + 4 + this->trailer_bytes();
     for (std::int32_t s : ordered(true)) b += Traits::serialized_bytes(slots_[s].key) + 8;
     if (capacity_ - size_ > kUnbackedFreeSlots) b += capacity_ - size_;
     return b;
@@ -279,14 +252,8 @@ class SpaceSaving : public WireState<false> {
 
   static SpaceSaving deserialize(std::string_view bytes) {
     ByteReader r(bytes);
-    const HeaderInfo h = r.read_header(Family::space_saving, Traits::tag, kFlagMerged, /*can_publish=*/false,
-                                       /*untyped_ok=*/true);
-    const bool merged = (h.native_flags & kFlagMerged) != 0;
-    const std::uint32_t capacity = r.u32();
-    if (capacity < 1 || capacity > kMaxCapacity) throw DeserializeError("capacity out of range");
-    const std::uint64_t n = r.u64();
-    if (n > kMaxStreamLength) throw DeserializeError("stream length above the limit of 2^62");
-    if (h.untyped && n != 0) throw DeserializeError("an untyped summary (key tag 0) must be empty");
+    const auto [h, merged, capacity] = Base::read_opening(r, Family::space_saving);
+    const std::uint64_t n = Base::read_length(r, h);
     const std::uint64_t floor = merged ? r.u64() : 0;
     if (floor > n / capacity) throw DeserializeError("merged count floor exceeds n / capacity");
     const std::uint64_t budget = n - floor * capacity;  // bounds the sum of (count - floor)

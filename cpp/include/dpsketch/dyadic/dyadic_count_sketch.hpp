@@ -30,7 +30,9 @@
 #include "dpsketch/common/simd.hpp"
 #include "dpsketch/dyadic/dyadic_shape.hpp"
 #include "dpsketch/dyadic/prefix_hash.hpp"
+#include "dpsketch/sketches/cell_store.hpp"
 #include "dpsketch/sketches/linear_sketch.hpp"
+#include "dpsketch/sketches/median.hpp"
 
 namespace dpsketch::dyadic {
 
@@ -92,7 +94,7 @@ class DyadicCountSketch : public WireState<false> {
       : shape_(make_shape(bits, width, depth)), seed_(seed) {
     offsets_.assign(shape_.bits + 2, 0);
     for (std::uint32_t j = 1; j <= shape_.bits; ++j) offsets_[j + 1] = offsets_[j] + shape_.level_cells(j);
-    cells_.assign(offsets_[shape_.bits + 1], 0);
+    cells_ = detail::CellStore(offsets_[shape_.bits + 1]);
     rows_.reserve(std::size_t{shape_.sketch_levels()} * shape_.depth);
     for (std::uint32_t j = shape_.exact + 1; j <= shape_.bits; ++j)
       for (std::uint32_t i = 0; i < shape_.depth; ++i) rows_.push_back(RowHash::make(seed, j, i));
@@ -105,12 +107,12 @@ class DyadicCountSketch : public WireState<false> {
   std::uint32_t exact_levels() const noexcept { return shape_.exact; }
   std::uint64_t seed() const noexcept { return seed_; }
   std::int64_t n() const noexcept { return n_; }
-  std::uint64_t mass() const noexcept { return mass_; }
-  const std::vector<std::int64_t>& cells() const noexcept { return cells_; }
+  std::uint64_t mass() const noexcept { return cells_.mass(); }
+  const std::vector<std::int64_t>& cells() const noexcept { return cells_.values(); }
   std::uint64_t level_offset(std::uint32_t level) const noexcept { return offsets_[level]; }
   std::uint64_t level_size(std::uint32_t level) const noexcept { return offsets_[level + 1] - offsets_[level]; }
   std::size_t memory_bytes() const noexcept {
-    return sizeof(*this) + cells_.capacity() * 8 + rows_.capacity() * sizeof(RowHash) + offsets_.capacity() * 8;
+    return sizeof(*this) + cells_.memory_bytes() + rows_.capacity() * sizeof(RowHash) + offsets_.capacity() * 8;
   }
 
   // Largest valid item, 2^L - 1.
@@ -126,7 +128,7 @@ class DyadicCountSketch : public WireState<false> {
   // One item with a signed count (turnstile; the privacy unit is one unit update).
   void update(std::uint64_t x, std::int64_t count = 1) {
     check_item(x);
-    reserve_mass(abs_count(count));
+    cells_.reserve(detail::magnitude(count));
     add_item(x, count);
     n_ += count;
   }
@@ -141,19 +143,15 @@ class DyadicCountSketch : public WireState<false> {
     std::uint64_t batch_mass = 0;
     std::int64_t net = 0;
     if (counts) {
-      for (std::size_t k = 0; k < m; ++k) {
-        const std::uint64_t a = abs_count(counts[k]);
-        if (a > kMaxMass - batch_mass) throw_mass();
-        batch_mass += a;
-        net += counts[k];  // |net| <= batch_mass <= 2^62
-      }
+      batch_mass = detail::batch_mass(counts, m);
+      for (std::size_t k = 0; k < m; ++k) net += counts[k];  // |net| <= batch_mass <= 2^62
     } else {
-      if (m > kMaxMass) throw_mass();
+      if (m > kMaxMass) detail::throw_mass_limit();
       batch_mass = m;
       net = static_cast<std::int64_t>(m);
     }
     Scratch scratch(std::min(m, kBatchChunk));  // allocated before anything changes (all-or-nothing)
-    reserve_mass(batch_mass);
+    cells_.reserve(batch_mass);
     constexpr std::size_t kChunk = kBatchChunk;
     for (std::size_t start = 0; start < m; start += kChunk) {
       const std::size_t len = std::min(kChunk, m - start);
@@ -177,7 +175,7 @@ class DyadicCountSketch : public WireState<false> {
       else rows[i].wide(prefix, w, col, mask);
       v[i] = (base[col] ^ mask) - mask;
     }
-    return CountSketch<std::int64_t>::median(v, d);
+    return dpsketch::detail::median(v, d);
   }
 
   // rank(x) = estimated #items < x for x in [0, 2^L): the nodes of the ≤ L one-bits of x tile [0, x).
@@ -247,9 +245,7 @@ class DyadicCountSketch : public WireState<false> {
       throw ParameterError("cannot merge dyadic sketches with different shape or hash seed (" + shape_.to_string() +
                            " vs " + o.shape_.to_string() + "); build both with the same universe_bits, width, "
                            "depth and seed");
-    if (o.mass_ > kMaxMass - mass_) throw_mass();
-    for (std::size_t c = 0; c < cells_.size(); ++c) cells_[c] += o.cells_[c];  // |sum| <= mass <= 2^62
-    mass_ += o.mass_;
+    cells_.merge(o.cells_);  // checks the mass bound first
     n_ += o.n_;
   }
 
@@ -262,9 +258,9 @@ class DyadicCountSketch : public WireState<false> {
     std::uint64_t peak = 0;
     for (std::uint64_t k = 0; k < size; ++k) {
       const std::int64_t v = draw();
-      const std::uint64_t a = abs_count(v);
+      const std::uint64_t a = detail::magnitude(v);
       peak = std::max(peak, a);
-      if (a > kMaxMass - mass_) throw_mass();
+      if (!cells_.has_room(a)) detail::throw_mass_limit();
       c[k] += v;
     }
     noise_peak_ = std::max(noise_peak_, peak);
@@ -274,18 +270,13 @@ class DyadicCountSketch : public WireState<false> {
   // every |cell|, |n| <= mass <= 2^62, which is what deserialization checks and the arithmetic uses.
   void withhold_length() noexcept {
     n_ = 0;
-    mass_ = max_cell();
+    cells_.set_mass(max_cell());
   }
-  std::uint64_t max_cell() const noexcept {
-    std::uint64_t m = 0;
-    for (std::int64_t c : cells_) m = std::max(m, abs_count(c));
-    return m;
-  }
+  std::uint64_t max_cell() const noexcept { return cells_.max_abs(); }
 
   // After noise: every cell has |cell| <= old mass + peak noise, so add the peak once.
   void account_noise() {
-    if (noise_peak_ > kMaxMass - mass_) throw_mass();
-    mass_ += noise_peak_;
+    cells_.reserve(noise_peak_);
     noise_peak_ = 0;
   }
 
@@ -312,7 +303,7 @@ class DyadicCountSketch : public WireState<false> {
   // levels row-major); serialize() closes with checksum64 of everything before it (u64).
   std::string serialize() const {
     ByteWriter w;
-    w.reserve(kHeaderBytes + 40 + cells_.size() * 8 + 8 + kReleaseTrailerBytes);
+    w.reserve(kHeaderBytes + 40 + cells_.raw_bytes() + 8 + kReleaseTrailerBytes);
     w.header(kDyadicFamily, kDyadicKeyTag, wire_flags(0));
     write_payload(w);
     std::string out = w.take();
@@ -322,19 +313,19 @@ class DyadicCountSketch : public WireState<false> {
   }
   // serialize().size() and the size of write_payload(), without writing the bytes.
   std::size_t serialized_size() const noexcept { return kHeaderBytes + payload_size() + 8 + trailer_bytes(); }
-  std::size_t payload_size() const noexcept { return 4 + 4 + 4 + 8 + 8 + 8 + 8 + 1 + 8 + 8 + cells_.size() * 8; }
+  std::size_t payload_size() const noexcept { return 4 + 4 + 4 + 8 + 8 + 8 + 8 + 1 + 8 + 8 + cells_.raw_bytes(); }
   void write_payload(ByteWriter& w) const {
     w.u32(shape_.bits);
     w.u32(shape_.width);
     w.u32(shape_.depth);
     w.u64(seed_);
     w.i64(n_);
-    w.u64(mass_);
+    w.u64(cells_.mass());
     w.raw(&meta_.gamma, 8);
     w.u8(meta_.has_bounds ? 1 : 0);
     w.raw(&meta_.lo, 8);
     w.raw(&meta_.hi, 8);
-    w.raw(cells_.data(), cells_.size() * 8);
+    cells_.write(w);
   }
 
   // check_counts: the cells must be what updates can produce. Non-private: every level's cells sum
@@ -374,12 +365,12 @@ class DyadicCountSketch : public WireState<false> {
       throw DeserializeError("dyadic sketch shape out of range");
     }
     // Sizes come from the shape; make sure the blob holds them before allocating anything.
-    r.need_records(shape.total_cells(), 8, "cells");
+    detail::CellStore::need(r, shape.total_cells());
     if (mass > kMaxMass) throw DeserializeError("mass bound exceeds 2^62");
     DyadicCountSketch s(bits, width, depth, seed);
-    r.raw(s.cells_.data(), s.cells_.size() * 8, "cells");
+    s.cells_.read(r);
     s.n_ = n;
-    s.mass_ = mass;
+    s.cells_.set_mass(mass);  // checked against the cells and n below
     s.meta_ = meta;
     s.check_bounds();
     if (check_counts) s.check_counts();
@@ -387,18 +378,6 @@ class DyadicCountSketch : public WireState<false> {
   }
 
  private:
-  static std::uint64_t abs_count(std::int64_t c) noexcept {
-    return c < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(c) : static_cast<std::uint64_t>(c);
-  }
-  [[noreturn]] static void throw_mass() {
-    throw std::overflow_error("the sketch would absorb a total |count| above 2^62, where its int64 cells could "
-                              "overflow; split the data over several sketches or use smaller counts");
-  }
-  void reserve_mass(std::uint64_t a) {
-    if (a > kMaxMass - mass_) throw_mass();
-    mass_ += a;
-  }
-
   void add_item(std::uint64_t x, std::int64_t count) noexcept {
     const std::uint32_t L = shape_.bits, d = shape_.depth, w = shape_.width;
     for (std::uint32_t j = 1; j <= L; ++j) {
@@ -426,9 +405,9 @@ class DyadicCountSketch : public WireState<false> {
   // last row without AVX2 take the plain scalar loops.
   //
   // Chunks are long because each (level, row) pass brings that row into L1 again: the whole table
-  // (2.2 MB at L = 32, d = 9, w = 1608) is read once per chunk, so 1,024-item chunks would stream ~2 KB
+  // (2.2 MB at L = 32, d = 9, w = 1608) is read once per chunk, so short chunks stream kilobytes
   // from L2/L3 per item. At 16,384 items the idx/val streams (256 KiB, sequential) cost less than
-  // that. The chunk length matters only when the table does not fit in L2 (L = 32, not L = 16).
+  // that; a table that fits in L2 (L = 16) does not care.
   static constexpr std::size_t kBatchChunk = 16384;
   // Within a chunk, each row (pair) is hashed and added kSubBlock items at a time, so the columns
   // and deltas (4 x 4 KiB) stay in L1 next to the two rows (2 x 12.9 KiB at w = 1608) instead of
@@ -657,9 +636,8 @@ class DyadicCountSketch : public WireState<false> {
 #endif
 
   void check_bounds() const {
-    if (abs_count(n_) > mass_) throw DeserializeError("|n| exceeds the mass bound");
-    for (std::int64_t c : cells_)
-      if (abs_count(c) > mass_) throw DeserializeError("a cell exceeds the mass bound");
+    if (detail::magnitude(n_) > cells_.mass()) throw DeserializeError("|n| exceeds the mass bound");
+    if (cells_.max_abs() > cells_.mass()) throw DeserializeError("a cell exceeds the mass bound");
   }
 
   void check_counts() const {
@@ -684,11 +662,12 @@ class DyadicCountSketch : public WireState<false> {
   Meta meta_;
   std::uint64_t seed_;
   std::int64_t n_ = 0;
-  std::uint64_t mass_ = 0;        // Σ|count| absorbed + peak |noise|: bounds every |cell| and |n|
   std::uint64_t noise_peak_ = 0;  // during add_level_noise
   std::vector<std::uint64_t> offsets_;  // offsets_[j]: first cell of level j (1..L); offsets_[L+1]: end
   std::vector<RowHash> rows_;           // (level - E - 1) * d + row
-  std::vector<std::int64_t> cells_;
+  // Every level's cells; its mass (Σ|count| absorbed + peak |noise|) bounds every |cell| and |n|
+  // (cell_store.hpp).
+  detail::CellStore cells_;
 };
 
 }  // namespace dpsketch::dyadic

@@ -18,6 +18,7 @@
 
 #include "dpsketch/common/serialization.hpp"
 #include "dpsketch/noise/samplers.hpp"
+#include "dpsketch/sketches/cell_store.hpp"
 #include "dpsketch/sketches/linear_sketch.hpp"
 
 namespace dpsketch::release {
@@ -231,9 +232,7 @@ class PrivateSketch : public WireState<true> {
   }
 
   static std::uint64_t max_magnitude(const std::vector<std::int64_t>& cells) noexcept {
-    std::uint64_t m = 0;
-    for (const std::int64_t c : cells) m = std::max(m, c < 0 ? 0 - static_cast<std::uint64_t>(c) : static_cast<std::uint64_t>(c));
-    return m;
+    return detail::max_magnitude(cells.data(), cells.size());
   }
   void check_writable() const {
     if (length_withheld_) throw LengthWithheldError();

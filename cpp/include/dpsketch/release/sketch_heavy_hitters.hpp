@@ -102,9 +102,8 @@ class SketchHeavyHitters {
       Traits::assign(keys_[s], x);
       table_.insert(h, s);
       est_[s] = e;
-      pos_[s] = static_cast<std::int32_t>(heap_.size());
       heap_.push_back(s);
-      sift_up(pos_[s]);
+      sift_up(heap_.size() - 1);
     } else if (e > est_[heap_[0]]) {
       s = heap_[0];
       table_.erase_slot(s);
@@ -179,19 +178,25 @@ class SketchHeavyHitters {
   }
 
  private:
+  // Puts slot s at heap position i; pos_ stays the inverse of heap_.
+  void place(std::size_t i, std::int32_t s) noexcept {
+    heap_[i] = s;
+    pos_[s] = static_cast<std::int32_t>(i);
+  }
+  // Moves the slot at heap position i up past every parent with a larger estimate; returns its
+  // final position.
   std::size_t sift_up(std::size_t i) noexcept {
     const std::int32_t s = heap_[i];
     while (i > 0) {
       const std::size_t parent = (i - 1) / 2;
       if (!(est_[s] < est_[heap_[parent]])) break;
-      heap_[i] = heap_[parent];
-      pos_[heap_[i]] = static_cast<std::int32_t>(i);
+      place(i, heap_[parent]);
       i = parent;
     }
-    heap_[i] = s;
-    pos_[s] = static_cast<std::int32_t>(i);
+    place(i, s);
     return i;
   }
+  // Moves the slot at heap position i down below every child with a smaller estimate.
   void sift_down(std::size_t i) noexcept {
     const std::int32_t s = heap_[i];
     const std::size_t n = heap_.size();
@@ -200,12 +205,10 @@ class SketchHeavyHitters {
       if (c >= n) break;
       if (c + 1 < n && est_[heap_[c + 1]] < est_[heap_[c]]) ++c;
       if (!(est_[heap_[c]] < est_[s])) break;
-      heap_[i] = heap_[c];
-      pos_[heap_[i]] = static_cast<std::int32_t>(i);
+      place(i, heap_[c]);
       i = c;
     }
-    heap_[i] = s;
-    pos_[s] = static_cast<std::int32_t>(i);
+    place(i, s);
   }
 
   EnvelopeParams p_;

@@ -24,6 +24,7 @@
 #include "dpsketch/common/limits.hpp"
 #include "dpsketch/common/serialization.hpp"
 #include "dpsketch/common/simd.hpp"
+#include "dpsketch/sketches/cell_store.hpp"
 #include "dpsketch/sketches/median.hpp"
 
 namespace dpsketch {
@@ -31,9 +32,7 @@ namespace dpsketch {
 enum class SketchKind : std::uint8_t { count_min, count_sketch };
 
 inline constexpr std::uint32_t kMaxDepth = 255;
-// Turnstile bound: a sketch absorbs at most 2^62 of total |count| (plus its starting max |cell|), so
-// every |cell| and |n| stays <= 2^62 and sums of two, noise and medians never overflow int64.
-inline constexpr std::uint64_t kMaxCellMass = std::uint64_t{1} << 62;
+static_assert(kMaxDepth <= detail::kMaxMedianValues, "an estimate takes the median of one value per row");
 inline constexpr std::uint64_t kMaxCells = std::uint64_t{1} << 28;  // 2 GiB of int64 cells
 
 inline void check_shape(std::uint64_t width, std::uint64_t depth) {
@@ -61,7 +60,7 @@ class LinearSketch : public WireState<false> {
 
   LinearSketch(std::uint64_t width, std::uint64_t depth, std::uint64_t seed)
       : width_((check_shape(width, depth), static_cast<std::uint32_t>(width))),
-        depth_(static_cast<std::uint32_t>(depth)), seed_(seed), cells_(width * depth, 0) {
+        depth_(static_cast<std::uint32_t>(depth)), seed_(seed), cells_(width * depth) {
     std::uint64_t state = seed;
     rows_.reserve(depth);
     for (std::uint32_t i = 0; i < depth_; ++i) rows_.push_back(MultiplyAddShift::from_stream(state));
@@ -89,7 +88,7 @@ class LinearSketch : public WireState<false> {
 
   // Throws StreamLimitError unless `more` unit updates still fit (batches check first).
   void check_room(std::uint64_t more) const {
-    if (more > kMaxCellMass - mass_) throw StreamLimitError(mass_, more);
+    if (!cells_.has_room(more)) throw StreamLimitError(cells_.mass(), more);
   }
 
   // update_fp without the check (callers check first). A unit update moves a cell and n by at most
@@ -102,7 +101,7 @@ class LinearSketch : public WireState<false> {
       else row[column(h)] += sign_mask(h) | 1;  // +1 or -1
     }
     ++n_;
-    ++mass_;
+    cells_.take_unit();
   }
 
   // Turnstile update (docs/algorithms.md §6, Zhao's model): a signed count, negative deletes. n is the
@@ -110,7 +109,7 @@ class LinearSketch : public WireState<false> {
   // frequency ever negative) -- the caller's concern. The privacy unit stays one unit update.
   void update(const View& x, std::int64_t count) { update_fp(fingerprint(x), count); }
   void update_fp(std::uint64_t fp, std::int64_t count) {
-    reserve_mass(abs_count(count));
+    reserve_mass(detail::magnitude(count));
     add_fp(fp, count);
   }
   // For callers that reserved the batch's mass first (reserve_mass(batch_mass(...))).
@@ -124,27 +123,15 @@ class LinearSketch : public WireState<false> {
     for (std::size_t k = 0; k < m; ++k) add_fp(fingerprint(items[k]), counts[k]);
   }
   // Σ|count| of a batch, or std::overflow_error beyond the mass bound.
-  static std::uint64_t batch_mass(const std::int64_t* counts, std::size_t m) {
-    std::uint64_t total = 0;
-    for (std::size_t k = 0; k < m; ++k) {
-      const std::uint64_t a = abs_count(counts[k]);
-      if (a > kMaxCellMass - total) throw_mass();
-      total += a;
-    }
-    return total;
-  }
-  void reserve_mass(std::uint64_t a) {
-    if (a > kMaxCellMass - mass_) throw_mass();
-    mass_ += a;
-  }
+  static std::uint64_t batch_mass(const std::int64_t* counts, std::size_t m) { return detail::batch_mass(counts, m); }
+  void reserve_mass(std::uint64_t a) { cells_.reserve(a); }
   // After cells were overwritten (noise at construction): the bound restarts from the cells.
   void reset_mass() {
-    std::uint64_t m = abs_count(n_);
-    for (std::int64_t c : cells_) m = std::max(m, abs_count(c));
+    const std::uint64_t m = std::max(detail::magnitude(n_), cells_.max_abs());
     if (m > kMaxCellMass) throw DeserializeError("a cell or n exceeds 2^62 in magnitude");
-    mass_ = m;
+    cells_.set_mass(m);
   }
-  std::uint64_t mass() const noexcept { return mass_; }
+  std::uint64_t mass() const noexcept { return cells_.mass(); }
   // Drops the exact length for a published private sketch (docs/privacy.md §Publishing): n = 0 and
   // the mass bound restarts from the (noisy) cells alone, so neither carries a function of the data.
   // Every |cell| <= mass still holds, which is all deserialization and later arithmetic rely on.
@@ -156,7 +143,7 @@ class LinearSketch : public WireState<false> {
   // the private sketches' F2 row): DeserializeError beyond 2^62.
   void cover_mass(std::uint64_t m) {
     if (m > kMaxCellMass) throw DeserializeError("a cell exceeds 2^62 in magnitude");
-    mass_ = std::max(mass_, m);
+    cells_.set_mass(std::max(cells_.mass(), m));
   }
 
   // All-or-nothing at the stream limit: the room for the whole batch is checked first.
@@ -181,17 +168,17 @@ class LinearSketch : public WireState<false> {
   estimate_type update_and_estimate_fp(std::uint64_t fp) {
     check_room(1);
     if constexpr (Kind == SketchKind::count_min) {
+      ++n_;
+      cells_.take_unit();
       if (use_quads_) return update_and_min_avx2(fp);
       std::int64_t* row = cells_.data();
-      ++n_;
-      ++mass_;
       std::int64_t best = INT64_MAX;
       for (std::uint32_t i = 0; i < depth_; ++i, row += width_) best = std::min(best, ++row[column(rows_[i](fp))]);
       return best;
     } else {
       std::int64_t v[kMaxDepth];
       ++n_;
-      ++mass_;
+      cells_.take_unit();
       if (use_quads_) {
         update_values_avx2(fp, v);
       } else {
@@ -202,7 +189,7 @@ class LinearSketch : public WireState<false> {
           v[i] = signed_value(row[column(h)] += m | 1, m);
         }
       }
-      return median(v, depth_);
+      return detail::median(v, depth_);
     }
   }
 
@@ -220,87 +207,8 @@ class LinearSketch : public WireState<false> {
         const std::uint64_t h = rows_[i](fp);
         v[i] = signed_value(row[column(h)], sign_mask(h));
       }
-      return median(v, depth_);
+      return detail::median(v, depth_);
     }
-  }
-
-  // Median; the mean of the two middle values when d is even (docs/algorithms.md §4). Exact order
-  // statistics by branchless selection (sorting networks for 9 <= d <= 64, median.hpp; else
-  // order_pair), so the value is the same as sorting v.
-  static double median(std::int64_t* v, std::uint32_t d) noexcept {
-    if (d == 1) return static_cast<double>(v[0]);
-    const std::uint32_t mid = d / 2;
-    std::int64_t lower, upper;  // order statistics mid - 1 and mid (0-based)
-    if (!detail::middle_pair(v, d, lower, upper, simd::avx2())) order_pair(v, d, mid, lower, upper);
-    if (d & 1) return static_cast<double>(upper);
-    return (static_cast<double>(lower) + static_cast<double>(upper)) / 2.0;
-  }
-
-  // The (k-1)-th and k-th smallest of v[0..n) (0-based, 1 <= k < n); v is clobbered. Quickselect
-  // with a median-of-3 pivot and a branchless three-way split (less in place, greater to a second
-  // buffer), finished by a sorting network once at most 8 values remain.
-  static void order_pair(std::int64_t* v, std::uint32_t n, std::uint32_t k, std::int64_t& lower,
-                         std::int64_t& upper) noexcept {
-    std::int64_t spare[kMaxDepth];
-    std::int64_t* cur = v;
-    std::int64_t* other = spare;
-    while (n > 8) {
-      const std::int64_t p = median3(cur[0], cur[n / 2], cur[n - 1]);
-      std::uint32_t lt = 0, gt = 0;
-      for (std::uint32_t j = 0; j < n; ++j) {
-        const std::int64_t x = cur[j];
-        cur[lt] = x;
-        other[gt] = x;
-        lt += x < p;
-        gt += x > p;
-      }
-      const std::uint32_t le = n - gt;  // lt + number of values equal to p
-      if (k < lt) {
-        n = lt;
-      } else if (k - 1 >= le) {
-        k -= le;
-        n = gt;
-        std::swap(cur, other);
-      } else {
-        // k - 1 < le and k >= lt: the two ranks straddle or sit in the block equal to p.
-        if (k - 1 < lt) {
-          lower = cur[0];
-          for (std::uint32_t j = 1; j < lt; ++j) lower = std::max(lower, cur[j]);
-        } else {
-          lower = p;
-        }
-        if (k < le) {
-          upper = p;
-        } else {
-          upper = other[0];
-          for (std::uint32_t j = 1; j < gt; ++j) upper = std::min(upper, other[j]);
-        }
-        return;
-      }
-    }
-    std::int64_t s[8];
-    for (std::uint32_t j = 0; j < 8; ++j) s[j] = j < n ? cur[j] : INT64_MAX;  // padding sorts last
-    sort8(s);
-    lower = s[k - 1];
-    upper = s[k];
-  }
-
-  static std::int64_t median3(std::int64_t a, std::int64_t b, std::int64_t c) noexcept {
-    return std::max(std::min(a, b), std::min(std::max(a, b), c));
-  }
-  static void cex(std::int64_t& a, std::int64_t& b) noexcept {
-    const std::int64_t lo = std::min(a, b), hi = std::max(a, b);
-    a = lo;
-    b = hi;
-  }
-  // Batcher's odd-even merge sort for 8 values (19 compare-exchanges).
-  static void sort8(std::int64_t* s) noexcept {
-    cex(s[0], s[1]); cex(s[2], s[3]); cex(s[4], s[5]); cex(s[6], s[7]);
-    cex(s[0], s[2]); cex(s[1], s[3]); cex(s[4], s[6]); cex(s[5], s[7]);
-    cex(s[1], s[2]); cex(s[5], s[6]);
-    cex(s[0], s[4]); cex(s[1], s[5]); cex(s[2], s[6]); cex(s[3], s[7]);
-    cex(s[2], s[4]); cex(s[3], s[5]);
-    cex(s[1], s[2]); cex(s[3], s[4]); cex(s[5], s[6]);
   }
 
   bool compatible(const LinearSketch& o) const noexcept {
@@ -313,20 +221,18 @@ class LinearSketch : public WireState<false> {
       throw ParameterError("cannot merge sketches with different width, depth or seed (got " +
                            shape_string() + " and " + o.shape_string() +
                            "); build both with the same width, depth and seed");
-    if (o.mass_ > kMaxCellMass - mass_) throw_mass();
-    for (std::size_t c = 0; c < cells_.size(); ++c) cells_[c] += o.cells_[c];  // |sum| <= mass <= 2^62
+    cells_.merge(o.cells_);  // checks the mass bound first
     n_ += o.n_;
-    mass_ += o.mass_;
   }
 
   std::uint32_t width() const noexcept { return width_; }
   std::uint32_t depth() const noexcept { return depth_; }
   std::uint64_t seed() const noexcept { return seed_; }
   std::int64_t n() const noexcept { return n_; }  // net count (turnstile)
-  const std::vector<std::int64_t>& cells() const noexcept { return cells_; }
-  std::vector<std::int64_t>& mutable_cells() noexcept { return cells_; }
+  const std::vector<std::int64_t>& cells() const noexcept { return cells_.values(); }
+  std::vector<std::int64_t>& mutable_cells() noexcept { return cells_.values(); }
   std::size_t memory_bytes() const noexcept {
-    return sizeof(*this) + cells_.capacity() * sizeof(std::int64_t) + rows_.capacity() * sizeof(MultiplyAddShift) +
+    return sizeof(*this) + cells_.memory_bytes() + rows_.capacity() * sizeof(MultiplyAddShift) +
            quads_.capacity() * sizeof(RowQuad);
   }
   std::string shape_string() const {
@@ -345,7 +251,7 @@ class LinearSketch : public WireState<false> {
   std::string serialize_bare() const { return write_bytes(Traits::tag, 0); }
   // serialize().size() and serialize_bare().size(), without writing the bytes.
   std::size_t serialized_size() const noexcept { return serialized_size_bare() + trailer_bytes(); }
-  std::size_t serialized_size_bare() const noexcept { return kHeaderBytes + 24 + cells_.size() * 8; }
+  std::size_t serialized_size_bare() const noexcept { return kHeaderBytes + 24 + cells_.raw_bytes(); }
 
   // check_counts: the cells must be what (turnstile) updates can produce: Count-Min rows sum to the
   // net n; CountSketch rows have a signed sum of the parity of n (each update of count c changes
@@ -362,22 +268,17 @@ class LinearSketch : public WireState<false> {
  private:
   std::string write_bytes(std::uint8_t tag, std::uint8_t flags) const {
     ByteWriter w;
-    w.reserve(kHeaderBytes + 24 + cells_.size() * 8 + kReleaseTrailerBytes);
+    w.reserve(kHeaderBytes + 24 + cells_.raw_bytes() + kReleaseTrailerBytes);
     w.header(family, tag, flags);
     w.u32(width_);
     w.u32(depth_);
     w.u64(seed_);
     w.u64(n_);
-    w.raw(cells_.data(), cells_.size() * 8);
+    cells_.write(w);
     return w.take();
   }
   // Empty: what an untyped (key tag 0) sketch must be.
-  bool all_zero() const noexcept {
-    if (n_ != 0) return false;
-    for (const std::int64_t c : cells_)
-      if (c != 0) return false;
-    return true;
-  }
+  bool all_zero() const noexcept { return n_ == 0 && cells_.all_zero(); }
   static LinearSketch read_bytes(std::string_view bytes, bool check_counts, bool wire) {
     ByteReader r(bytes);
     const HeaderInfo h = r.read_header(family, Traits::tag, 0, /*can_publish=*/false, /*untyped_ok=*/wire);
@@ -389,9 +290,9 @@ class LinearSketch : public WireState<false> {
       throw DeserializeError("sketch shape out of range");
     const std::uint64_t seed = r.u64();
     const std::int64_t n = r.i64();
-    r.need_records(std::uint64_t{width} * depth, 8, "cells");
+    detail::CellStore::need(r, std::uint64_t{width} * depth);
     LinearSketch s(width, depth, seed);
-    r.raw(s.cells_.data(), s.cells_.size() * 8, "cells");
+    s.cells_.read(r);
     r.finish();
     s.n_ = n;
     if (h.untyped && !s.all_zero()) throw DeserializeError("an untyped sketch (key tag 0) must be empty");
@@ -478,7 +379,6 @@ class LinearSketch : public WireState<false> {
   std::int64_t update_and_min_avx2(std::uint64_t fp) noexcept {
     alignas(32) std::uint64_t idx[kMaxDepth + 1];
     row_cells(fp, idx, nullptr);
-    ++n_;
     return add_one_min(cells_.data(), idx, depth_);
   }
   void update_values_avx2(std::uint64_t fp, std::int64_t* v) noexcept {
@@ -558,13 +458,6 @@ class LinearSketch : public WireState<false> {
     }
   }
 
-  static std::uint64_t abs_count(std::int64_t c) noexcept {
-    return c < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(c) : static_cast<std::uint64_t>(c);
-  }
-  [[noreturn]] static void throw_mass() {
-    throw std::overflow_error("the sketch would absorb a total |count| above 2^62, where its int64 cells could "
-                              "overflow; split the data over several sketches or use smaller counts");
-  }
   void add_fp(std::uint64_t fp, std::int64_t count) noexcept {
     std::int64_t* row = cells_.data();
     for (std::uint32_t i = 0; i < depth_; ++i, row += width_) {
@@ -584,12 +477,13 @@ class LinearSketch : public WireState<false> {
   std::uint64_t seed_;
   std::uint64_t poly_seed_ = 1;
   std::int64_t n_ = 0;
-  std::uint64_t mass_ = 0;  // Σ|count| absorbed (+ max |cell| when restored/noised): bounds |cell|, |n|
   unsigned shift_ = 0;  // pow2_shift(width_)
   std::vector<MultiplyAddShift> rows_;
   std::vector<RowQuad> quads_;  // built by prepare_update_and_estimate() (d >= kQuadMinDepth)
   bool use_quads_ = false;       // ... and used when the CPU has AVX2
-  std::vector<std::int64_t> cells_;
+  // d x w, row-major; its mass (Σ|count| absorbed, + max |cell| when restored or noised) bounds
+  // every |cell| and |n| (cell_store.hpp).
+  detail::CellStore cells_;
 };
 
 template <class Key>

@@ -1,7 +1,9 @@
-// The two middle order statistics of 9 to 64 int64 values with no data-dependent branch (the
-// CountSketch median of docs/algorithms.md §4; quickselect in linear_sketch.hpp does the rest).
+// The CountSketch median of docs/algorithms.md §4 (the mean of the two middle values when d is
+// even), used by the linear sketches and the dyadic sketch alike: median(v, d) below. Exact order
+// statistics, so the value is the same as sorting v.
 //
-// A value v with |v| < 2^51 becomes the double whose bits are v + 0x4338000000000000, i.e. exactly
+// For 9 to 64 values, the two middle order statistics with no data-dependent branch (middle_pair):
+// a value v with |v| < 2^51 becomes the double whose bits are v + 0x4338000000000000, i.e. exactly
 // 1.5 * 2^52 + v, so double order is integer order and min/max on vectors of doubles (SSE2 is
 // baseline x86-64) are compare-exchanges on 2 or 4 values at once. The d values go into N slots,
 // padded with low and high sentinels so the wanted ranks land on N/2 - 1 and N/2, arranged as
@@ -12,8 +14,10 @@
 // integers.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "dpsketch/common/simd.hpp"
 
@@ -22,6 +26,9 @@
 #endif
 
 namespace dpsketch::detail {
+
+// The most values median() takes: the row count of a sketch (kMaxDepth, linear_sketch.hpp).
+inline constexpr std::uint32_t kMaxMedianValues = 255;
 
 // Sorting networks on rows r[0..n), as sequences of CEX(a, b) (compare-exchange: a gets the min).
 // Batcher's odd-even merge sort for 8 (19 compare-exchanges):
@@ -203,14 +210,22 @@ __attribute__((target("avx2"))) inline bool middle_pair_avx2(const std::int64_t*
 }
 #endif
 
+inline void cex(std::int64_t& a, std::int64_t& b) noexcept {
+  const std::int64_t lo = std::min(a, b), hi = std::max(a, b);
+  a = lo;
+  b = hi;
+}
+// Sorts s[0..8) with the 8-network above, one value per compare-exchange.
+inline void sort8(std::int64_t* s) noexcept { DPSKETCH_SORT8(cex, s); }
+
 #undef DPSKETCH_SORT8
 #undef DPSKETCH_SORT16
 
 // Order statistics mid - 1 and mid (mid = d / 2; for odd d only `upper`, the median, is set) of
-// v[0..d). Returns false, doing nothing, when d is outside the measured sweet spots (d <= 8: the
-// scalar 8-sorter in linear_sketch.hpp is faster; d > 64, or d > 32 without AVX2) or some
-// |v| >= 2^51; the caller then falls back. avx2: the caller checked the CPU (for d <= 16 the
-// two-lane network measured faster).
+// v[0..d). Returns false, doing nothing, when d is outside the range these networks serve (d <= 8:
+// the scalar sort8 of order_pair wins; d > 64, or d > 32 without AVX2) or some |v| >= 2^51; the
+// caller then falls back. avx2: the caller checked the CPU (for d <= 16 the two-lane network is
+// the quicker one).
 inline bool middle_pair(const std::int64_t* v, std::uint32_t d, std::int64_t& lower, std::int64_t& upper,
                         bool avx2) noexcept {
   if (d <= 8 || d > 64) return false;
@@ -221,6 +236,70 @@ inline bool middle_pair(const std::int64_t* v, std::uint32_t d, std::int64_t& lo
   (void)avx2;
 #endif
   return d <= 32 && middle_pair_lanes2(v, d, lower, upper);
+}
+
+inline std::int64_t median3(std::int64_t a, std::int64_t b, std::int64_t c) noexcept {
+  return std::max(std::min(a, b), std::min(std::max(a, b), c));
+}
+
+// The (k-1)-th and k-th smallest of v[0..n) (0-based, 1 <= k < n, n <= kMaxMedianValues); v is
+// clobbered. Quickselect with a median-of-3 pivot and a branchless three-way split (less in place,
+// greater to a second buffer), finished by sort8 once at most 8 values remain.
+inline void order_pair(std::int64_t* v, std::uint32_t n, std::uint32_t k, std::int64_t& lower,
+                       std::int64_t& upper) noexcept {
+  std::int64_t spare[kMaxMedianValues];
+  std::int64_t* cur = v;
+  std::int64_t* other = spare;
+  while (n > 8) {
+    const std::int64_t p = median3(cur[0], cur[n / 2], cur[n - 1]);
+    std::uint32_t lt = 0, gt = 0;
+    for (std::uint32_t j = 0; j < n; ++j) {
+      const std::int64_t x = cur[j];
+      cur[lt] = x;
+      other[gt] = x;
+      lt += x < p;
+      gt += x > p;
+    }
+    const std::uint32_t le = n - gt;  // lt + number of values equal to p
+    if (k < lt) {
+      n = lt;
+    } else if (k - 1 >= le) {
+      k -= le;
+      n = gt;
+      std::swap(cur, other);
+    } else {
+      // k - 1 < le and k >= lt: the two ranks straddle or sit in the block equal to p.
+      if (k - 1 < lt) {
+        lower = cur[0];
+        for (std::uint32_t j = 1; j < lt; ++j) lower = std::max(lower, cur[j]);
+      } else {
+        lower = p;
+      }
+      if (k < le) {
+        upper = p;
+      } else {
+        upper = other[0];
+        for (std::uint32_t j = 1; j < gt; ++j) upper = std::min(upper, other[j]);
+      }
+      return;
+    }
+  }
+  std::int64_t s[8];
+  for (std::uint32_t j = 0; j < 8; ++j) s[j] = j < n ? cur[j] : INT64_MAX;  // padding sorts last
+  sort8(s);
+  lower = s[k - 1];
+  upper = s[k];
+}
+
+// Median of v[0..d), 1 <= d <= kMaxMedianValues; the mean of the two middle values when d is even.
+// v is clobbered.
+inline double median(std::int64_t* v, std::uint32_t d) noexcept {
+  if (d == 1) return static_cast<double>(v[0]);
+  const std::uint32_t mid = d / 2;
+  std::int64_t lower, upper;  // order statistics mid - 1 and mid (0-based)
+  if (!middle_pair(v, d, lower, upper, simd::avx2())) order_pair(v, d, mid, lower, upper);
+  if (d & 1) return static_cast<double>(upper);
+  return (static_cast<double>(lower) + static_cast<double>(upper)) / 2.0;
 }
 
 }  // namespace dpsketch::detail
