@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Draw the figures of docs/benchmarks.md from the recorded figures in docs/data/bench_*.json.
+"""Draw the figures of docs/benchmarks.md and docs/distributed.md from the recorded figures in
+docs/data/*.json.
 
     python tools/plot_benchmarks.py            # writes docs/results/bench/*.png
     python tools/plot_benchmarks.py --out DIR
@@ -167,13 +168,34 @@ def plot_python_update(out: Path) -> Path:
     return save(fig, out, "python_update.png")
 
 
+def plot_user_level_peers(out: Path) -> Path:
+    """dpsketch against PipelineDP at the user level (docs/distributed.md): wall time and recall,
+    in memory and on Spark local[2], from bench/user_level_peers.py's JSON."""
+    local, spark = load("user_level_peers_5m.json"), load("user_level_peers_spark_2m.json")
+    labels = [f"in memory\n{local['rows']:,} rows", f"Spark local[2]\n{spark['rows']:,} rows"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    grouped_bars(left, labels, {"dpsketch": [local["dpsketch"]["seconds"], spark["dpsketch_spark"]["seconds"]],
+                                "PipelineDP": [local["pipelinedp"]["seconds"], spark["pipelinedp_spark"]["seconds"]],
+                                "Spark groupBy count (exact)": [0.0, spark["spark_groupby_count"]["seconds"]]},
+                 "wall time, s (median)")
+    left.set_title("time (lower is better)")
+    key = "recall_ge_150_users"
+    grouped_bars(right, labels, {"dpsketch": [local["dpsketch"][key], spark["dpsketch_spark"][key]],
+                                 "PipelineDP": [local["pipelinedp"][key], spark["pipelinedp_spark"][key]]},
+                 "recall of keys with >= 150 users")
+    right.set_ylim(0, 1.05)
+    right.set_title(f"recall at ε = {local['epsilon']:g}, δ = {local['delta']:g}, m = {local['m']}")
+    return save(fig, out, "user_level_peers.png")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="directory for the PNGs")
     args = ap.parse_args()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    for plot in (plot_linear_sketches, plot_counter_floors, plot_vs_datasketches, plot_python_update):
+    for plot in (plot_linear_sketches, plot_counter_floors, plot_vs_datasketches, plot_python_update,
+                 plot_user_level_peers):
         print(plot(out))
     return 0
 
