@@ -177,3 +177,19 @@ def test_parameters_are_checked_before_any_input_is_read(capsys, monkeypatch, lo
     code, out, err = run(capsys, "top", log[0] / "events.csv", "--column", "query", *argv)
     assert code == 2 and out == ""
     assert needle in one_error_line(err)
+
+
+def test_int_typing_reads_the_same_language_in_every_chunking(tmp_path):
+    # plain integers take Arrow's cast, the rest the exact path; Arrow's cast alone would read '0x10'
+    items = ["7", "-7", "007", "+7", "0x10", "-", "--1", "1-2", "9223372036854775807", "9223372036854775808",
+             "-9223372036854775808", "-9223372036854775809", "0" * 30 + "42", "1e3", "\u0663"]
+    kept = [7, -7, 7, 7, 2**63 - 1, -(2**63), 42]
+    p = tmp_path / "ints.csv"
+    p.write_text("k,u\n" + "".join(f"{x},{i}\n" for i, x in enumerate(items)))
+    for chunk in (1, 2, 5, 100):
+        src = _input.Source(p, column="k", privacy_id="u", keys="int", ids="int", chunk_size=chunk)
+        pairs = list(src.pairs())
+        assert sorted(int(v) for k, _ in pairs for v in k) == sorted(kept)
+        assert sorted(int(v) for _, i in pairs for v in i) == [0, 1, 2, 3, 8, 10, 12]
+        assert sorted(sum((b.tolist() for b in _input.Source(p, column="k", keys="int", chunk_size=chunk).chunks()),
+                          [])) == sorted(kept)

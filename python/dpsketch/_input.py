@@ -60,6 +60,8 @@ TEXT_BLOCK_BYTES = 1 << 20  # decompressed bytes per read for text input
 _EDGE_WS = np.zeros(256, dtype=bool)
 _EDGE_WS[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
 _EDGE_WS[0x80:] = True
+_DIGIT = np.zeros(256, dtype=bool)
+_DIGIT[ord("0") : ord("9") + 1] = True
 
 
 class UsageError(DPSketchError):
@@ -160,6 +162,9 @@ def _lenient_ints(arr):
     sign, leading zeros) as an int64 numpy array, and None or the mask of those items (the other
     items are dropped)."""
     pa, pc = _pa()
+    plain = _plain_ints(arr)
+    if plain is not None:
+        return plain, None
     ok = pc.match_substring_regex(arr, _LENIENT_INT)
     # Only items of 19 or more characters can be outside int64: check those few exactly.
     long_idx = np.flatnonzero(pc.and_(ok, pc.greater_equal(pc.utf8_length(arr), 19)).to_numpy(zero_copy_only=False))
@@ -175,6 +180,29 @@ def _lenient_ints(arr):
     if not len(arr):
         return np.zeros(0, dtype=np.int64), kept
     return pc.cast(pc.replace_substring_regex(arr, r"^\+", ""), pa.int64()).to_numpy(), kept
+
+
+def _plain_ints(arr):
+    """The int64 values of ``arr`` when every item is -?[0-9]+ within int64 (the common case),
+    else None. The bytes are checked first (digits, and '-' only where an item starts), so Arrow's
+    cast, which also reads forms _LENIENT_INT does not ('0x10'), only sees that language; it
+    refuses a lone '-', an empty item and a value outside int64, which go to the exact path."""
+    pa, pc = _pa()
+    _validity, offsets_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    if data_buf is None or not len(arr):
+        return None
+    data = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]]
+    if not _DIGIT[data].all():
+        minus = np.flatnonzero(data == 45)  # '-'
+        starts = np.zeros(len(data) + 1, dtype=bool)
+        starts[offsets[:-1] - offsets[0]] = True
+        if np.count_nonzero(_DIGIT[data]) + len(minus) != len(data) or not starts[minus].all():
+            return None
+    try:
+        return pc.cast(arr, pa.int64()).to_numpy()
+    except pa.ArrowInvalid:
+        return None
 
 
 def _take(values, mask):
