@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -109,8 +110,8 @@ def top(args) -> int:
     capacity = max(args.k, math.ceil(args.oversample * args.k - 1e-9))
     _check_row_parameters(args)
 
-    src = None
-    stream = None
+    src: Any = None  # the file's Source, or None with --demo
+    stream: Any = None  # the retail stream with --demo
     max_len = args.max_stream_length
     if args.demo:
         import dpsketch.datasets

@@ -137,6 +137,7 @@ class KeyTyper:
         if mode not in ("auto", "int", "str"):
             raise ValueError(f"keys must be 'auto', 'int' or 'str', got {mode!r}")
         self.mode = mode
+        self.chosen: str | None
         if mode != "auto":
             self.chosen, self.how = mode, "forced"
         elif format == "parquet":
