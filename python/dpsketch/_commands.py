@@ -275,17 +275,22 @@ def _feed(src, est, args):
     progress = Progress(_show_progress(args), src.total, src.unit)
     try:
         for batch in src.chunks():
-            if progress.bar is not None and progress.bar.total is None and src.total:
-                progress.bar.total = src.total  # Parquet: the row count is known once opened
             try:
                 est.update_many(batch)
             except (TypeError, ValueError, OverflowError) as exc:
                 raise RunError(f"cannot add the items of {display(src.path)}: {first_line(exc)}") from None
             n += len(batch)
-            progress.update(src.position() if src.total else n)
+            _advance(progress, src, n)
     finally:
         progress.close()
     return n
+
+
+def _advance(progress, src, items):
+    """Move the bar to the bytes or rows read (``items`` read when neither is known)."""
+    if progress.bar is not None and progress.bar.total is None and src.total:
+        progress.bar.total = src.total  # Parquet: the row count is known once opened
+    progress.update(src.position() if src.total else items)
 
 
 def _count_items(src, args):
@@ -361,13 +366,14 @@ def _top_units(args, out) -> int:
     src = _source(args, privacy_id=args.privacy_id, ids="int" if args.int_ids else "auto")
     _warn_seed(args, out)
 
-    key_batches, id_batches = [], []
+    key_batches, id_batches, rows = [], [], 0
     progress = Progress(_show_progress(args), src.total, src.unit)
     try:
         for keys, ids in src.pairs():
             key_batches.append(keys)
             id_batches.append(ids)
-            progress.update(src.position())
+            rows += len(keys)
+            _advance(progress, src, rows)
     finally:
         progress.close()
     keys = _input.column(key_batches, src.keys)
