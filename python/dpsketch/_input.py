@@ -1,6 +1,12 @@
-"""Streaming input for ``dpsketch top``: text lines, CSV/TSV columns and Parquet columns, plain or
-gzip-compressed, read by pyarrow's C++ readers in bounded blocks and handed to ``update_many`` as
-Arrow arrays or int64 numpy arrays -- no Python object per item.
+"""The input of every ``dpsketch`` command: text lines, CSV/TSV columns and Parquet columns, plain or
+gzip-compressed, from a file or stdin, read by pyarrow's C++ readers in bounded blocks. A
+:class:`Source` hands a command
+
+- :meth:`Source.chunks`: key batches for ``update_many`` (``dpsketch top``), as Arrow string arrays
+  or int64 numpy arrays -- no Python object per item;
+- :meth:`Source.pairs`: the key and the privacy id of each row, aligned (``dpsketch top
+  --privacy-id``; CSV and Parquet), and :func:`column` to join their batches for the library;
+- :meth:`Source.values`: the numbers of ``dpsketch quantiles``.
 
 Memory is bounded: text is decompressed by pyarrow in blocks of ``TEXT_BLOCK_BYTES`` and split
 into lines in C++ (``dpsketch._core.split_lines``); CSV rows are parsed by ``pyarrow.csv.open_csv``
@@ -14,11 +20,14 @@ column's type decides (integer column → int keys, except uint64, whose values 
 text). ``keys='int'`` parses a decimal integer with optional sign, surrounding space and leading
 zeros (``+7``, ``007`` and ``7`` are one key) and **drops** an item that is not one or is outside
 the signed 64-bit range: an error there would depend on the data. ``keys='str'`` keeps text.
+Privacy ids (``ids=``) are typed by the same rule: what a unit keeps is decided by a hash of its
+id's value, so the type of one unit's id must not depend on the other rows.
 
-Errors are :class:`InputError` (the input cannot be read as asked: exit status 1) or
-:class:`InputUsageError` (the options do not fit the file, e.g. no such column: exit status 2).
-Their messages name no item, line number, row number or count: every consumer is a private
-release, and a position is a count of the items before it.
+Every error of a command is a :class:`UsageError` (exit status 2) or a :class:`RunError` (exit
+status 1); the reader raises :class:`InputUsageError` (the options do not fit the file, e.g. no
+such column) and :class:`InputError` (the input cannot be read as asked). Their messages name no
+item, line number, row number or count: every consumer is a private release, and a position is a
+count of the items before it.
 """
 
 from __future__ import annotations
@@ -36,7 +45,8 @@ import numpy as np
 from .errors import DPSketchError
 
 __all__ = [
-    "FORMATS", "InputError", "InputUsageError", "Source", "detect_format", "DEFAULT_MAX_LINE_BYTES",
+    "FORMATS", "UsageError", "RunError", "InputError", "InputUsageError", "Source", "column", "detect_format",
+    "DEFAULT_MAX_LINE_BYTES",
 ]
 
 FORMATS = ("text", "csv", "parquet")
@@ -50,14 +60,24 @@ TEXT_BLOCK_BYTES = 1 << 20  # decompressed bytes per read for text input
 _EDGE_WS = np.zeros(256, dtype=bool)
 _EDGE_WS[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
 _EDGE_WS[0x80:] = True
+_DIGIT = np.zeros(256, dtype=bool)
+_DIGIT[ord("0") : ord("9") + 1] = True
 
 
-class InputError(DPSketchError):
-    """The input cannot be read as asked (exit status 1)."""
+class UsageError(DPSketchError):
+    """A bad command line: an option out of range, or options that do not fit together (exit status 2)."""
 
 
-class InputUsageError(DPSketchError):
-    """The options do not fit the input, e.g. a column that does not exist (exit status 2)."""
+class RunError(DPSketchError):
+    """The command could not be carried out: unreadable input, a release the library refuses (exit status 1)."""
+
+
+class InputUsageError(UsageError):
+    """The options do not fit the input, e.g. a column that does not exist."""
+
+
+class InputError(RunError):
+    """The input cannot be read as asked."""
 
 
 def _pa():
@@ -113,29 +133,39 @@ def check_path(path) -> None:
 class KeyTyper:
     """Turns a chunk of (trimmed, non-empty) large_string items into keys; see the module doc."""
 
-    def __init__(self, mode: str, format: str = "text"):
+    def __init__(self, mode: str, format: str = "text", int_option: str = "--int-keys for integer keys"):
         if mode not in ("auto", "int", "str"):
             raise ValueError(f"keys must be 'auto', 'int' or 'str', got {mode!r}")
         self.mode = mode
+        self.chosen: str | None
         if mode != "auto":
             self.chosen, self.how = mode, "forced"
         elif format == "parquet":
             self.chosen, self.how = None, "from the Parquet column type"  # set when the file is opened
         else:
-            self.chosen, self.how = "str", "text input; --int-keys for integer keys"
+            self.chosen, self.how = "str", f"text input; {int_option}"
 
     def describe(self) -> str:
         return "none" if self.chosen is None else f"{self.chosen} ({self.how})"
 
     def convert(self, arr):
         """``arr``: pyarrow large_string array -> itself (text keys) or an int64 numpy array."""
-        return arr if self.chosen == "str" else _lenient_ints(arr)
+        return self.convert_kept(arr)[0]
+
+    def convert_kept(self, arr):
+        """(keys, kept): ``kept`` is None when every item became a key, else a numpy bool mask of
+        the items that did (the others were dropped)."""
+        return (arr, None) if self.chosen == "str" else _lenient_ints(arr)
 
 
 def _lenient_ints(arr):
-    """The items of ``arr`` that are decimal integers in the int64 range (optional sign, leading
-    zeros), as an int64 numpy array; the other items are dropped."""
+    """(values, kept): the items of ``arr`` that are decimal integers in the int64 range (optional
+    sign, leading zeros) as an int64 numpy array, and None or the mask of those items (the other
+    items are dropped)."""
     pa, pc = _pa()
+    plain = _plain_ints(arr)
+    if plain is not None:
+        return plain, None
     ok = pc.match_substring_regex(arr, _LENIENT_INT)
     # Only items of 19 or more characters can be outside int64: check those few exactly.
     long_idx = np.flatnonzero(pc.and_(ok, pc.greater_equal(pc.utf8_length(arr), 19)).to_numpy(zero_copy_only=False))
@@ -144,11 +174,70 @@ def _lenient_ints(arr):
         for i in long_idx.tolist():
             mask[i] = _fits_int64(arr[i].as_py())
         ok = pa.array(mask)
+    kept = None
     if not pc.all(ok).as_py():
+        kept = ok.to_numpy(zero_copy_only=False)
         arr = arr.filter(ok)
     if not len(arr):
-        return np.zeros(0, dtype=np.int64)
-    return pc.cast(pc.replace_substring_regex(arr, r"^\+", ""), pa.int64()).to_numpy()
+        return np.zeros(0, dtype=np.int64), kept
+    return pc.cast(pc.replace_substring_regex(arr, r"^\+", ""), pa.int64()).to_numpy(), kept
+
+
+def _plain_ints(arr):
+    """The int64 values of ``arr`` when every item is -?[0-9]+ within int64 (the common case),
+    else None. The bytes are checked first (digits, and '-' only where an item starts), so Arrow's
+    cast, which also reads forms _LENIENT_INT does not ('0x10'), only sees that language; it
+    refuses a lone '-', an empty item and a value outside int64, which go to the exact path."""
+    pa, pc = _pa()
+    _validity, offsets_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    if data_buf is None or not len(arr):
+        return None
+    data = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]]
+    if not _DIGIT[data].all():
+        minus = np.flatnonzero(data == 45)  # '-'
+        starts = np.zeros(len(data) + 1, dtype=bool)
+        starts[offsets[:-1] - offsets[0]] = True
+        if np.count_nonzero(_DIGIT[data]) + len(minus) != len(data) or not starts[minus].all():
+            return None
+    try:
+        return pc.cast(arr, pa.int64()).to_numpy()
+    except pa.ArrowInvalid:
+        return None
+
+
+def _take(values, mask):
+    """The items of an Arrow array or numpy array where the numpy bool ``mask`` is True."""
+    if isinstance(values, np.ndarray):
+        return values[mask]
+    pa, _ = _pa()
+    return values.filter(pa.array(mask))
+
+
+def _both(a, b):
+    """The rows two masks (None: every row) both keep."""
+    return a if b is None else b if a is None else a & b
+
+
+def _aligned(a, a_kept, b, b_kept):
+    """Two columns converted apart (each dropping its own unreadable items, ``*_kept`` as returned
+    by KeyTyper.convert_kept) reduced to the rows both kept."""
+    if a_kept is None and b_kept is None:
+        return a, b
+    both = _both(a_kept, b_kept)
+    return (_take(a, both if a_kept is None else both[a_kept]),
+            _take(b, both if b_kept is None else both[b_kept]))
+
+
+def column(batches, typer) -> np.ndarray:
+    """One column from the batches of :meth:`Source.pairs`, as the library's privacy-unit functions
+    take it: an int64 array for int keys or ids, else an array of str."""
+    if typer.chosen == "int":
+        return np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
+    pa, _ = _pa()
+    if not batches:
+        return np.zeros(0, dtype=str)
+    return pa.chunked_array(batches, type=pa.large_string()).to_numpy()
 
 
 def _fits_int64(text: str) -> bool:
@@ -247,20 +336,22 @@ class _Chain(io.RawIOBase):
 
 
 class Source:
-    """One input: ``chunks()`` yields key batches for ``update_many``.
+    """One input, read by one of ``chunks()``, ``pairs()`` or ``values()`` (see the module doc).
 
     ``total``/``unit``/``position()`` drive a progress bar (compressed bytes read for text and CSV
     files, rows for Parquet; None for stdin); ``skipped`` counts blank lines / empty values / nulls.
+    ``privacy_id``: the column of privacy ids that ``pairs()`` reads next to ``column``.
     """
 
-    def __init__(self, path=None, *, format=None, column=None, no_header=False, delimiter=None,
-                 encoding="utf-8", keys="auto", chunk_size=1_000_000,
+    def __init__(self, path=None, *, format=None, column=None, privacy_id=None, no_header=False, delimiter=None,
+                 encoding="utf-8", keys="auto", ids="auto", chunk_size=1_000_000,
                  max_line_bytes=DEFAULT_MAX_LINE_BYTES):
         self.path = "-" if path is None else os.fspath(path)
         self.format = format or detect_format(self.path)
         if self.format not in FORMATS:
             raise InputUsageError(f"format must be one of {', '.join(FORMATS)}, got {self.format!r}")
         self.column = column
+        self.privacy_id = privacy_id
         self.no_header = no_header
         self.chunk_size = int(chunk_size)
         self.max_line_bytes = int(max_line_bytes)
@@ -273,15 +364,17 @@ class Source:
         self.utf8 = enc in ("utf-8", "utf-8-sig")
         self.encoding = enc
         self.keys = KeyTyper(keys, self.format)
+        self.ids = KeyTyper(ids, self.format, "--int-ids for integer ids")
         self.skipped = 0
         self.skipped_what = {"text": "blank lines", "csv": "empty values"}.get(self.format, "null values")
         self.total = None
         self.unit = "B"
         self._pos = lambda: None
-        self._raw = False
-        self.col_index = None
         if self.format == "text" and column is not None:
             raise InputUsageError("--column is only for CSV and Parquet input; pass --format csv or --format parquet")
+        if self.format == "text" and privacy_id is not None:
+            raise InputUsageError("--privacy-id needs CSV or Parquet input (a column of privacy ids next to the "
+                                  "item column); text input has one item per line")
         if self.format != "csv" and (delimiter is not None or no_header):
             raise InputUsageError("--delimiter and --no-header are only for CSV input")
         if delimiter is not None and len(delimiter) != 1:
@@ -292,13 +385,11 @@ class Source:
         if delimiter is None:
             delimiter = "\t" if _base_name(self.path).endswith(".tsv") else ","
         self.delimiter = delimiter
-        if no_header and column is not None:
-            try:
-                self.col_index = int(column)
-            except ValueError:
-                raise InputUsageError("with --no-header, --column is a 0-based column index") from None
-            if self.col_index < 0:
-                raise InputUsageError("with --no-header, --column is a 0-based column index")
+        self.col_index = _field_index("--column", column) if no_header and column is not None else None
+        self.id_index = _field_index("--privacy-id", privacy_id) if no_header and privacy_id is not None else None
+        if privacy_id is not None and (privacy_id == column or (self.id_index is not None
+                                                                 and self.id_index == (self.col_index or 0))):
+            raise InputUsageError("--privacy-id must name another column than the items' --column")
         check_path(self.path)
 
     def position(self):
@@ -343,14 +434,40 @@ class Source:
             stream = pa.transcoding_input_stream(stream, self.encoding, "utf-8")
         return stream, owned
 
-    # -- chunk generators ---------------------------------------------------------------------
+    # -- what the commands read ---------------------------------------------------------------
     def chunks(self):
-        """Key batches (pyarrow large_string arrays or int64 numpy arrays); empty items are skipped."""
-        gen = {"text": self._text_chunks, "csv": self._csv_chunks, "parquet": self._parquet_chunks}[self.format]
+        """Key batches (pyarrow large_string arrays or int64 numpy arrays) of at most chunk_size
+        items; empty items are skipped. Read one batch ahead in a thread."""
+        gen = self._parquet_chunks() if self.format == "parquet" else self._keyed(self._items())
+        yield from self._guard(_read_ahead(gen))
+
+    def pairs(self):
+        """(keys, privacy ids) batches aligned row by row (CSV and Parquet, ``privacy_id`` set). A
+        row is dropped when its item or its id is empty or null, or cannot be typed (``keys`` /
+        ``ids`` 'int', as for chunks()). Read one batch ahead in a thread."""
+        if self.privacy_id is None:  # pragma: no cover - the commands only call it with an id column
+            raise InputUsageError("pairs() needs a privacy id column")
+        gen = self._parquet_pairs() if self.format == "parquet" else self._csv_pairs()
+        yield from self._guard(_read_ahead(gen))
+
+    def values(self, *, integer: bool, bits: int):
+        """The numbers of ``dpsketch quantiles``, in batches: float64 arrays (``integer=False``), or
+        uint64 arrays clamped into [0, 2^bits) (``integer=True``). Text and CSV items are parsed one
+        by one (Python's float or int syntax) and an item that is not a number (or NaN) is dropped,
+        so a neighbouring input changes at most one value; a Parquet column must be numeric (in
+        integer mode: of an integer type, decided by the schema) and its nulls and NaNs are dropped."""
+        if self.format == "parquet":
+            gen = self._parquet_numbers(integer, bits)
+        else:
+            gen = (_numbers(part.to_pylist(), integer, bits) for arr in self._items() for part in self._slices(arr))
+        for batch in self._guard(gen):
+            if len(batch):
+                yield batch
+
+    def _guard(self, gen):
+        """``gen``, with the errors of reading and decoding turned into one-line InputErrors."""
         try:
-            yield from _read_ahead(gen())
-        except (InputError, InputUsageError):
-            raise
+            yield from gen
         except UnicodeDecodeError:
             raise InputError(f"{self.where()} is not valid {self.encoding} text; pass --encoding") from None
         except EOFError:
@@ -367,30 +484,45 @@ class Source:
             return f"{self.where()} is not a valid gzip file (corrupt compressed data: {msg})"
         return f"cannot read {self.where()}: {getattr(exc, 'strerror', None) or msg}"
 
-    def _split(self, arr):
-        """Slices of at most chunk_size items, each converted to keys (for text_chunks: raw text)."""
+    def _slices(self, arr):
         for start in range(0, len(arr), self.chunk_size):
-            part = arr.slice(start, self.chunk_size)
-            if self._raw:
-                yield part
-                continue
-            keys = self.keys.convert(part)
+            yield arr.slice(start, self.chunk_size)
+
+    def _keyed(self, items):
+        """Text/CSV items (large_string arrays) as key batches of at most chunk_size items."""
+        for arr in items:
+            for part in self._slices(arr):
+                keys = self.keys.convert(part)
+                if len(keys):
+                    yield keys
+
+    def _items(self):
+        """The stripped, non-empty text items of a text file or a CSV column (large_string arrays)."""
+        if self.format == "text":
+            yield from self._text_lines()
+            return
+        for batch in self._csv_batches():
+            arr, nonempty = _trim(batch.column(0))
+            if nonempty is not None:
+                self.skipped += len(arr) - int(np.count_nonzero(nonempty))
+                arr = _take(arr, nonempty)
+            if len(arr):
+                yield arr
+
+    def _csv_pairs(self):
+        for batch in self._csv_batches():
+            keys, keys_nonempty = _trim(batch.column(0))
+            ids, ids_nonempty = _trim(batch.column(1))
+            if keys_nonempty is not None or ids_nonempty is not None:
+                both = _both(keys_nonempty, ids_nonempty)
+                keys, ids = _take(keys, both), _take(ids, both)
             if len(keys):
-                yield keys
+                keys, ids = _aligned(*self.keys.convert_kept(keys), *self.ids.convert_kept(ids))
+            if len(keys):
+                yield keys, ids
 
-    def text_chunks(self):
-        """large_string arrays of the raw stripped items, for commands that parse the text
-        themselves (dpsketch quantiles); Parquet is not handled here."""
-        self._raw = True
-        gen = self._text_chunks() if self.format == "text" else self._csv_chunks()
-        try:
-            yield from gen
-        except UnicodeDecodeError:
-            raise InputError(f"{self.where()} is not valid {self.encoding} text; pass --encoding") from None
-        except OSError as exc:
-            raise InputError(self._io_message(exc)) from None
-
-    def _text_chunks(self):
+    # -- text ---------------------------------------------------------------------------------
+    def _text_lines(self):
         """Lines, split in C++ (dpsketch._core.split_lines) from decompressed blocks read by pyarrow:
         line ends \\n, \\r\\n or \\r; str.strip() whitespace; blank lines skipped; UTF-8 and the
         line length checked. Memory: one block plus one partial line (at most max_line_bytes)."""
@@ -421,9 +553,8 @@ class Source:
                 offsets, blank = r["offsets"], r["blank"]
                 self.skipped += len(blank)
                 if len(offsets) > 1:
-                    arr = pa.Array.from_buffers(pa.large_string(), len(offsets) - 1,
+                    yield pa.Array.from_buffers(pa.large_string(), len(offsets) - 1,
                                                 [None, pa.py_buffer(offsets), pa.py_buffer(r["data"])])
-                    yield from self._split(arr)
                 carry = block[r["consumed"]:]
                 if eof:
                     return
@@ -437,27 +568,11 @@ class Source:
             f"raise --max-line-length if the input really has such lines"
         )
 
-    def _non_empty(self, arr):
-        """Trim (only when some item has a possibly-blank edge byte), drop empty items, yield key chunks."""
-        pa, pc = _pa()
-        _validity, offsets_buf, data_buf = arr.buffers()
-        offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
-        data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-        nz = offsets[1:] > offsets[:-1]
-        if nz.any():
-            starts, ends = offsets[:-1][nz], offsets[1:][nz]
-            if _EDGE_WS[data[starts]].any() or _EDGE_WS[data[ends - 1]].any():
-                arr = pc.utf8_trim_whitespace(arr)
-                nz = pc.greater(pc.binary_length(arr), 0).to_numpy(zero_copy_only=False)
-        if not nz.all():
-            self.skipped += len(arr) - int(np.count_nonzero(nz))
-            arr = arr.filter(pa.array(nz))
-        if not len(arr):
-            return
-        yield from self._split(arr)
-
-    def _csv_chunks(self):
-        pa, pc = _pa()
+    # -- CSV ----------------------------------------------------------------------------------
+    def _csv_batches(self):
+        """Record batches of the item column (then the privacy id column, when there is one) as
+        unstripped large_string arrays, parsed by pyarrow in blocks of max_line_bytes."""
+        pa, _ = _pa()
         import pyarrow.csv as pcsv
 
         stream, owned = self._open_bytes()
@@ -476,45 +591,50 @@ class Source:
             fields = next(csv.reader([first.decode("utf-8", errors="replace").rstrip("\r\n")],
                                      delimiter=self.delimiter))
             if self.no_header:
-                names = [f"f{i}" for i in range(len(fields))]
-                idx = self.col_index if self.col_index is not None else 0
-                if idx >= len(names):
-                    raise InputUsageError(f"{self.where()} has {len(names)} field(s) per row; --column {idx} "
-                                          f"is field {idx + 1}")
+                picked = [self._field(len(fields), "--column", self.col_index or 0)]
+                if self.privacy_id is not None:
+                    picked.append(self._field(len(fields), "--privacy-id", self.id_index))
                 body = head
             else:
-                names = [h.strip() for h in fields]
-                idx = self._pick_column(names)
+                header = [h.strip() for h in fields]
+                picked = [self._pick_column(header)]
+                if self.privacy_id is not None:
+                    picked.append(self._pick_id_column(header))
                 body = head[len(first):]
-            colname = names[idx]
-            names = [f"f{i}" for i in range(len(names))]  # unique names for Arrow; the pick is by index
+            names = [f"f{i}" for i in range(len(fields))]  # unique names for Arrow; the pick is by index
+            wanted = [names[i] for i in picked]
             try:
                 reader = pcsv.open_csv(
                     pa.PythonFile(_Chain(body, stream), mode="r"),
                     read_options=pcsv.ReadOptions(column_names=names, block_size=max(self.max_line_bytes, 1 << 16),
                                                   use_threads=True),
                     parse_options=pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=False),
-                    convert_options=pcsv.ConvertOptions(include_columns=[names[idx]],
-                                                        column_types={names[idx]: pa.large_string()},
+                    convert_options=pcsv.ConvertOptions(include_columns=wanted,
+                                                        column_types={n: pa.large_string() for n in wanted},
                                                         strings_can_be_null=False, quoted_strings_can_be_null=False),
                 )
             except pa.ArrowInvalid as exc:
                 if "Empty CSV" in str(exc):
                     return  # a header and nothing else
-                raise InputError(self._csv_message(exc, colname)) from None
+                raise InputError(self._csv_message(exc)) from None
             while True:
                 try:
                     batch = reader.read_next_batch()
                 except StopIteration:
                     return
                 except pa.ArrowInvalid as exc:
-                    raise InputError(self._csv_message(exc, colname)) from None
-                yield from self._non_empty(batch.column(0))
+                    raise InputError(self._csv_message(exc)) from None
+                yield batch.select(wanted)
         finally:
             if owned is not None:
                 owned.close()
 
-    def _csv_message(self, exc, colname):
+    def _field(self, count, option, idx):
+        if idx >= count:
+            raise InputUsageError(f"{self.where()} has {count} field(s) per row; {option} {idx} is field {idx + 1}")
+        return idx
+
+    def _csv_message(self, exc):
         """Arrow's CSV errors quote the offending row and its number; keep only what went wrong."""
         msg = first_line(exc)
         if re.search(r"Expected \d+ columns, got \d+", msg):
@@ -528,19 +648,21 @@ class Source:
         return f"malformed CSV in {self.where()} (check --delimiter and quoting)"
 
     def _pick_column(self, header):
+        """The index of the item column among the column names (CSV header or Parquet schema)."""
         if self.column is None:
             if len(header) == 1:
                 return 0
             raise InputUsageError(
-                f"{self.where()} has {len(header)} columns ({', '.join(map(repr, header[:20]))}"
-                f"{', ...' if len(header) > 20 else ''}); pick one with --column NAME"
-            )
+                f"{self.where()} has {len(header)} columns ({_names(header)}); pick one with --column NAME")
         if self.column in header:
             return header.index(self.column)
-        raise InputUsageError(
-            f"no column {self.column!r} in {self.where()}; its columns are "
-            f"{', '.join(map(repr, header[:20]))}{', ...' if len(header) > 20 else ''}"
-        )
+        raise InputUsageError(f"no column {self.column!r} in {self.where()}; its columns are {_names(header)}")
+
+    def _pick_id_column(self, header):
+        if self.privacy_id in header:
+            return header.index(self.privacy_id)
+        raise InputUsageError(f"no column {self.privacy_id!r} (--privacy-id) in {self.where()}; "
+                              f"its columns are {_names(header)}")
 
     # -- Parquet ------------------------------------------------------------------------------
     def parquet_file(self):
@@ -556,68 +678,165 @@ class Source:
     def parquet_rows(self) -> int:
         return self.parquet_file().metadata.num_rows
 
-    def _parquet_chunks(self):
-        pa, pc = _pa()
-        pf = self.parquet_file()
-        schema = pf.schema_arrow
-        names = list(schema.names)
-        if self.column is None:
-            if len(names) != 1:
-                raise InputUsageError(
-                    f"{self.where()} has {len(names)} columns ({', '.join(map(repr, names[:20]))}"
-                    f"{', ...' if len(names) > 20 else ''}); pick one with --column NAME"
-                )
-            column = names[0]
-        elif self.column in names:
-            column = self.column
-        else:
-            raise InputUsageError(
-                f"no column {self.column!r} in {self.where()}; its columns are "
-                f"{', '.join(map(repr, names[:20]))}{', ...' if len(names) > 20 else ''}"
-            )
-        typ = schema.field(column).type
-        if pa.types.is_dictionary(typ):
-            typ = typ.value_type
-        is_int = pa.types.is_integer(typ)
-        is_str = (pa.types.is_string(typ) or pa.types.is_large_string(typ)
-                  or (hasattr(pa.types, "is_string_view") and pa.types.is_string_view(typ)))
-        if not (is_int or is_str):
-            raise InputError(f"column {column!r} has type {typ}; only integer and string columns can be items")
+    def _parquet_read(self, pf, columns):
+        """Record batches of the named columns, chunk_size rows each (dictionaries decoded)."""
+        pa, _ = _pa()
         self.total, self.unit = pf.metadata.num_rows, " rows"
-        is_uint64 = pa.types.is_uint64(typ)
-        mode = self.keys.mode
-        if mode == "auto":
-            # uint64 values may not fit int64 keys: text keeps every one of them
-            mode = "int" if is_int and not is_uint64 else "str"
-            self.keys.chosen = mode
-            if is_uint64:
-                self.keys.how = "from the Parquet column type: uint64 may exceed int64"
         rows = 0
         self._pos = lambda: rows
         try:
-            for batch in pf.iter_batches(batch_size=self.chunk_size, columns=[column]):
-                arr = batch.column(0)
-                rows += len(arr)
-                if pa.types.is_dictionary(arr.type):
-                    arr = arr.dictionary_decode()
-                if arr.null_count:
-                    self.skipped += arr.null_count
-                    arr = pc.drop_null(arr)
-                if not len(arr):
-                    continue
-                if is_str and not pa.types.is_large_string(arr.type):
-                    arr = arr.cast(pa.large_string())
-                if mode == "str" and is_int:
-                    arr = arr.cast(pa.large_string())
-                elif mode == "int" and is_str:
-                    arr = _lenient_ints(pc.utf8_trim_whitespace(arr))
-                elif mode == "int":
-                    if is_uint64:  # --int-keys: values above the int64 range are dropped
-                        arr = arr.filter(pc.less_equal(arr, pa.scalar(_INT64_MAX, pa.uint64())))
-                    arr = np.asarray(arr.cast(pa.int64()).to_numpy())
-                if len(arr):
-                    yield arr
+            for batch in pf.iter_batches(batch_size=self.chunk_size, columns=columns):
+                rows += batch.num_rows
+                yield [arr.dictionary_decode() if pa.types.is_dictionary(arr.type) else arr
+                       for arr in batch.columns]
         except (pa.ArrowException, OSError) as exc:
-            if isinstance(exc, (InputError, InputUsageError)):  # pragma: no cover
-                raise
             raise InputError(f"cannot read {self.where()} as Parquet: {first_line(exc)}") from None
+
+    def _parquet_chunks(self):
+        _, pc = _pa()
+        pf = self.parquet_file()
+        name = pf.schema_arrow.names[self._pick_column(list(pf.schema_arrow.names))]
+        convert = _parquet_typing(pf.schema_arrow, name, self.keys, "items")
+        for (arr,) in self._parquet_read(pf, [name]):
+            if arr.null_count:
+                self.skipped += arr.null_count
+                arr = pc.drop_null(arr)
+            if len(arr):
+                keys, _ = convert(arr)
+                if len(keys):
+                    yield keys
+
+    def _parquet_pairs(self):
+        pa, pc = _pa()
+        pf = self.parquet_file()
+        names = list(pf.schema_arrow.names)
+        key_name, id_name = names[self._pick_column(names)], names[self._pick_id_column(names)]
+        convert_key = _parquet_typing(pf.schema_arrow, key_name, self.keys, "items")
+        convert_id = _parquet_typing(pf.schema_arrow, id_name, self.ids, "privacy ids")
+        for keys, ids in self._parquet_read(pf, [key_name, id_name]):
+            if keys.null_count or ids.null_count:
+                both = pc.and_(keys.is_valid(), ids.is_valid())
+                keys, ids = keys.filter(both), ids.filter(both)
+            if len(keys):
+                keys, ids = _aligned(*convert_key(keys), *convert_id(ids))
+            if len(keys):
+                yield keys, ids
+
+    def _parquet_numbers(self, integer, bits):
+        pa, pc = _pa()
+        pf = self.parquet_file()
+        name = pf.schema_arrow.names[self._pick_column(list(pf.schema_arrow.names))]
+        typ = pf.schema_arrow.field(name).type
+        if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+            raise InputError(f"column {name!r} has type {typ}; quantiles need a numeric column")
+        if integer and pa.types.is_floating(typ):  # the schema's type, not the values, decides
+            raise InputUsageError(f"column {name!r} has type {typ}; --universe-bits without --bounds needs an "
+                                  "integer column (pass --bounds LO,HI for real values)")
+        top = (1 << bits) - 1
+        for (arr,) in self._parquet_read(pf, [name]):
+            arr = pc.drop_null(arr)
+            if not len(arr):
+                continue
+            v = arr.to_numpy(zero_copy_only=False)
+            if integer:  # clamped into [0, 2^bits), like --bounds clamps real values
+                if v.dtype.kind == "i":
+                    v = np.maximum(v, 0)
+                yield np.ascontiguousarray(np.minimum(v.astype(np.uint64), np.uint64(top)))
+            else:
+                v = v.astype(np.float64, copy=False)
+                yield v[~np.isnan(v)]
+
+
+def _field_index(option, text):
+    """With --no-header a column is a 0-based field index."""
+    try:
+        idx = int(text)
+    except ValueError:
+        idx = -1
+    if idx < 0:
+        raise InputUsageError(f"with --no-header, {option} is a 0-based column index")
+    return idx
+
+
+def _names(header) -> str:
+    return f"{', '.join(map(repr, header[:20]))}{', ...' if len(header) > 20 else ''}"
+
+
+def _trim(arr):
+    """(``arr`` with str.strip() whitespace trimmed, None or the numpy mask of its non-empty
+    items). Trimming runs only when some item has a possibly-blank edge byte."""
+    _, pc = _pa()
+    _validity, offsets_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    nonempty = offsets[1:] > offsets[:-1]
+    if nonempty.any():
+        starts, ends = offsets[:-1][nonempty], offsets[1:][nonempty]
+        if _EDGE_WS[data[starts]].any() or _EDGE_WS[data[ends - 1]].any():
+            arr = pc.utf8_trim_whitespace(arr)
+            nonempty = pc.greater(pc.binary_length(arr), 0).to_numpy(zero_copy_only=False)
+    return arr, (None if nonempty.all() else nonempty)
+
+
+def _parquet_typing(schema, name, typer, what):
+    """Check a Parquet column's type, settle ``typer`` on it (auto: the column type decides) and
+    return the converter of its batches (no nulls) to (values, kept) as KeyTyper.convert_kept."""
+    pa, pc = _pa()
+    typ = schema.field(name).type
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    is_int = pa.types.is_integer(typ)
+    is_str = (pa.types.is_string(typ) or pa.types.is_large_string(typ)
+              or (hasattr(pa.types, "is_string_view") and pa.types.is_string_view(typ)))
+    if not (is_int or is_str):
+        raise InputError(f"column {name!r} has type {typ}; only integer and string columns can be {what}")
+    is_uint64 = pa.types.is_uint64(typ)
+    mode = typer.mode
+    if mode == "auto":
+        # uint64 values may not fit int64 keys: text keeps every one of them
+        mode = "int" if is_int and not is_uint64 else "str"
+        typer.chosen = mode
+        if is_uint64:
+            typer.how = "from the Parquet column type: uint64 may exceed int64"
+
+    def convert(arr):
+        if is_str and not pa.types.is_large_string(arr.type):
+            arr = arr.cast(pa.large_string())
+        if mode == "str":
+            return (arr.cast(pa.large_string()) if is_int else arr), None
+        if is_str:
+            return _lenient_ints(pc.utf8_trim_whitespace(arr))
+        kept = None
+        if is_uint64:  # int mode: values above the int64 range are dropped
+            ok = pc.less_equal(arr, pa.scalar(_INT64_MAX, pa.uint64()))
+            if not pc.all(ok).as_py():
+                kept = ok.to_numpy(zero_copy_only=False)
+                arr = arr.filter(ok)
+        return np.asarray(arr.cast(pa.int64()).to_numpy()), kept
+
+    return convert
+
+
+def _numbers(texts, integer, bits):
+    """A chunk of text values as numbers, each mapped on its own (so a neighbouring input changes
+    at most one value): with ``integer``, Python's int syntax clamped into [0, 2^bits); else
+    Python's float syntax (±inf is clamped by the sketch, NaN dropped); anything else is dropped."""
+    if integer:
+        top = (1 << bits) - 1
+        ints = []
+        for s in texts:
+            try:
+                v = int(s)
+            except ValueError:  # not an integer, or more digits than int() accepts
+                continue
+            ints.append(0 if v < 0 else top if v > top else v)
+        return np.array(ints, dtype=np.uint64)
+    reals = []
+    for s in texts:
+        try:
+            v = float(s)
+        except ValueError:
+            continue
+        if v == v:  # NaN has no place in the order
+            reals.append(v)
+    return np.array(reals, dtype=np.float64)

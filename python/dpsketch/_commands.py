@@ -1,0 +1,609 @@
+"""The commands behind :mod:`dpsketch.cli` (which parses the options and wires them here): ``top``,
+``quantiles``, ``experiment``, ``docs`` and ``audit``.
+
+Every command checks each parameter before any input is read, reads through
+:mod:`dpsketch._input`, releases with the library's mechanisms (nothing here draws noise or sets a
+threshold) and prints through one :class:`dpsketch._output.Output`. Errors are
+:class:`~dpsketch._input.UsageError` (exit status 2) or :class:`~dpsketch._input.RunError` (exit
+status 1), one line each, naming no item, line, row or count.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+from . import _input
+from ._input import RunError, UsageError, display, first_line
+from ._output import Column, Output, Progress, label, num
+from .cli import DEFAULT_K, DEMO_DEFAULT_K
+
+__all__ = ["top", "quantiles", "experiment", "docs", "audit"]
+
+# options of the row-level release that the user-level (--privacy-id) release does not take, and
+# those of the user-level release that the row-level one does not take
+_ROW_LEVEL_ONLY = ("demo", "algorithm", "k", "oversample", "max_stream_length", "length_epsilon", "public_length")
+_UNIT_LEVEL_ONLY = ("max_keys_per_unit", "max_rows_per_key", "noise", "top_k", "selection", "int_ids")
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _given(args, name) -> bool:
+    value = getattr(args, name)
+    return value is not None and value is not False
+
+
+def _isatty(f):
+    try:
+        return f.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _source(args, *, keys=None, privacy_id=None, ids="auto"):
+    """The input of a command as a dpsketch._input.Source (checks options and the path, reads nothing)."""
+    return _input.Source(
+        args.file, format=args.format, column=args.column, privacy_id=privacy_id, no_header=args.no_header,
+        delimiter=args.delimiter, encoding=args.encoding, keys=keys or args.keys, ids=ids,
+        chunk_size=args.chunk_size, max_line_bytes=args.max_line_length,
+    )
+
+
+def _show_progress(args):
+    # the bar counts items: shown with a private length only when asked for (--progress)
+    if args.quiet or args.no_progress:
+        return False
+    if not getattr(args, "public_length", False):
+        return args.progress
+    return args.progress or _isatty(sys.stderr)
+
+
+def _warn_seed(args, out):
+    if args.seed is not None:
+        out.warn("--seed makes the noise reproducible: this release is NOT secret (use for experiments only)")
+
+
+# ---------------------------------------------------------------------------------------------
+# dpsketch top
+# ---------------------------------------------------------------------------------------------
+
+
+def _items_release(out, released, top, *, json_obj, threshold):
+    """Print the released (item, noisy value) pairs, cut to the ``top`` largest (post-processing)."""
+    items = released[:top] if top else released
+    if json_obj is not None:
+        json_obj["items"] = [[k, v] for k, v in items]
+    out.release(
+        [Column("rank", "rank", ">", str, int), Column("item", "item", "<", label, lambda k: k),
+         Column("noisy count", "noisy_count", ">", num, num)],
+        [(i, k, v) for i, (k, v) in enumerate(items, 1)],
+        json_obj=json_obj, empty=f"(no item passed the threshold {num(threshold)})",
+    )
+    return items
+
+
+def top(args) -> int:
+    out = Output.for_args(args)
+    if args.privacy_id is not None:
+        return _top_units(args, out)
+    for name in _UNIT_LEVEL_ONLY:
+        if _given(args, name):
+            raise UsageError(f"{_option(name)} applies to the user-level release: give --privacy-id COLUMN")
+    if args.algorithm is None:
+        args.algorithm = "spacesaving"
+    if args.oversample is None:
+        args.oversample = 2.0
+    if args.demo:
+        if args.file is not None:
+            raise UsageError("--demo reads the bundled retail stream; do not also give FILE")
+        for opt in ("format", "column", "delimiter"):
+            if getattr(args, opt) is not None:
+                raise UsageError(f"--{opt} does not apply to --demo")
+    if args.k is None:
+        args.k = DEMO_DEFAULT_K if args.demo else DEFAULT_K
+    capacity = max(args.k, math.ceil(args.oversample * args.k - 1e-9))
+    _check_row_parameters(args)
+
+    src: Any = None  # the file's Source, or None with --demo
+    stream: Any = None  # the retail stream with --demo
+    max_len = args.max_stream_length
+    if args.demo:
+        import dpsketch.datasets
+
+        stream = dpsketch.datasets.retail()
+        if max_len in (None, "auto"):
+            max_len = len(stream)
+    else:
+        if args.file is None and _isatty(sys.stdin):
+            raise UsageError("no input: give FILE, '-' to read stdin, or --demo")
+        src = _source(args)
+    sketch = args.algorithm in ("countmin", "countsketch")
+    # The length is private unless --public-length: nothing exact about it (items read, skipped,
+    # an empty input) may be printed or recorded (docs/cli.md).
+    private_length = not args.public_length
+    if sketch and private_length and max_len == "auto" and not args.demo:
+        raise UsageError(
+            "--max-stream-length auto would use the exact length, which is private by default; "
+            "give a public bound --max-stream-length N fixed before reading (or opt in to --public-length)"
+        )
+    if sketch and max_len is None and src.format == "parquet" and src.path != "-" and not private_length:
+        max_len = "auto"
+    if sketch and max_len is None:
+        raise UsageError(
+            f"--algorithm {args.algorithm} needs --max-stream-length N, a public upper bound on "
+            f"the number of items fixed before reading (or 'auto' to count a file in a first pass)"
+        )
+    if sketch and max_len == "auto" and src.path == "-":
+        raise UsageError("--max-stream-length auto cannot count stdin; give a number")
+    if sketch and max_len != "auto":
+        _checked_estimator(args, capacity, max_len)  # parameter errors before any reading
+    if sketch and max_len == "auto":
+        max_len = _count_items(src, args)
+        out.note(f"max stream length {max_len:,} (counted in a first pass; the length is treated as public)")
+        if max_len == 0:
+            raise RunError(f"{display(src.path)} has no items")
+
+    _warn_seed(args, out)
+    est = _checked_estimator(args, capacity, max_len)
+
+    n = 0
+    if args.demo:
+        progress = Progress(_show_progress(args), len(stream), " items")
+        try:
+            for i in range(0, len(stream), args.chunk_size):
+                chunk = stream[i : i + args.chunk_size]
+                est.update_many(chunk)
+                n += len(chunk)
+                progress.update(n)
+        finally:
+            progress.close()
+        keys_desc = "int (retail item ids)"
+        source_desc = f"bundled retail stream ({len(stream):,} items)"
+    else:
+        n = _feed(src, est, args)
+        keys_desc = src.keys.describe()
+        source_desc = display(src.path)
+        if n == 0 and not private_length:  # with a private length an empty input releases as usual
+            what = f" ({src.skipped:,} {src.skipped_what} skipped)" if src.skipped else ""
+            raise RunError(f"{source_desc} has no items{what}")
+        if src.skipped and not private_length:
+            out.note(f"skipped {src.skipped:,} {src.skipped_what}")
+
+    try:
+        rel = _row_release(args, est)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise RunError(f"release failed: {first_line(exc)}") from None
+
+    released = [(k, v) for k, v in rel.items]
+    _row_header(args, out, rel, capacity, keys_desc, source_desc, len(released))
+    out.spent(args.budget)
+    if not released:
+        out.note(f"hint: nothing reached the threshold; a larger --k (now {args.k}) lowers it to "
+                 f"frequency >= n/k, a larger --epsilon lowers the noise margin")
+    _note_cut(out, args.top, len(released))
+    evaluation = _evaluate(stream, released, args.k) if args.demo else None
+
+    obj = None
+    if out.fmt == "json":
+        obj = rel.to_dict()
+        obj["cli"] = {
+            "algorithm": args.algorithm, "k": args.k, "capacity": capacity, "source": source_desc,
+            "keys": keys_desc, "top": args.top, "released": len(released),
+        }
+        if private_length:
+            obj["cli"]["exact_counts_withheld"] = True  # items read / skipped would reveal n
+        else:
+            obj["cli"].update(items_read=n, skipped=0 if src is None else src.skipped)
+        if evaluation is not None:
+            obj["evaluation"] = evaluation
+    _items_release(out, released, args.top, json_obj=obj, threshold=rel.threshold)
+    if evaluation is not None and out.fmt != "json":
+        ev = evaluation
+        print(
+            f"recall    {ev['recall']:.3f}  ({ev['correct']}/{ev['true_heavy_hitters']} items with "
+            f"f(x) >= n/k = {ev['threshold_n_over_k']:.2f} released)\n"
+            f"precision {ev['precision']:.3f}  ({ev['correct']}/{ev['released']} released items have "
+            f"f(x) >= n/k)\n"
+            f"(exact counts, for evaluation only: not differentially private)",
+            file=sys.stderr if out.fmt == "csv" else sys.stdout,
+        )
+    return 0
+
+
+def _note_cut(out, top_n, released):
+    if top_n and top_n < released:
+        out.note(f"showing the top {top_n} of {released} released items (--top 0 shows all)")
+
+
+def _check_row_parameters(args):
+    """Everything about the row-level release that can be checked without the data."""
+    from .release import calibrate
+
+    if args.public_length and args.length_epsilon is not None:
+        raise UsageError("--length-epsilon prices a private length; it cannot be combined with --public-length")
+    try:
+        calibrate(args.epsilon, args.delta, "bounds", public_length=args.public_length,
+                  length_epsilon=args.length_epsilon)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(first_line(exc)) from None
+
+
+def _length_options(args):
+    return {"public_length": args.public_length, "length_epsilon": args.length_epsilon}
+
+
+def _make_estimator(args, capacity, max_len):
+    import dpsketch
+
+    if args.algorithm == "spacesaving":
+        return dpsketch.SpaceSaving(capacity)
+    if args.algorithm == "misragries":
+        return dpsketch.MisraGries(capacity)
+    return dpsketch.SketchHeavyHitters(
+        sketch=args.algorithm, k=args.k, capacity=capacity, epsilon=args.epsilon, delta=args.delta,
+        max_stream_length=max_len, seed=args.seed, **_length_options(args),
+    )
+
+
+def _checked_estimator(args, capacity, max_len):
+    try:
+        return _make_estimator(args, capacity, max_len)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise UsageError(first_line(exc)) from None
+
+
+def _row_release(args, est):
+    from .budget import Budget
+
+    # The run's budget is what was asked for; the release (its length share included) is charged
+    # to it and the accountant's total is what the 'spent:' line prints.
+    args.budget = Budget(args.epsilon, args.delta)
+    if args.algorithm in ("spacesaving", "misragries"):
+        return est.release(epsilon=args.epsilon, delta=args.delta, k=args.k, seed=args.seed, budget=args.budget,
+                           **_length_options(args))
+    return est.release(budget=args.budget)  # sketch noise was drawn at construction (seeded there)
+
+
+def _feed(src, est, args):
+    n = 0
+    progress = Progress(_show_progress(args), src.total, src.unit)
+    try:
+        for batch in src.chunks():
+            try:
+                est.update_many(batch)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise RunError(f"cannot add the items of {display(src.path)}: {first_line(exc)}") from None
+            n += len(batch)
+            _advance(progress, src, n)
+    finally:
+        progress.close()
+    return n
+
+
+def _advance(progress, src, items):
+    """Move the bar to the bytes or rows read (``items`` read when neither is known)."""
+    if progress.bar is not None and progress.bar.total is None and src.total:
+        progress.bar.total = src.total  # Parquet: the row count is known once opened
+    progress.update(src.position() if src.total else items)
+
+
+def _count_items(src, args):
+    """First pass for --max-stream-length auto: Parquet row count, else count the items."""
+    if src.format == "parquet":
+        return src.parquet_rows()
+    return sum(len(batch) for batch in _source(args, keys="str").chunks())
+
+
+def _evaluate(stream, items, k):
+    """Recall and precision of the released keys against {x : f(x) >= n/k} (exact, non-private)."""
+    n = len(stream)
+    keys, counts = np.unique(stream, return_counts=True)
+    truth = set(keys[counts * k >= n].tolist())  # f(x) >= n/k, exactly in integers
+    released = {k_ for k_, _ in items}
+    hit = len(truth & released)
+    return {
+        "true_heavy_hitters": len(truth),
+        "released": len(released),
+        "correct": hit,
+        "recall": hit / len(truth) if truth else 1.0,
+        "precision": hit / len(released) if released else 1.0,
+        "threshold_n_over_k": n / k,
+        "note": "evaluated against the exact counts: not differentially private",
+    }
+
+
+def _row_header(args, out, rel, capacity, keys_desc, source_desc, released):
+    unit = {"spacesaving": "counters", "misragries": "counters"}.get(args.algorithm, "candidates")
+    parts = [f"epsilon={num(rel.epsilon)}", f"delta={num(rel.delta)}"]
+    if getattr(rel, "rho", None) is not None:
+        parts.append(f"rho={num(rel.rho)}")
+    parts.append(f"threshold={num(rel.threshold)}")
+    meta = getattr(rel, "metadata", None) or {}
+    if meta.get("assumes_public_length"):
+        parts += [f"n={num(rel.n)}", "(n treated as public; neighbours: replace one item)"]
+    elif rel.n is not None:
+        parts.append(f"noisy n={num(rel.n)}")
+    out.note(f"{rel.mechanism} via {args.algorithm} ({capacity} {unit}; target frequency >= n/k, "
+             f"k={args.k}) on {source_desc}; keys: {keys_desc}")
+    out.note(f"{' '.join(parts)} -> {released} item(s) released")
+
+
+# -- the user-level release (--privacy-id) ----------------------------------------------------------
+
+
+def _top_units(args, out) -> int:
+    """``top --privacy-id``: the exact route of dpsketch.unit_heavy_hitters (docs/privacy.md §Privacy
+    unit) on the item and id columns. Neighbours add or remove all rows of one privacy id; nothing
+    about rows, units or lengths is printed (the route publishes no length)."""
+    from .budget import Budget
+    from .privacy_unit import unit_heavy_hitters, unit_release_cost
+
+    for name in _ROW_LEVEL_ONLY:
+        if _given(args, name):
+            raise UsageError(f"{_option(name)} does not apply with --privacy-id (the user-level release's "
+                             f"threshold follows from --epsilon, --delta, --max-keys-per-unit and --max-rows-per-key)")
+    if args.max_keys_per_unit is None:
+        raise UsageError("--privacy-id needs --max-keys-per-unit M: how many distinct items one privacy id "
+                         "may contribute (the rest of its items are dropped)")
+    if (args.top_k is None) != (args.selection is None):
+        raise UsageError("--top-k N and --selection gumbel go together: the Gumbel selection releases the "
+                         "N passing items it ranks first")
+    m, c = args.max_keys_per_unit, args.max_rows_per_key or 1
+    noise = args.noise or "gaussian"
+    try:  # every parameter of the route, before any input is read
+        unit_release_cost(epsilon=args.epsilon, delta=args.delta, max_keys_per_unit=m, max_rows_per_key=c,
+                          noise=noise)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(first_line(exc)) from None
+    if args.file is None and _isatty(sys.stdin):
+        raise UsageError("no input: give FILE, or '-' to read stdin")
+    src = _source(args, privacy_id=args.privacy_id, ids="int" if args.int_ids else "auto")
+    _warn_seed(args, out)
+
+    key_batches, id_batches, rows = [], [], 0
+    progress = Progress(_show_progress(args), src.total, src.unit)
+    try:
+        for keys, ids in src.pairs():
+            key_batches.append(keys)
+            id_batches.append(ids)
+            rows += len(keys)
+            _advance(progress, src, rows)
+    finally:
+        progress.close()
+    keys = _input.column(key_batches, src.keys)
+    del key_batches
+    ids = _input.column(id_batches, src.ids)
+    del id_batches
+
+    budget = Budget(args.epsilon, args.delta)
+    try:
+        rel = unit_heavy_hitters(keys, ids, epsilon=args.epsilon, delta=args.delta, max_keys_per_unit=m,
+                                 max_rows_per_key=c, noise=noise, selection=args.selection, k=args.top_k,
+                                 seed=args.seed, budget=budget)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise RunError(f"release failed: {first_line(exc)}") from None
+    del keys, ids
+
+    released = [(k, v) for k, v in rel.items]
+    source_desc, keys_desc, ids_desc = display(src.path), src.keys.describe(), src.ids.describe()
+    meta = rel.metadata
+    parts = [f"epsilon={num(rel.epsilon)}", f"delta={num(rel.delta)}"]
+    if rel.rho is not None:
+        parts.append(f"rho={num(rel.rho)}")
+    parts.append(f"threshold={num(rel.threshold)}")
+    selection = (f"; Gumbel selection of the top {args.top_k}" if args.selection else "")
+    out.note(f"{rel.mechanism} ({meta['route']} route) on {source_desc}; keys: {keys_desc}")
+    out.note(f"privacy unit: {meta['privacy_unit']} = column {args.privacy_id!r} (ids: {ids_desc}); neighbours: "
+             f"{meta['neighbours']} (all rows of one id); bounds per unit: m={meta['max_keys_per_unit']} keys "
+             f"(max_keys_per_unit), c={meta['max_rows_per_key']} rows per key (max_rows_per_key){selection}")
+    out.note(f"{' '.join(parts)} for one privacy unit -> {len(released)} item(s) released")
+    out.spent(budget)
+    if not released:
+        out.note("hint: nothing reached the threshold; a larger --epsilon or a smaller --max-keys-per-unit "
+                 "lowers it")
+    _note_cut(out, args.top, len(released))
+    obj = None
+    if out.fmt == "json":
+        obj = rel.to_dict()
+        obj["cli"] = {"source": source_desc, "keys": keys_desc, "privacy_id_column": args.privacy_id,
+                      "privacy_ids": ids_desc, "top": args.top, "released": len(released),
+                      "exact_counts_withheld": True}
+    _items_release(out, released, args.top, json_obj=obj, threshold=rel.threshold)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# dpsketch quantiles
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_bounds(text: str):
+    """'LO,HI' -> (lo, hi) with finite lo < hi, or UsageError saying what to pass."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise UsageError(f"--bounds must be LO,HI (two numbers), got {text!r}")
+    try:
+        lo, hi = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise UsageError(f"--bounds must be two numbers LO,HI, got {text!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise UsageError(f"--bounds must be finite with LO < HI, got {text!r}")
+    return lo, hi
+
+
+def parse_qs(text: str) -> list[float]:
+    """'0.5,0.9,0.99' -> quantile levels in [0, 1], or UsageError."""
+    levels = []
+    for part in text.split(","):
+        try:
+            q = float(part)
+        except ValueError:
+            raise UsageError(f"--q must be comma-separated numbers in [0, 1], got {text!r}") from None
+        if not (math.isfinite(q) and 0 <= q <= 1):
+            raise UsageError(f"--q values must be in [0, 1], got {part!r}")
+        levels.append(q)
+    if not levels:  # pragma: no cover - str.split always gives one part
+        raise UsageError("--q needs at least one quantile level")
+    return levels
+
+
+def _quantile_sketch(args):
+    """Validate every parameter and build the private sketch (noise drawn now, before any input),
+    charged to the run's budget as the mechanism uses it (ρ or ε rounded down to a multiple of
+    2^-32). Returns (sketch, budget, qs, bounds, universe bits)."""
+    from .budget import Budget
+    from .calibration import used_value
+    from .dyadic import PrivateDyadicCountSketch
+
+    if (args.rho is None) == (args.epsilon is None):
+        raise UsageError("give exactly one of --rho R (zCDP, Gaussian noise) or --epsilon E (pure DP, Laplace noise)")
+    bounds = parse_bounds(args.bounds) if args.bounds is not None else None
+    if bounds is None and args.universe_bits is None:
+        raise UsageError("give --bounds LO,HI (real values, clamped into the range) or --universe-bits L "
+                         "(integers in [0, 2^L))")
+    bits = args.universe_bits if args.universe_bits is not None else 32
+    if bounds is not None and bits > 52:
+        raise UsageError("with --bounds, --universe-bits must be at most 52 (float64 resolution)")
+    qs = parse_qs(args.q)
+    # the run's accountant: its cap is what was asked for (--rho as a zCDP cap, --epsilon pure)
+    budget = Budget(rho=args.rho) if args.rho is not None else Budget(args.epsilon)
+    spend = {"rho": used_value(args.rho)} if args.rho is not None else {"epsilon": used_value(args.epsilon)}
+    try:
+        with budget.charging("PrivateDyadicCountSketch", **spend):
+            sketch = PrivateDyadicCountSketch(
+                bits, gamma=args.gamma, bounds=bounds, rho=args.rho, epsilon=args.epsilon,
+                noise_allocation=args.noise_allocation, seed=args.seed,
+            )
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise UsageError(first_line(exc)) from None
+    return sketch, budget, qs, bounds, bits
+
+
+def quantiles(args) -> int:
+    """One PrivateDyadicCountSketch (docs/algorithms.md §6) built, with noise, before any input is
+    read and charged to the run's budget first; values fed in batches; quantiles read off the noisy
+    hierarchy once. The whole output is a private release, so nothing about the input fails the run
+    or is counted in it (see Source.values); an input with no values is released like any other."""
+    out = Output.for_args(args)
+    sketch, budget, qs, bounds, bits = _quantile_sketch(args)
+    if args.file is None and _isatty(sys.stdin):
+        raise UsageError("no input: give FILE, or '-' to read stdin")
+    src = _source(args, keys="str")
+    _warn_seed(args, out)
+    try:
+        for values in src.values(integer=bounds is None, bits=bits):
+            sketch.update_many(values)
+    except (ValueError, TypeError, OverflowError) as exc:  # pragma: no cover - the values are checked above
+        raise RunError(first_line(exc)) from None
+
+    released = sketch.release().sketch
+    levels = released.quantiles(qs)
+    meta = released.privacy(delta=getattr(args, "delta", None))
+    res = released.resolution
+    if meta["noise"] == "discrete_gaussian":
+        priv = f"rho={meta['rho_used']:g} (zCDP, discrete Gaussian, {meta['noise_allocation']} allocation)"
+    else:
+        priv = f"epsilon={meta['epsilon_used']:g} (pure DP, discrete Laplace, {meta['noise_allocation']} allocation)"
+    rng = (f"values clamped to [{bounds[0]:g}, {bounds[1]:g}]" if bounds
+           else f"integers in [0, 2^{meta['universe_bits']})")
+    out.note(f"PrivateDyadicCountSketch on {display(src.path)}: {rng}; universe 2^{meta['universe_bits']}, "
+             f"width {meta['width']}, depth {meta['depth']}, exact levels 1..{meta['exact_levels']}")
+    out.note(f"{priv}; resolution {res:.6g}; quantile targets use the noisy total "
+             f"{released._total():.0f} (n is not published)")
+    if meta.get("reproducible_not_secret"):
+        out.note("seeded: reproducible_not_secret=True")
+    out.spent(budget)
+    rows = [(q, float(v) if bounds is not None else int(v)) for q, v in zip(qs, levels)]
+    obj = {"mechanism": meta["mechanism"], "quantiles": [{"q": q, "value": v} for q, v in rows],
+           "resolution": res, "bounds": list(bounds) if bounds else None, "universe_bits": bits,
+           "noisy_total": released._total(), "privacy": meta}
+    real = bounds is not None
+    out.release(
+        [Column("q", "q", ">", lambda q: f"{q:g}", lambda q: f"{q:g}"),
+         Column("value", "value", "<", (lambda v: f"{v:.10g}") if real else str, repr if real else str)],
+        rows, json_obj=obj,
+    )
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# dpsketch experiment / docs / audit
+# ---------------------------------------------------------------------------------------------
+
+
+def experiment(args) -> int:
+    try:
+        from . import experiments
+    except ImportError as exc:
+        if getattr(exc, "name", None) == f"{__package__}.experiments":
+            raise RunError("the experiments module (dpsketch.experiments) is not available") from None
+        raise RunError(f"cannot load dpsketch.experiments: {first_line(exc)}") from None
+    names = getattr(experiments, "EXPERIMENTS", None) or getattr(experiments, "NAMES", None)
+    if names is not None and args.name not in names:
+        raise UsageError(f"unknown experiment {args.name!r}; choose from {', '.join(sorted(names))}")
+    run = getattr(experiments, "run", None)
+    if run is None:
+        raise RunError("the experiments module (dpsketch.experiments) is not available")
+    # pass only what was given, so the experiment's own defaults apply to the rest
+    kwargs = {"quick": args.quick}
+    for opt in ("out", "repeats", "seed", "data"):
+        if getattr(args, opt) is not None:
+            kwargs[opt] = getattr(args, opt)
+    try:
+        import inspect
+
+        if "progress" in inspect.signature(run).parameters:
+            kwargs["progress"] = _isatty(sys.stderr)
+    except (TypeError, ValueError):
+        pass
+    try:
+        result = run(args.name, **kwargs)
+    except (FileNotFoundError, ValueError) as exc:
+        raise RunError(first_line(exc)) from None
+    if isinstance(result, (str, os.PathLike)):
+        print(os.fspath(result))
+    return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+def docs(args) -> int:
+    from . import _docs
+
+    where = _docs.docs_dir()
+    if where is None:
+        raise RunError("the documentation is not installed with this copy of dpsketch (see docs/ in the source)")
+    if args.topic is None:
+        if args.path:
+            print(where)
+            return 0
+        print(f"dpsketch documentation in {where}:")
+        for name, title in _docs.topics().items():
+            print(f"  {name:<12} {title}")
+        print("print a page with 'dpsketch docs TOPIC'")
+        return 0
+    try:
+        page = _docs.doc_path(args.topic)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.path:
+        print(page)
+    else:
+        sys.stdout.write(page.read_text(encoding="utf-8"))
+    return 0
+
+
+def audit(args) -> int:
+    from . import audit as audit_module
+
+    try:
+        return audit_module.run_command(
+            args.mechanisms, epsilon=args.epsilon, delta=args.delta, label_delta=args.label_delta,
+            trials=args.trials, quick=args.quick, confidence=args.confidence, seed=args.seed,
+            as_json=args.json, quiet=args.quiet, out=sys.stdout, err=sys.stderr, miscalibrated=args.miscalibrated)
+    except ValueError as exc:
+        raise UsageError(first_line(exc)) from None
