@@ -125,7 +125,9 @@ def test_every_real_mechanism_passes_a_small_audit():
         assert r.epsilon_hat is None or r.epsilon_hat <= r.epsilon
         assert r.mu_hat is None or r.mu_hat <= r.mu
     labels = [r for r in results if r.label_rate is not None]
-    assert len(labels) == 3 and all(0 < r.label_rate_upper < r.delta for r in labels)  # DPSS, PMG, lookup
+    assert len(labels) == 5  # DPSS, PMG, lookup, and the unit-level route with each noise
+    # below δ where the proof's bound is loose; the unit labels' δ_τ is the exact release probability
+    assert all(0 < r.label_rate_upper < r.delta for r in labels if not r.mechanism.startswith("unit."))
     assert all(r.mu is not None for r in results if "gaussian" in r.mechanism)
     # the +1 pairs on pure-DP noise see most of ε even at 3,000 trials (the audit has power)
     tight = [r for r in results if r.mechanism in ("DPSS", "PrivateCountMin-laplace") and r.case.startswith("+1")
@@ -149,6 +151,60 @@ def test_quick_miscalibrated_audit_catches_one_mechanism_of_each_family(capsys):
     assert d["miscalibrated"] is True and d["uncaught"] == []
     assert {r["mechanism"] for r in d["results"]} == set(_ONE_PER_FAMILY)
     assert all(r["noise_factor"] == 0.5 for r in d["results"])
+
+
+# -- the privacy unit: one person's rows (docs/privacy.md §Privacy unit) ----------------------------
+
+_UNIT = ["unit.exact[discrete_gaussian]", "unit.exact[discrete_laplace]", "unit.exact[discrete_gaussian+gumbel]",
+         "unit.bounded_memory[DPSS]"]
+
+
+def test_unit_pairs_pass_with_real_noise_and_see_most_of_the_claim():
+    results = A.audit(_UNIT, trials=10_000, seed=5)
+    assert {r.mechanism for r in results} == set(_UNIT) and len(results) == 6
+    assert all(r.verdict == "pass" and r.noise_factor == 1.0 for r in results), results
+    by = {(r.mechanism, r.label_rate is not None): r for r in results}
+    # pure-DP noise on m keys moved by c each: the all-keys-up event sees most of ε
+    assert by["unit.exact[discrete_laplace]", False].epsilon_hat > 0.5
+    assert by["unit.bounded_memory[DPSS]", False].epsilon_hat > 0.5
+    g = by["unit.exact[discrete_gaussian]", False]  # μ = c·√m/σ
+    assert g.mu == pytest.approx(g.notes["mu_sqrt_2rho"], rel=1e-3) and g.mu_hat is not None and g.mu_hat <= g.mu
+    # δ_τ = 1 − (1 − P[noise > τ − c])^m is the exact probability that one of the removed unit's
+    # m keys is released (the tail bound is tight): the confidence interval of the rate covers it
+    for noise in ("gaussian", "laplace"):
+        lab = by[f"unit.exact[discrete_{noise}]", True]
+        assert lab.label_rate_lower <= lab.delta <= lab.label_rate_upper, lab
+        assert lab.delta < 0.2 and lab.notes["label_delta"] == 0.2
+
+
+def test_quick_miscalibrated_audit_catches_every_unit_mechanism(capsys):
+    code = main(["audit", *_UNIT, "--quick", "--miscalibrated", "--seed", "11", "-q", "--json"])
+    out, _ = capsys.readouterr()
+    d = json.loads(out)
+    assert code == 0 and d["uncaught"] == [], d["uncaught"]
+    assert {r["mechanism"] for r in d["results"]} == set(_UNIT)
+
+
+def _break_plan(monkeypatch, breakage):
+    import dpsketch.privacy_unit as U
+
+    real = U._exact_plan
+    monkeypatch.setattr(U, "_exact_plan", lambda *a, **k: breakage(real, *a, **k))
+
+
+def test_unit_label_pair_fails_a_threshold_that_forgets_the_units_count(monkeypatch):
+    # τ = t instead of t + c: as if a key held by the removed unit alone had count 0, not c
+    _break_plan(monkeypatch, lambda real, *a, **k: {**(p := real(*a, **k)), "threshold": p["threshold"] - a[3]})
+    res = [r for r in A.audit(["unit.exact[discrete_gaussian]"], trials=10_000, seed=3) if r.label_rate is not None]
+    assert res and res[0].verdict == "FAIL"
+
+
+def test_unit_values_pair_fails_noise_calibrated_for_one_key(monkeypatch):
+    # ℓ2 = c instead of c·√m: σ and the claimed ρ as if the unit moved one key. The μ-test bound
+    # stays √(2ρ) of the claim (plus the discrete Gaussian's small excess), not the move seen.
+    _break_plan(monkeypatch, lambda real, eps, delta, m, c, *a, **k: real(eps, delta, 1, c, *a, **k))
+    res = [r for r in A.audit(["unit.exact[discrete_gaussian]"], trials=30_000, seed=3) if r.label_rate is None]
+    assert res and res[0].verdict == "FAIL" and res[0].mu_hat > res[0].mu
 
 
 def test_cli_audit(capsys, monkeypatch):

@@ -397,13 +397,15 @@ def _cells_result(ctx, sample_cells, diff, base, kind, sigma2, claim):
         cx, cxp = sample_cells(m)
         return (cx - base) @ weight, (cxp - base) @ weight
 
-
-    # μ-test bound: √(2ρ), or the exact event-μ of the discrete Gaussian at the claimed σ if larger
+    # μ-test bound: √(2ρ) plus the discrete Gaussian's excess over its continuous μ at this pair's
+    # move (its exact event-μ at the claimed σ when the pair attains the claimed sensitivity). A move
+    # beyond what ρ covers (a sensitivity the claim misses) adds only that excess, not itself.
     groups: dict = {}
     for s2, a in zip(sigma2, np.abs(diff)):
         groups[(float(s2), float(a))] = groups.get((float(s2), float(a)), 0) + 1
     mu_cont = math.sqrt(2 * claim)
-    mu_disc = discrete_gaussian_mu([(k, s2, a) for (s2, a), k in groups.items()])
+    mu_seen = math.sqrt(float(np.sum(diff**2 / sigma2)))
+    mu_disc = discrete_gaussian_mu([(k, s2, a) for (s2, a), k in groups.items()]) - mu_seen + mu_cont
     res = ctx.samplers(sample, epsilon=zcdp_epsilon(claim, ctx.delta), delta=ctx.delta, mu=max(mu_cont, mu_disc))
     res.notes.update(mu_sqrt_2rho=mu_cont, mu_discrete_gaussian=mu_disc)
     return res
@@ -727,3 +729,8 @@ def _wrapper_countsketch(ctx):
     res = ctx.samplers(sample, epsilon=eps, delta=0.0, trials=_wrapper_trials(ctx, 10))
     res.notes.update(depth=depth, width=1, copies=1, envelope_delta=WRAPPER_DELTA)
     return res
+
+
+# One person as the privacy unit (docs/privacy.md §Privacy unit): its pairs register from their own
+# module into the same registry.
+from . import _unit_pairs  # noqa: E402,F401
