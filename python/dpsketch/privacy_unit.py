@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -174,13 +173,9 @@ def bound_contributions(keys, privacy_id, *, max_keys_per_unit: int, max_rows_pe
 
 # -- the exact route ------------------------------------------------------------------------------
 
-def _exact_plan(epsilon, delta, m, c, noise, selection, k, noise_factor=1):
+def _exact_plan(epsilon, delta, m, c, noise, selection, k):
     """The noise and threshold of the exact route (docs/privacy.md §Privacy unit): every number
-    comes from calibration.py / the C++ core, and what is spent where is recorded.
-
-    ``noise_factor`` exists for the audit's miscalibrated copies (docs/audit.md): it multiplies
-    every noise scale after calibration (σ, the Laplace scale, the Gumbel scale), τ is then computed
-    for the noise actually drawn, and the plan's ε and δ are those of that noise. Releases use 1."""
+    comes from calibration.py / the C++ core, and what is spent where is recorded."""
     eps, dlt = check_privacy_params(epsilon, delta)
     if noise not in ("gaussian", "laplace"):
         raise ParameterError(f"noise must be 'gaussian' or 'laplace', got {noise!r}")
@@ -188,9 +183,6 @@ def _exact_plan(epsilon, delta, m, c, noise, selection, k, noise_factor=1):
         raise ParameterError(f"selection must be None or 'gumbel', got {selection!r}")
     if (selection is None) != (k is None):
         raise ParameterError("selection='gumbel' needs k= (how many ranked keys), and k= needs selection='gumbel'")
-    f = Fraction(noise_factor)
-    if not f > 0:
-        raise ParameterError(f"noise_factor must be > 0, got {noise_factor!r}")
     eps_sel = eps / 2 if selection else 0.0  # half of ε ranks, half counts and thresholds
     eps_cnt = eps - eps_sel
     plan: dict[str, Any] = {"noise": "discrete_gaussian" if noise == "gaussian" else "discrete_laplace"}
@@ -199,8 +191,6 @@ def _exact_plan(epsilon, delta, m, c, noise, selection, k, noise_factor=1):
         l2sq = c * c * m  # ℓ2 = c·√m
         rho = zcdp_rho_for(eps_cnt, d_noise)
         num, den = _core.release.gaussian_sigma2(l2sq, rho)
-        if f != 1:
-            num, den = _scaled(num, den, f * f)  # σ·f
         rho_used = l2sq * den / (2 * num)
         sigma2 = num / den
         tail = lambda t: dgauss_tail_gt(sigma2, t)  # noqa: E731
@@ -211,8 +201,6 @@ def _exact_plan(epsilon, delta, m, c, noise, selection, k, noise_factor=1):
         d_noise, d_tau = 0.0, dlt
         l1 = m * c
         num, den = _core.release.laplace_scale(l1, eps_cnt)
-        if f != 1:
-            num, den = _scaled(num, den, f)
         e1 = den / num  # DLap(num/den): P(Z > t) = e^{-t den/num}/(1 + e^{den/num}) (§1)
         tail = lambda t: math.exp(-e1 * t) / (1 + math.exp(e1))  # noqa: E731
         eps_noise = l1 * den / num
@@ -238,16 +226,9 @@ def _exact_plan(epsilon, delta, m, c, noise, selection, k, noise_factor=1):
                 epsilon=eps_noise, delta=plan["delta_noise"] + d_tau_used, noise_param=[num, den])
     if selection:
         eps_sel_used = float(used_value(eps_sel))
-        gumbel_scale = c * k / eps_sel_used * float(f)
-        eps_sel_drawn = eps_sel_used if f == 1 else c * k / gumbel_scale
-        plan.update(epsilon_selection=eps_sel_drawn, epsilon=eps_noise + eps_sel_drawn, gumbel_scale=gumbel_scale, k=k)
+        plan.update(epsilon_selection=eps_sel_used, epsilon=eps_noise + eps_sel_used,
+                    gumbel_scale=c * k / eps_sel_used, k=k)
     return plan
-
-
-def _scaled(num: int, den: int, factor: Fraction) -> tuple[int, int]:
-    """The rational num/den times ``factor``, in lowest terms."""
-    v = Fraction(num, den) * factor
-    return v.numerator, v.denominator
 
 
 def unit_release_cost(*, epsilon: float, delta: float, max_keys_per_unit: int, max_rows_per_key: int = 1,
@@ -304,9 +285,10 @@ def release_bounded_counts(bounded: BoundedContributions, *, epsilon: float, del
 
 
 def _draw_release(bounded: BoundedContributions, plan: dict, rng) -> list[tuple]:
-    """The random part of the exact route, from a plan of :func:`_exact_plan`: noise on every
-    bounded count, the released items (those above τ), ranked by one-shot Gumbel when the plan has
-    a selection and by noisy value otherwise. The audit (dpsketch.audit) runs this same function."""
+    """The random part of the exact route, from a plan of :func:`_exact_plan`: noise of the plan's
+    ``noise_param`` on every bounded count, the items above τ, ranked by one-shot Gumbel of
+    ``gumbel_scale`` when the plan has a selection and by noisy value otherwise. The audit
+    (dpsketch.audit) draws its runs with this function."""
     num, den = plan["noise_param"]
     n = len(bounded.counts)
     z = (_core.noise.discrete_gaussian(rng, num, den, n) if plan["noise"] == "discrete_gaussian"

@@ -2,9 +2,9 @@
 "The neighbouring pairs"): X and X' differ by ALL rows of one unit.
 
 The exact-route pairs run the library's own code: the unit's rows go through
-``bound_contributions``, the noise and τ come from ``_exact_plan`` (built with
-``noise_factor=ctx.noise``; the claim is the plan at factor 1) and every run draws the release with
-``_draw_release``, the function ``release_bounded_counts`` draws with. The bounded-memory pair keeps
+``bound_contributions``, the noise and τ come from ``_exact_plan`` (the claim), and every run draws
+the release with ``_draw_release``, the function ``release_bounded_counts`` draws with, from that
+plan with its noise scales multiplied by ctx.noise. The bounded-memory pair keeps
 the unit's rows with ``UnitRowLimiter`` and runs DPSS at the per-row (ε', δ') of
 ``unit_calibration``, built with ``ctx.eps(ε')``; the claim is the unit-level ε.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from fractions import Fraction
 
 import numpy as np
 
@@ -48,10 +49,16 @@ def _bounded_pair(ctx, counts: dict, unit_keys: list) -> tuple:
 
 
 def _plans(ctx, delta, noise, selection=None, k=None):
-    """(claimed plan, plan of the audited copy): the same (ε, δ, m, c), the copy's noise scales
-    multiplied by ctx.noise."""
-    args = (ctx.epsilon, delta, _M, _C, noise, selection, k)
-    return U._exact_plan(*args), U._exact_plan(*args, noise_factor=ctx.noise)
+    """(claimed plan, plan the runs draw with): the library's plan for (ε, δ, m, c), and the same
+    plan with every noise scale (σ, the Laplace scale, the Gumbel scale) times ctx.noise; τ stays."""
+    claimed = U._exact_plan(ctx.epsilon, delta, _M, _C, noise, selection, k)
+    f = Fraction(ctx.noise)
+    num, den = claimed["noise_param"]
+    scaled = Fraction(num, den) * (f * f if claimed["noise"] == "discrete_gaussian" else f)  # σ² or the scale
+    built = {**claimed, "noise_param": [scaled.numerator, scaled.denominator]}
+    if "gumbel_scale" in claimed:
+        built["gumbel_scale"] = claimed["gumbel_scale"] * float(f)
+    return claimed, built
 
 
 def _clear_margin(plan) -> int:
@@ -70,7 +77,7 @@ def _values_pair(noise: str):
         touched = sorted(diff)
         d = np.full(_M, float(_C))
         base = np.array([base_counts[k] for k in touched], dtype=float)
-        tau = float(built["threshold"])  # an unreleased key reads as τ (a function of its noisy count)
+        tau = float(claimed["threshold"])  # an unreleased key reads as τ (a function of its noisy count)
         rng = ctx.rng(ctx.mechanism)
 
         def values(b):
