@@ -4,9 +4,9 @@
 The exact-route pairs run the library's own code: the unit's rows go through
 ``bound_contributions``, the noise and τ come from ``_exact_plan`` (the claim), and every run draws
 the release with ``_draw_release``, the function ``release_bounded_counts`` draws with, from that
-plan with its noise scales multiplied by ctx.noise. The bounded-memory pair keeps
-the unit's rows with ``UnitRowLimiter`` and runs DPSS at the per-row (ε', δ') of
-``unit_calibration``, built with ``ctx.eps(ε')``; the claim is the unit-level ε.
+plan with its noise scales multiplied by ctx.noise. The bounded-memory pair keeps the unit's rows
+with ``UnitRowLimiter`` and runs DPSS at the per-row (ε', δ') of ``unit_calibration``, built with
+``ctx.eps(ε')``; the claim is the unit-level ε.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ def _background(counts: dict) -> tuple[list, list]:
 
 
 def _bounded_pair(ctx, counts: dict, unit_keys: list) -> tuple:
-    """(bounded X, bounded X', diff per key): X' = the background, X = the background and one unit
-    (id 0) with c + 1 rows of each of ``unit_keys``, both bounded with the same salt."""
+    """(bounded X, bounded X', {key: count(X) − count(X')} for the keys that differ, counts of X'):
+    X' = the background, X = the background and one unit (id 0) with c + 1 rows of each of
+    ``unit_keys``, both bounded with the same salt."""
     keys, ids = _background(counts)
     unit = [k for k in unit_keys for _ in range(_C + 1)]
     seed = ctx.run_seed(ctx.mechanism + "/salt")
