@@ -25,6 +25,7 @@ _M, _C = 3, 2  # the unit's bounds: m keys, c rows per key (ℓ1 = m·c = 6, ℓ
 _HELD = _M + 2  # distinct keys the removed unit holds; bounding keeps m of them
 _GUMBEL_KEYS = 10  # keys ranked by the selection pair
 _BACKGROUND_UNIT = 1_000_000  # ids of the other units (one row each) start here
+_GAUSSIAN_MAX_TRIALS = 200_000  # the Gaussian value pair runs 4× --trials per side, at most this
 
 
 def _background(counts: dict) -> tuple[list, list]:
@@ -92,9 +93,9 @@ def _values_pair(noise: str):
 
         if noise == "laplace":
             res = _cells_result(ctx, sample_cells, d, base, "laplace", None, claimed["epsilon"])
-        else:
+        else:  # the μ-test needs more runs than the all-keys-up event to catch a halved σ reliably
             res = _cells_result(ctx, sample_cells, d, base, "gaussian", np.full(_M, claimed["sigma2"]),
-                                claimed["rho"])
+                                claimed["rho"], trials=max(ctx.trials, min(4 * ctx.trials, _GAUSSIAN_MAX_TRIALS)))
         res.notes.update(m=_M, c=_C, unit_keys=_HELD, count=n, threshold=claimed["threshold"])
         return res
     return fn
