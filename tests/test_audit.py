@@ -125,22 +125,29 @@ def test_every_real_mechanism_passes_a_small_audit():
         assert r.epsilon_hat is None or r.epsilon_hat <= r.epsilon
         assert r.mu_hat is None or r.mu_hat <= r.mu
     labels = [r for r in results if r.label_rate is not None]
-    assert len(labels) == 3 and all(0 < r.label_rate_upper < r.delta for r in labels)  # DPSS, PMG, lookup
-    assert all(r.mu is not None for r in results if "gaussian" in r.mechanism)
+    assert len(labels) == 5  # DPSS, PMG, lookup, and the unit-level route with each noise
+    # below δ where the proof's bound is loose; the unit labels' δ_τ is the exact release probability
+    assert all(0 < r.label_rate_upper < r.delta for r in labels if not r.mechanism.startswith("unit."))
+    # every pair on Gaussian values is μ-tested (the label pairs and the Gumbel ranking are not values)
+    assert all(r.mu is not None for r in results
+               if "gaussian" in r.mechanism and r.label_rate is None and "+gumbel" not in r.mechanism)
     # the +1 pairs on pure-DP noise see most of ε even at 3,000 trials (the audit has power)
     tight = [r for r in results if r.mechanism in ("DPSS", "PrivateCountMin-laplace") and r.case.startswith("+1")
              or r.mechanism == "PrivateCountMin-laplace"]
     assert all(r.epsilon_hat > 0.6 for r in tight)
 
 
-# One mechanism of each family; CI's stage "audit, miscalibrated copies" runs
+# One mechanism of each family, and the user-level family in full (four code paths: each noise,
+# the Gumbel ranking, the bounded-memory route); CI's stage "audit, miscalibrated copies" runs
 # `dpsketch audit --quick --miscalibrated` over every mechanism.
+_UNIT = ["unit.exact[discrete_gaussian]", "unit.exact[discrete_laplace]", "unit.exact[discrete_gaussian+gumbel]",
+         "unit.bounded_memory[DPSS]"]
 _ONE_PER_FAMILY = ["DPSS", "PMG", "PrivateCountMin-laplace", "PrivateCountSketch-gaussian",
                    "PrivateDyadicCountSketch-laplace-zhao", "SketchHeavyHitters-countsketch",
-                   "spark.counters[DPSS]", "spark.sketch[lookup]"]
+                   "spark.counters[DPSS]", "spark.sketch[lookup]", *_UNIT]
 
 
-def test_quick_miscalibrated_audit_catches_one_mechanism_of_each_family(capsys):
+def test_quick_miscalibrated_audit_catches_each_family_and_every_user_level_mechanism(capsys):
     # seeded: exit 0 iff every listed mechanism with halved noise FAILs at least one pair
     code = main(["audit", *_ONE_PER_FAMILY, "--quick", "--miscalibrated", "--seed", "11", "-q", "--json"])
     out, err = capsys.readouterr()
@@ -149,6 +156,48 @@ def test_quick_miscalibrated_audit_catches_one_mechanism_of_each_family(capsys):
     assert d["miscalibrated"] is True and d["uncaught"] == []
     assert {r["mechanism"] for r in d["results"]} == set(_ONE_PER_FAMILY)
     assert all(r["noise_factor"] == 0.5 for r in d["results"])
+
+
+# -- the privacy unit: one person's rows (docs/privacy.md §Privacy unit) ----------------------------
+
+def test_unit_pairs_pass_with_real_noise_and_see_most_of_the_claim():
+    results = A.audit(_UNIT, trials=10_000, seed=5)
+    assert {r.mechanism for r in results} == set(_UNIT) and len(results) == 6
+    assert all(r.verdict == "pass" and r.noise_factor == 1.0 for r in results), results
+    by = {(r.mechanism, r.label_rate is not None): r for r in results}
+    # pure-DP noise on m keys moved by c each: the all-keys-up event sees most of ε
+    assert by["unit.exact[discrete_laplace]", False].epsilon_hat > 0.5
+    assert by["unit.bounded_memory[DPSS]", False].epsilon_hat > 0.5
+    g = by["unit.exact[discrete_gaussian]", False]  # μ = c·√m/σ
+    assert g.mu == pytest.approx(g.notes["mu_sqrt_2rho"], rel=1e-3) and g.mu_hat is not None and g.mu_hat <= g.mu
+    # δ_τ = 1 − (1 − P[noise > τ − c])^m is the exact probability that one of the removed unit's
+    # m keys is released (the tail bound is tight): the confidence interval of the rate covers it
+    for noise in ("gaussian", "laplace"):
+        lab = by[f"unit.exact[discrete_{noise}]", True]
+        assert lab.label_rate_lower <= lab.delta <= lab.label_rate_upper, lab
+        assert lab.delta < 0.2 and lab.notes["label_delta"] == 0.2
+
+
+def _break_plan(monkeypatch, breakage):
+    import dpsketch.privacy_unit as U
+
+    real = U._exact_plan
+    monkeypatch.setattr(U, "_exact_plan", lambda *a, **k: breakage(real, *a, **k))
+
+
+def test_unit_label_pair_fails_a_threshold_that_forgets_the_units_count(monkeypatch):
+    # τ = t instead of t + c: as if a key held by the removed unit alone had count 0, not c
+    _break_plan(monkeypatch, lambda real, *a, **k: {**(p := real(*a, **k)), "threshold": p["threshold"] - a[3]})
+    res = [r for r in A.audit(["unit.exact[discrete_gaussian]"], trials=10_000, seed=3) if r.label_rate is not None]
+    assert res and res[0].verdict == "FAIL"
+
+
+def test_unit_values_pair_fails_noise_calibrated_for_one_key(monkeypatch):
+    # ℓ2 = c instead of c·√m: σ and the claimed ρ as if the unit moved one key. The μ-test bound
+    # stays √(2ρ) of the claim (plus the discrete Gaussian's small excess), not the move seen.
+    _break_plan(monkeypatch, lambda real, eps, delta, m, c, *a, **k: real(eps, delta, 1, c, *a, **k))
+    res = [r for r in A.audit(["unit.exact[discrete_gaussian]"], trials=30_000, seed=3) if r.label_rate is None]
+    assert res and res[0].verdict == "FAIL" and res[0].mu_hat > res[0].mu
 
 
 def test_cli_audit(capsys, monkeypatch):

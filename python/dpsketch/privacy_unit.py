@@ -270,19 +270,7 @@ def release_bounded_counts(bounded: BoundedContributions, *, epsilon: float, del
     with charging(budget, mechanism, epsilon=plan["epsilon"], delta=plan["delta"]):
         pass  # nothing drawn yet: a refusal spends nothing
     rng, seeded = _seeds.rng(seed, "noise")
-    num, den = plan["noise_param"]
-    n = len(bounded.counts)
-    z = (_core.noise.discrete_gaussian(rng, num, den, n) if noise == "gaussian"
-         else _core.noise.discrete_laplace(rng, num, den, n))
-    noisy = bounded.counts + z
-    passed = np.flatnonzero(noisy > plan["threshold"])
-    keys = bounded.keys[passed].tolist()
-    vals = noisy[passed].tolist()
-    if selection:
-        order = _gumbel_top_k(bounded.counts[passed], plan["gumbel_scale"], kk, rng)
-        items = [(keys[i], vals[i]) for i in order]
-    else:
-        items = sorted(zip(keys, vals), key=lambda kv: (-kv[1], kv[0]))
+    items = _draw_release(bounded, plan, rng)
     meta = {
         "privacy_unit": PRIVACY_UNIT_ID,
         "neighbours": "add_remove_unit",
@@ -300,6 +288,25 @@ def release_bounded_counts(bounded: BoundedContributions, *, epsilon: float, del
     }
     return Release(items=items, threshold=float(plan["threshold"]), epsilon=plan["epsilon"], delta=plan["delta"],
                    mechanism=mechanism, n=None, metadata=meta, rho=plan.get("rho"))
+
+
+def _draw_release(bounded: BoundedContributions, plan: dict, rng) -> list[tuple]:
+    """The random part of the exact route, from a plan of :func:`_exact_plan`: noise of the plan's
+    ``noise_param`` on every bounded count, the items above τ, ranked by one-shot Gumbel of
+    ``gumbel_scale`` when the plan has a selection and by noisy value otherwise. The audit
+    (dpsketch.audit) draws its runs with this function."""
+    num, den = plan["noise_param"]
+    n = len(bounded.counts)
+    z = (_core.noise.discrete_gaussian(rng, num, den, n) if plan["noise"] == "discrete_gaussian"
+         else _core.noise.discrete_laplace(rng, num, den, n))
+    noisy = bounded.counts + z
+    passed = np.flatnonzero(noisy > plan["threshold"])
+    keys = bounded.keys[passed].tolist()
+    vals = noisy[passed].tolist()
+    if "gumbel_scale" in plan:
+        order = _gumbel_top_k(bounded.counts[passed], plan["gumbel_scale"], plan["k"], rng)
+        return [(keys[i], vals[i]) for i in order]
+    return sorted(zip(keys, vals), key=lambda kv: (-kv[1], kv[0]))
 
 
 def _gumbel_top_k(scores: np.ndarray, scale: float, k: int, rng) -> list[int]:

@@ -374,7 +374,7 @@ def _pmg_labels(ctx):
 
 
 # Linear-sketch pairs: the statistic is the likelihood-ratio test of the cells ----------------------
-def _cells_result(ctx, sample_cells, diff, base, kind, sigma2, claim):
+def _cells_result(ctx, sample_cells, diff, base, kind, sigma2, claim, trials=None):
     """Audit a mechanism that publishes noisy cells. ``sample_cells(m)`` returns (m, c) arrays of
     the c touched cells for X and X'; ``diff`` = cells(X) − cells(X') without noise, ``base`` =
     cells(X') without noise. Laplace (claim ε): statistic min_c sign(diff_c)·(cell_c − base_c), the
@@ -389,7 +389,7 @@ def _cells_result(ctx, sample_cells, diff, base, kind, sigma2, claim):
             cx, cxp = sample_cells(m)
             return np.min(sign * (cx - base), axis=1), np.min(sign * (cxp - base), axis=1)
 
-        return ctx.samplers(sample, epsilon=claim, delta=0.0)
+        return ctx.samplers(sample, epsilon=claim, delta=0.0, trials=trials)
     sigma2 = np.asarray(sigma2, float)
     weight = diff / sigma2
 
@@ -397,14 +397,17 @@ def _cells_result(ctx, sample_cells, diff, base, kind, sigma2, claim):
         cx, cxp = sample_cells(m)
         return (cx - base) @ weight, (cxp - base) @ weight
 
-
-    # μ-test bound: √(2ρ), or the exact event-μ of the discrete Gaussian at the claimed σ if larger
+    # μ-test bound: √(2ρ) plus the discrete Gaussian's excess over its continuous μ at this pair's
+    # move (its exact event-μ at the claimed σ when the pair attains the claimed sensitivity). A move
+    # beyond what ρ covers (a sensitivity the claim misses) adds only that excess, not itself.
     groups: dict = {}
     for s2, a in zip(sigma2, np.abs(diff)):
         groups[(float(s2), float(a))] = groups.get((float(s2), float(a)), 0) + 1
     mu_cont = math.sqrt(2 * claim)
-    mu_disc = discrete_gaussian_mu([(k, s2, a) for (s2, a), k in groups.items()])
-    res = ctx.samplers(sample, epsilon=zcdp_epsilon(claim, ctx.delta), delta=ctx.delta, mu=max(mu_cont, mu_disc))
+    mu_seen = math.sqrt(float(np.sum(diff**2 / sigma2)))
+    mu_disc = discrete_gaussian_mu([(k, s2, a) for (s2, a), k in groups.items()]) - mu_seen + mu_cont
+    res = ctx.samplers(sample, epsilon=zcdp_epsilon(claim, ctx.delta), delta=ctx.delta, mu=max(mu_cont, mu_disc),
+                       trials=trials)
     res.notes.update(mu_sqrt_2rho=mu_cont, mu_discrete_gaussian=mu_disc)
     return res
 
@@ -727,3 +730,8 @@ def _wrapper_countsketch(ctx):
     res = ctx.samplers(sample, epsilon=eps, delta=0.0, trials=_wrapper_trials(ctx, 10))
     res.notes.update(depth=depth, width=1, copies=1, envelope_delta=WRAPPER_DELTA)
     return res
+
+
+# One person as the privacy unit (docs/privacy.md §Privacy unit): its pairs register from their own
+# module into the same registry.
+from . import _unit_pairs  # noqa: E402,F401
