@@ -9,7 +9,8 @@ the wiring to :mod:`dpsketch._commands`, which carries them out.
 ``dpsketch top --demo``
     The same on the bundled *retail* stream, plus recall and precision against the exact answer.
 ``dpsketch quantiles [FILE|-]``
-    Private quantiles of a numeric column from a PrivateDyadicCountSketch.
+    Private quantiles of a numeric column from a PrivateDyadicCountSketch. With ``--privacy-id
+    COLUMN``: the user-level release (at most ``--max-rows-per-unit`` rows per privacy id).
 ``dpsketch experiment NAME``
     Run one of the experiments of :mod:`dpsketch.experiments`.
 ``dpsketch docs [TOPIC]``
@@ -120,7 +121,8 @@ _COMMANDS = {
         "Feed the numeric values of FILE (or stdin) into a private dyadic CountSketch (noise drawn "
         "before reading) and print the requested quantiles. With --bounds LO,HI values are real "
         "numbers clamped into [LO, HI] and reported at resolution (HI-LO)/2^L; with only "
-        "--universe-bits L they are integers in [0, 2^L). Mechanism and privacy go to stderr.",
+        "--universe-bits L they are integers in [0, 2^L). Mechanism and privacy go to stderr. With "
+        "--privacy-id, one privacy id (all of its rows) is the privacy unit.",
     ),
     "experiment": (
         "run a paper experiment (dpsketch.experiments)",
