@@ -168,6 +168,12 @@ def test_dropped_rows_leave_no_trace(capsys, tmp_path):
     pairs = list(src.number_pairs(integer=True, bits=14))
     assert sum(len(v) for v, _ in pairs) == len(rows) == sum(len(i) for _, i in pairs)
     assert sorted(np.concatenate([v for v, _ in pairs]).tolist()) == sorted(keys.tolist())
+    # with text ids the values read are those of the row-level reader, less the rows with an empty id
+    paired = _input.Source(tmp_path / "dirty.csv", column="query", privacy_id="user_id", chunk_size=1_000)
+    alone = _input.Source(tmp_path / "dirty.csv", column="query", chunk_size=1_000)
+    got_values = np.concatenate([v for v, _ in paired.number_pairs(integer=True, bits=14)]).tolist()
+    want_values = np.concatenate(list(alone.values(integer=True, bits=14))).tolist()
+    assert sorted(got_values + [9] * 13) == sorted(want_values) and len(got_values) == len(rows) + 13
     # Parquet: null values, null ids and NaN values are dropped the same way
     vals = keys.astype(np.float64)
     pq.write_table(pa.table({"query": vals, "user_id": users}), tmp_path / "clean.parquet")
