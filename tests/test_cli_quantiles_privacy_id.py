@@ -87,7 +87,7 @@ def test_user_level_release(capsys, log, name):
                    "row_bounded_sketch route", "for one privacy unit", f"sigma^2={meta['sigma2']:.10g}",
                    f"epsilon={rel['epsilon']:.10g} delta=1e-06 rho={rel['rho']:.10g}"):
         assert needle in err, (needle, err)
-    # unit-level figures only: the per-row ρ of the same noise (ρ·r²... divided by r²) appears nowhere
+    # unit-level figures only: the per-row ρ of the same noise (ρ/r²) appears nowhere
     per_row_rho = rel["rho"] / R**2
     text = err.replace(str(d), "") + json.dumps({k: v for k, v in rel.items() if k not in ("items", "quantiles")})
     assert "per_row" not in text and f"{per_row_rho:.10g}" not in text
