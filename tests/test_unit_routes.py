@@ -149,6 +149,39 @@ def test_unit_quantiles_metadata_and_budget(params):
     assert repr(rel).startswith("Release(mechanism='unit.quantiles")
 
 
+@pytest.mark.parametrize("params", [{"rho": 0.5}, {"rho": 0.5, "delta": 1e-6}, {"epsilon": 1.0},
+                                    {"epsilon": 1.0, "delta": 1e-6}])
+@pytest.mark.parametrize("shape", [{"universe_bits": 12}, {"bounds": (0.0, 4096.0), "universe_bits": 20}])
+def test_unit_quantiles_cost_is_what_the_release_reports(params, shape):
+    users, keys = event_log(5_000, universe=2_000, heavy_users=2, heavy_rows=300, seed=6)
+    cost = d.unit_quantiles_cost(max_rows_per_unit=7, **shape, **params)
+    rel = d.unit_quantiles(keys, users, [0.5], max_rows_per_unit=7, seed=1, **shape, **params)
+    m = rel.metadata
+    for field in ("noise", "max_rows_per_unit", "universe_bits", "width", "depth", "exact_levels",
+                  "l1_sensitivity_total", "l2_sensitivity_squared_total", "epsilon", "delta", "rho"):
+        assert cost[field] == m[field], field
+    scale = "sigma2" if m["noise"] == "discrete_gaussian" else "laplace_scale"
+    assert cost[scale] == m[scale]
+    assert cost["resolution"] == (1.0 if "bounds" not in shape else 4096.0 / 2**20)
+
+
+@pytest.mark.parametrize("bad,exc", [
+    ({"max_rows_per_unit": 0, "universe_bits": 8, "rho": 1}, ValueError),
+    ({"max_rows_per_unit": 1, "universe_bits": 8}, ValueError),
+    ({"max_rows_per_unit": 1, "universe_bits": 8, "rho": 1, "epsilon": 1}, ValueError),
+    ({"max_rows_per_unit": 1, "rho": 1}, ValueError),
+    ({"max_rows_per_unit": 1, "universe_bits": 53, "bounds": (0, 1), "rho": 1}, ValueError),
+    ({"max_rows_per_unit": 1, "universe_bits": 8, "bounds": (1, 0), "rho": 1}, ValueError),
+    ({"max_rows_per_unit": 1, "universe_bits": 8, "gamma": 1.5, "rho": 1}, ValueError),
+    ({"max_rows_per_unit": 1, "universe_bits": 8, "epsilon": 1, "delta": 2}, ValueError),
+])
+def test_unit_quantiles_cost_refuses_what_the_release_refuses(bad, exc):
+    with pytest.raises(exc):
+        d.unit_quantiles_cost(**bad)
+    with pytest.raises(exc):
+        d.unit_quantiles([1], [1], [0.5], **bad)
+
+
 def test_unit_quantiles_bad_input_and_refusals_spend_nothing():
     b = d.Budget(rho=0.1)
     with pytest.raises(d.BudgetExceededError):

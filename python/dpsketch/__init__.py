@@ -26,7 +26,7 @@ from .errors import (
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
 from .privacy_unit import (UnitStream, bound_contributions, bound_rows_per_unit, unit_heavy_hitters, unit_quantiles,
-                           unit_release_cost)
+                           unit_quantiles_cost, unit_release_cost)
 from .release import Release
 from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
@@ -48,6 +48,7 @@ __all__ = [
     "bound_contributions",
     "bound_rows_per_unit",
     "unit_release_cost",
+    "unit_quantiles_cost",
     "Budget",
     "DPSketchError",
     "ParameterError",

@@ -28,6 +28,9 @@ __all__ = ["top", "quantiles", "experiment", "docs", "audit"]
 # those of the user-level release that the row-level one does not take
 _ROW_LEVEL_ONLY = ("demo", "algorithm", "k", "oversample", "max_stream_length", "length_epsilon", "public_length")
 _UNIT_LEVEL_ONLY = ("max_keys_per_unit", "max_rows_per_key", "noise", "top_k", "selection", "int_ids")
+# the same split for dpsketch quantiles
+_QUANTILES_ROW_LEVEL_ONLY = ("noise_allocation",)
+_QUANTILES_UNIT_LEVEL_ONLY = ("max_rows_per_unit", "delta", "int_ids")
 
 
 def _option(name: str) -> str:
@@ -491,6 +494,13 @@ def quantiles(args) -> int:
     hierarchy once. The whole output is a private release, so nothing about the input fails the run
     or is counted in it (see Source.values); an input with no values is released like any other."""
     out = Output.for_args(args)
+    if args.privacy_id is not None:
+        return _quantiles_units(args, out)
+    for name in _QUANTILES_UNIT_LEVEL_ONLY:
+        if _given(args, name):
+            raise UsageError(f"{_option(name)} applies to the user-level release: give --privacy-id COLUMN")
+    if args.noise_allocation is None:
+        args.noise_allocation = "joint"
     sketch, budget, qs, bounds, bits = _quantile_sketch(args)
     if args.file is None and _isatty(sys.stdin):
         raise UsageError("no input: give FILE, or '-' to read stdin")
@@ -528,6 +538,103 @@ def quantiles(args) -> int:
         [Column("q", "q", ">", lambda q: f"{q:g}", lambda q: f"{q:g}"),
          Column("value", "value", "<", (lambda v: f"{v:.10g}") if real else str, repr if real else str)],
         rows, json_obj=obj,
+    )
+    return 0
+
+
+# -- the user-level release (--privacy-id) ----------------------------------------------------------
+
+
+def _quantiles_units(args, out) -> int:
+    """``quantiles --privacy-id``: dpsketch.unit_quantiles (docs/privacy.md §Privacy unit,
+    quantiles) on the value and id columns. Neighbours add or remove all rows of one privacy id;
+    every unit keeps at most r rows and the noise is calibrated once for r rows. Nothing about
+    rows, units or the total is printed."""
+    from .budget import Budget
+    from .privacy_unit import unit_quantiles, unit_quantiles_cost
+
+    for name in _QUANTILES_ROW_LEVEL_ONLY:
+        if _given(args, name):
+            raise UsageError(f"{_option(name)} does not apply with --privacy-id (the user-level release "
+                             f"calibrates one joint noise level for a unit of --max-rows-per-unit rows)")
+    if args.max_rows_per_unit is None:
+        raise UsageError("--privacy-id needs --max-rows-per-unit R: how many rows one privacy id may "
+                         "contribute (the rest of its rows are dropped)")
+    if (args.rho is None) == (args.epsilon is None):
+        raise UsageError("give exactly one of --rho R (zCDP, discrete Gaussian; --delta adds the (epsilon, delta) "
+                         "conversion) or --epsilon E (pure DP, discrete Laplace; with --delta: discrete Gaussian "
+                         "calibrated to (epsilon, delta))")
+    bounds = parse_bounds(args.bounds) if args.bounds is not None else None
+    if bounds is None and args.universe_bits is None:
+        raise UsageError("give --bounds LO,HI (real values, clamped into the range) or --universe-bits L "
+                         "(integers in [0, 2^L))")
+    bits = args.universe_bits if args.universe_bits is not None else 32
+    if bounds is None and bits > 63:  # the library takes int64 values
+        raise UsageError("with --privacy-id and without --bounds, --universe-bits must be at most 63")
+    qs = parse_qs(args.q)
+    privacy = {"rho": args.rho, "epsilon": args.epsilon, "delta": args.delta}
+    try:  # every parameter of the release, before any input is read
+        cost = unit_quantiles_cost(max_rows_per_unit=args.max_rows_per_unit, bounds=bounds, universe_bits=bits,
+                                   gamma=args.gamma, **privacy)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(first_line(exc)) from None
+    if args.file is None and _isatty(sys.stdin):
+        raise UsageError("no input: give FILE, or '-' to read stdin")
+    src = _source(args, keys="str", privacy_id=args.privacy_id, ids="int" if args.int_ids else "auto")
+    _warn_seed(args, out)
+
+    value_batches, id_batches = [], []
+    for values, ids in src.number_pairs(integer=bounds is None, bits=bits):
+        value_batches.append(values)
+        id_batches.append(ids)
+    values = (np.concatenate(value_batches) if value_batches
+              else np.zeros(0, dtype=np.uint64 if bounds is None else np.float64))
+    del value_batches
+    ids = _input.column(id_batches, src.ids)
+    del id_batches
+
+    # the run's accountant: its cap is what was asked for (--rho as a zCDP cap, else (--epsilon, --delta))
+    budget = Budget(rho=args.rho) if args.rho is not None else Budget(args.epsilon, args.delta or 0.0)
+    try:
+        rel = unit_quantiles(values, ids, qs, max_rows_per_unit=args.max_rows_per_unit, bounds=bounds,
+                             universe_bits=bits, gamma=args.gamma, seed=args.seed, budget=budget, **privacy)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise RunError(f"release failed: {first_line(exc)}") from None
+    del values, ids
+
+    meta = rel.metadata
+    source_desc, ids_desc = display(src.path), src.ids.describe()
+    rng = (f"values clamped to [{bounds[0]:g}, {bounds[1]:g}]" if bounds
+           else f"integers in [0, 2^{meta['universe_bits']})")
+    parts = [f"epsilon={num(rel.epsilon)}" if rel.epsilon is not None else None,
+             f"delta={num(rel.delta)}" if rel.epsilon is not None else None,
+             f"rho={num(rel.rho)}" if rel.rho is not None else None]
+    noise = ("discrete Gaussian, sigma^2=" + num(meta["sigma2"]) if meta["noise"] == "discrete_gaussian"
+             else "discrete Laplace, scale=" + num(meta["laplace_scale"]))
+    out.note(f"{rel.mechanism} ({meta['route']} route) on {source_desc}: {rng}; universe 2^{meta['universe_bits']}, "
+             f"width {meta['width']}, depth {meta['depth']}, exact levels 1..{meta['exact_levels']}")
+    out.note(f"privacy unit: {meta['privacy_unit']} = column {args.privacy_id!r} (ids: {ids_desc}); neighbours: "
+             f"{meta['neighbours']} (all rows of one id); bound per unit: r={meta['max_rows_per_unit']} rows "
+             f"(max_rows_per_unit)")
+    out.note(f"{' '.join(p for p in parts if p)} for one privacy unit ({noise}, {meta['noise_allocation']} "
+             f"allocation); resolution {cost['resolution']:.6g}; quantile targets use the noisy total "
+             f"(n is not published)")
+    if meta.get("reproducible_not_secret"):
+        out.note("seeded: reproducible_not_secret=True")
+    out.spent(budget)
+    rows_out = [(q, float(v) if bounds is not None else int(v)) for q, v in rel.items]
+    obj = None
+    if out.fmt == "json":
+        obj = rel.to_dict()
+        obj["quantiles"] = [{"q": q, "value": v} for q, v in rows_out]
+        obj["resolution"] = cost["resolution"]
+        obj["cli"] = {"source": source_desc, "privacy_id_column": args.privacy_id, "privacy_ids": ids_desc,
+                      "exact_counts_withheld": True}
+    real = bounds is not None
+    out.release(
+        [Column("q", "q", ">", lambda q: f"{q:g}", lambda q: f"{q:g}"),
+         Column("value", "value", "<", (lambda v: f"{v:.10g}") if real else str, repr if real else str)],
+        rows_out, json_obj=obj or {},
     )
     return 0
 

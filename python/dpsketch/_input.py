@@ -6,7 +6,8 @@ gzip-compressed, from a file or stdin, read by pyarrow's C++ readers in bounded 
   or int64 numpy arrays -- no Python object per item;
 - :meth:`Source.pairs`: the key and the privacy id of each row, aligned (``dpsketch top
   --privacy-id``; CSV and Parquet), and :func:`column` to join their batches for the library;
-- :meth:`Source.values`: the numbers of ``dpsketch quantiles``.
+- :meth:`Source.values`: the numbers of ``dpsketch quantiles``, and :meth:`Source.number_pairs`: those
+  numbers with the privacy id of each row, aligned (``dpsketch quantiles --privacy-id``).
 
 Memory is bounded: text is decompressed by pyarrow in blocks of ``TEXT_BLOCK_BYTES`` and split
 into lines in C++ (``dpsketch._core.split_lines``); CSV rows are parsed by ``pyarrow.csv.open_csv``
@@ -464,6 +465,18 @@ class Source:
             if len(batch):
                 yield batch
 
+    def number_pairs(self, *, integer: bool, bits: int):
+        """(values, privacy ids) batches aligned row by row (CSV and Parquet, ``privacy_id`` set):
+        the numbers of :meth:`values`, read and dropped by the same rules, next to the ids of
+        :meth:`pairs`. A row is dropped when its value is not a number (or NaN, empty, null) or its
+        id is empty, null or cannot be typed (``ids='int'``); nothing counts the dropped rows. Read
+        one batch ahead in a thread."""
+        if self.privacy_id is None:  # pragma: no cover - the commands only call it with an id column
+            raise InputUsageError("number_pairs() needs a privacy id column")
+        gen = (self._parquet_number_pairs(integer, bits) if self.format == "parquet"
+               else self._csv_number_pairs(integer, bits))
+        yield from self._guard(_read_ahead(gen))
+
     def _guard(self, gen):
         """``gen``, with the errors of reading and decoding turned into one-line InputErrors."""
         try:
@@ -520,6 +533,20 @@ class Source:
                 keys, ids = _aligned(*self.keys.convert_kept(keys), *self.ids.convert_kept(ids))
             if len(keys):
                 yield keys, ids
+
+    def _csv_number_pairs(self, integer, bits):
+        for batch in self._csv_batches():
+            texts, texts_nonempty = _trim(batch.column(0))
+            ids, ids_nonempty = _trim(batch.column(1))
+            if texts_nonempty is not None or ids_nonempty is not None:
+                both = _both(texts_nonempty, ids_nonempty)
+                texts, ids = _take(texts, both), _take(ids, both)
+            for start in range(0, len(texts), self.chunk_size):
+                part = texts.slice(start, self.chunk_size)
+                values, ids_part = _aligned(*_numbers_kept(part.to_pylist(), integer, bits),
+                                            *self.ids.convert_kept(ids.slice(start, self.chunk_size)))
+                if len(values):
+                    yield values, ids_part
 
     # -- text ---------------------------------------------------------------------------------
     def _text_lines(self):
@@ -723,28 +750,28 @@ class Source:
                 yield keys, ids
 
     def _parquet_numbers(self, integer, bits):
-        pa, pc = _pa()
         pf = self.parquet_file()
         name = pf.schema_arrow.names[self._pick_column(list(pf.schema_arrow.names))]
-        typ = pf.schema_arrow.field(name).type
-        if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
-            raise InputError(f"column {name!r} has type {typ}; quantiles need a numeric column")
-        if integer and pa.types.is_floating(typ):  # the schema's type, not the values, decides
-            raise InputUsageError(f"column {name!r} has type {typ}; --universe-bits without --bounds needs an "
-                                  "integer column (pass --bounds LO,HI for real values)")
-        top = (1 << bits) - 1
+        convert = _parquet_number_typing(pf.schema_arrow, name, integer, bits)
         for (arr,) in self._parquet_read(pf, [name]):
-            arr = pc.drop_null(arr)
-            if not len(arr):
-                continue
-            v = arr.to_numpy(zero_copy_only=False)
-            if integer:  # clamped into [0, 2^bits), like --bounds clamps real values
-                if v.dtype.kind == "i":
-                    v = np.maximum(v, 0)
-                yield np.ascontiguousarray(np.minimum(v.astype(np.uint64), np.uint64(top)))
-            else:
-                v = v.astype(np.float64, copy=False)
-                yield v[~np.isnan(v)]
+            values, _ = convert(arr)
+            yield values
+
+    def _parquet_number_pairs(self, integer, bits):
+        pa, pc = _pa()
+        pf = self.parquet_file()
+        names = list(pf.schema_arrow.names)
+        value_name, id_name = names[self._pick_column(names)], names[self._pick_id_column(names)]
+        convert_value = _parquet_number_typing(pf.schema_arrow, value_name, integer, bits)
+        convert_id = _parquet_typing(pf.schema_arrow, id_name, self.ids, "privacy ids")
+        for values, ids in self._parquet_read(pf, [value_name, id_name]):
+            if ids.null_count:
+                ids_valid = ids.is_valid()
+                values, ids = values.filter(ids_valid), ids.filter(ids_valid)
+            if len(ids):
+                values, ids = _aligned(*convert_value(values), *convert_id(ids))
+            if len(values):
+                yield values, ids
 
 
 def _field_index(option, text):
@@ -821,22 +848,64 @@ def _numbers(texts, integer, bits):
     """A chunk of text values as numbers, each mapped on its own (so a neighbouring input changes
     at most one value): with ``integer``, Python's int syntax clamped into [0, 2^bits); else
     Python's float syntax (±inf is clamped by the sketch, NaN dropped); anything else is dropped."""
+    return _numbers_kept(texts, integer, bits)[0]
+
+
+def _numbers_kept(texts, integer, bits):
+    """(numbers, kept) as :func:`_numbers` reads them: ``kept`` is None when every text became a
+    number, else the numpy bool mask of those that did (as KeyTyper.convert_kept)."""
+    kept = np.ones(len(texts), dtype=bool)
     if integer:
         top = (1 << bits) - 1
         ints = []
-        for s in texts:
+        for i, s in enumerate(texts):
             try:
                 v = int(s)
             except ValueError:  # not an integer, or more digits than int() accepts
+                kept[i] = False
                 continue
             ints.append(0 if v < 0 else top if v > top else v)
-        return np.array(ints, dtype=np.uint64)
+        return np.array(ints, dtype=np.uint64), (None if kept.all() else kept)
     reals = []
-    for s in texts:
+    for i, s in enumerate(texts):
         try:
             v = float(s)
         except ValueError:
+            kept[i] = False
             continue
         if v == v:  # NaN has no place in the order
             reals.append(v)
-    return np.array(reals, dtype=np.float64)
+        else:
+            kept[i] = False
+    return np.array(reals, dtype=np.float64), (None if kept.all() else kept)
+
+
+def _parquet_number_typing(schema, name, integer, bits):
+    """Check that a Parquet column is numeric (in integer mode: of an integer type; the schema
+    decides, not the values) and return the converter of its batches to (numbers, kept) as
+    :func:`_numbers_kept`: nulls and NaNs dropped, integers clamped into [0, 2^bits) (as --bounds
+    clamps real values)."""
+    pa, pc = _pa()
+    typ = schema.field(name).type
+    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+        raise InputError(f"column {name!r} has type {typ}; quantiles need a numeric column")
+    if integer and pa.types.is_floating(typ):
+        raise InputUsageError(f"column {name!r} has type {typ}; --universe-bits without --bounds needs an "
+                              "integer column (pass --bounds LO,HI for real values)")
+    top = (1 << bits) - 1
+
+    def convert(arr):
+        ok = arr.is_valid() if pa.types.is_integer(typ) else pc.and_kleene(arr.is_valid(), pc.invert(pc.is_nan(arr)))
+        ok = pc.fill_null(ok, False)
+        kept = None
+        if not pc.all(ok).as_py():
+            kept = ok.to_numpy(zero_copy_only=False)
+            arr = arr.filter(ok)
+        v = arr.to_numpy(zero_copy_only=False)
+        if integer:
+            if v.dtype.kind == "i":
+                v = np.maximum(v, 0)
+            return np.ascontiguousarray(np.minimum(v.astype(np.uint64), np.uint64(top))), kept
+        return v.astype(np.float64, copy=False), kept
+
+    return convert

@@ -9,7 +9,8 @@ the wiring to :mod:`dpsketch._commands`, which carries them out.
 ``dpsketch top --demo``
     The same on the bundled *retail* stream, plus recall and precision against the exact answer.
 ``dpsketch quantiles [FILE|-]``
-    Private quantiles of a numeric column from a PrivateDyadicCountSketch.
+    Private quantiles of a numeric column from a PrivateDyadicCountSketch. With ``--privacy-id
+    COLUMN``: the user-level release (at most ``--max-rows-per-unit`` rows per privacy id).
 ``dpsketch experiment NAME``
     Run one of the experiments of :mod:`dpsketch.experiments`.
 ``dpsketch docs [TOPIC]``
@@ -120,7 +121,8 @@ _COMMANDS = {
         "Feed the numeric values of FILE (or stdin) into a private dyadic CountSketch (noise drawn "
         "before reading) and print the requested quantiles. With --bounds LO,HI values are real "
         "numbers clamped into [LO, HI] and reported at resolution (HI-LO)/2^L; with only "
-        "--universe-bits L they are integers in [0, 2^L). Mechanism and privacy go to stderr.",
+        "--universe-bits L they are integers in [0, 2^L). Mechanism and privacy go to stderr. With "
+        "--privacy-id, one privacy id (all of its rows) is the privacy unit.",
     ),
     "experiment": (
         "run a paper experiment (dpsketch.experiments)",
@@ -267,9 +269,25 @@ def _quantiles_parser(sub):
                    help="L: 2^L buckets (default 32 with --bounds); without --bounds, values are integers in [0, 2^L)")
     m.add_argument("--gamma", type=_float_in("gamma", lambda v: 0 < v < 1, "strictly between 0 and 1"), default=0.01,
                    help="target rank error gamma of Zhao's shape (default 0.01)")
-    m.add_argument("--noise-allocation", choices=("joint", "zhao"), default="joint",
+    m.add_argument("--noise-allocation", choices=("joint", "zhao"),
                    help="joint sigma^2 over all levels (default) or Zhao's even split of rho")
     m.add_argument("--seed", type=_seed, metavar="S", help="reproducible noise and hashes: NOT secret, for experiments only")
+    u = q.add_argument_group(
+        "user-level privacy",
+        "With --privacy-id a neighbour adds or removes all rows of one privacy id: each id keeps at most "
+        "--max-rows-per-unit rows and the noise is calibrated for that many (dpsketch.unit_quantiles, "
+        "docs/privacy.md, Privacy unit). CSV and Parquet only; --noise-allocation does not apply.")
+    u.add_argument("--privacy-id", metavar="COLUMN",
+                   help="CSV/Parquet column of privacy ids (e.g. a user id); with --no-header, a 0-based index")
+    u.add_argument("--max-rows-per-unit", type=_int_at_least("max-rows-per-unit", 1), metavar="R",
+                   help="r: the most rows one privacy id contributes (required with --privacy-id; an id with "
+                        "more keeps r of them, chosen by a salted hash)")
+    u.add_argument("--delta", "-d", type=_delta,
+                   help="with --epsilon: discrete Gaussian noise calibrated to (epsilon, delta) instead of "
+                        "Laplace; with --rho: also report the (epsilon, delta) conversion")
+    u.add_argument("--int-ids", action="store_true",
+                   help="parse every privacy id as a 64-bit integer (rows whose id is not one are dropped); "
+                        "default: CSV ids are text, a Parquet column's type decides")
     _output_options(q, "print quantiles and privacy metadata as JSON", "print q,value as CSV", "no header on stderr")
     q.set_defaults(keys="str")
 

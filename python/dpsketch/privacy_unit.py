@@ -42,7 +42,8 @@ from ._validation import check_int
 
 __all__ = ["PRIVACY_UNIT_ID", "BoundedContributions", "UnitRowLimiter", "UnitStream", "bound_contributions",
            "bound_rows_per_unit", "release_bounded_counts", "release_unit_quantiles", "unit_calibration",
-           "unit_dyadic_sensitivities", "unit_heavy_hitters", "unit_quantiles", "unit_release_cost"]
+           "unit_dyadic_sensitivities", "unit_heavy_hitters", "unit_quantiles", "unit_quantiles_cost",
+           "unit_release_cost"]
 
 PRIVACY_UNIT_ID = "privacy_id"  # metadata['privacy_unit'] of every unit-level release
 _MAX_BOUND = 1 << 20
@@ -681,22 +682,12 @@ def unit_dyadic_sensitivities(universe_bits: int, exact_levels: int, depth: int,
             for j in range(1, universe_bits + 1)]
 
 
-def release_unit_quantiles(sketch, qs, *, max_rows_per_unit: int, rho=None, epsilon=None, delta=None,
-                           seed: int | None = None, budget: Budget | None = None, bounding: str,
-                           front_end: str = "python") -> Release:
-    """Noise a non-private DyadicCountSketch of row-bounded data once, calibrated for a unit of at
-    most r rows, and answer ``qs`` (docs/privacy.md §Privacy unit, quantiles). The caller bounded
-    the rows (``bounding`` says how; every front end uses the rule of
-    :func:`bound_rows_per_unit`). The noisy hierarchy stays inside: only the quantiles and the
-    unit-level guarantee are released."""
-    from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
-
-    if type(sketch) is not DyadicCountSketch:
-        raise TypeError("release_unit_quantiles takes the DyadicCountSketch of the row-bounded data")
-    r = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
+def _quantile_calibration(bits: int, exact: int, depth: int, r: int, rho, epsilon, delta) -> dict:
+    """The noise of a dyadic sketch of L = ``bits`` levels (E = ``exact`` exact ones, CountSketch
+    levels of ``depth`` rows) for a unit of at most r rows (docs/privacy.md §Privacy unit,
+    quantiles): the sensitivity totals S1 = r·Σ d_ℓ and S2 = r²·Σ d_ℓ, the rational noise parameter,
+    the guarantee it gives and what a budget is charged."""
     kind, target, dl, requested = _quantile_noise(rho, epsilon, delta)
-    q = _check_qs(qs)
-    bits, exact, depth = sketch.universe_bits, sketch.exact_levels, sketch.depth
     sens = unit_dyadic_sensitivities(bits, exact, depth, r)
     s1, s2 = sum(a for a, _ in sens), sum(b for _, b in sens)
     eps_used: float | None
@@ -712,6 +703,56 @@ def release_unit_quantiles(sketch, qs, *, max_rows_per_unit: int, rho=None, epsi
         dlt = dl
         charge = ({"rho": rho_used} if rho is not None or eps_used is None or dl is None
                   else {"epsilon": eps_used, "delta": dl})
+    return {"kind": kind, "num": num, "den": den, "s1": s1, "s2": s2, "epsilon": eps_used, "delta": dlt,
+            "rho": rho_used, "charge": charge, "requested": requested}
+
+
+def unit_quantiles_cost(*, max_rows_per_unit: int, bounds=None, universe_bits: int | None = None,
+                        gamma: float = 0.01, rho: float | None = None, epsilon: float | None = None,
+                        delta: float | None = None) -> dict:
+    """What :func:`unit_quantiles` with these parameters releases at, before any data is read: the
+    sketch's shape, the unit-level sensitivity totals, the noise (σ² or the Laplace scale) and the
+    unit-level ε/δ/ρ it reports and charges (docs/privacy.md §Privacy unit, quantiles). Raises on
+    every parameter :func:`unit_quantiles` refuses, so a caller can check them all first."""
+    from .dyadic import _MAX_BOUNDED_BITS, _check_bounds, _shape
+
+    r = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
+    _quantile_noise(rho, epsilon, delta)
+    if bounds is None and universe_bits is None:
+        raise ParameterError("pass bounds=(lo, hi) (public value range) or universe_bits=L (integers in [0, 2^L))")
+    bits, width, depth, _gamma = _shape(16 if universe_bits is None else universe_bits, gamma, None, None)
+    b = _check_bounds(bounds)
+    if b is not None and bits > _MAX_BOUNDED_BITS:
+        raise ValueError(f"with bounds, universe_bits must be at most {_MAX_BOUNDED_BITS} (float64 resolution)")
+    exact = _core.dyadic.exact_levels(bits, width, depth)
+    cal = _quantile_calibration(bits, exact, depth, r, rho, epsilon, delta)
+    noise = "discrete_gaussian" if cal["kind"] == "gaussian" else "discrete_laplace"
+    return {"noise": noise, "max_rows_per_unit": r, "universe_bits": bits, "width": width, "depth": depth,
+            "exact_levels": exact, "resolution": 1.0 if b is None else (b[1] - b[0]) / 2.0**bits,
+            "l1_sensitivity_total": cal["s1"], "l2_sensitivity_squared_total": cal["s2"],
+            ("sigma2" if cal["kind"] == "gaussian" else "laplace_scale"): cal["num"] / cal["den"],
+            "epsilon": cal["epsilon"], "delta": cal["delta"], "rho": cal["rho"]}
+
+
+def release_unit_quantiles(sketch, qs, *, max_rows_per_unit: int, rho=None, epsilon=None, delta=None,
+                           seed: int | None = None, budget: Budget | None = None, bounding: str,
+                           front_end: str = "python") -> Release:
+    """Noise a non-private DyadicCountSketch of row-bounded data once, calibrated for a unit of at
+    most r rows, and answer ``qs`` (docs/privacy.md §Privacy unit, quantiles). The caller bounded
+    the rows (``bounding`` says how; every front end uses the rule of
+    :func:`bound_rows_per_unit`). The noisy hierarchy stays inside: only the quantiles and the
+    unit-level guarantee are released."""
+    from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
+
+    if type(sketch) is not DyadicCountSketch:
+        raise TypeError("release_unit_quantiles takes the DyadicCountSketch of the row-bounded data")
+    r = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
+    q = _check_qs(qs)
+    bits, exact, depth = sketch.universe_bits, sketch.exact_levels, sketch.depth
+    cal = _quantile_calibration(bits, exact, depth, r, rho, epsilon, delta)
+    kind, num, den, s1, s2 = cal["kind"], cal["num"], cal["den"], cal["s1"], cal["s2"]
+    eps_used, rho_used, dlt, charge, requested = (cal["epsilon"], cal["rho"], cal["delta"], cal["charge"],
+                                                  cal["requested"])
     noise = "discrete_gaussian" if kind == "gaussian" else "discrete_laplace"
     mechanism = f"unit.quantiles[{noise}]"
     with charging(budget, mechanism, **charge):  # before the noise is drawn; a refusal spends nothing
