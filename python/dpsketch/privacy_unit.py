@@ -14,8 +14,11 @@ h(salt, unit, key), and at most ``max_rows_per_key`` (c) rows of each kept key. 
   element-level mechanism run on the first r rows of each unit, at the per-row (ε/r, δ') that
   group privacy turns into (ε, δ) for the unit.
 
-The memory of the exact route is the distinct (unit, key) pairs; the bounded-memory route keeps
-one row counter per unit seen.
+Bounding (the exact route) runs in C++ (cpp/include/dpsketch/privacy_unit/bound_contributions.hpp)
+over dictionary codes of the two columns: its memory is ~12 bytes a row (two 4-byte codes and
+the rows' keys grouped by unit) and ~50 bytes per distinct unit or key while the columns are
+coded, besides the columns themselves; the bounded-memory route keeps one row counter per unit
+seen.
 """
 
 from __future__ import annotations
