@@ -15,10 +15,9 @@ h(salt, unit, key), and at most ``max_rows_per_key`` (c) rows of each kept key. 
   group privacy turns into (ε, δ) for the unit.
 
 Bounding (the exact route) runs in C++ (cpp/include/dpsketch/privacy_unit/bound_contributions.hpp)
-over dictionary codes of the two columns: its memory is ~12 bytes a row (two 4-byte codes and
-the rows' keys grouped by unit) and ~50 bytes per distinct unit or key while the columns are
-coded, besides the columns themselves; the bounded-memory route keeps one row counter per unit
-seen.
+over dictionary codes of the two columns: besides the columns themselves, ~12 bytes a row (two
+4-byte codes and the rows' keys grouped by unit) and 30-100 bytes per distinct unit or key (the
+code tables); the bounded-memory route keeps one row counter per unit seen.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@
 //    unit (h is a bijection of the key hash for a fixed unit): never for int keys, a 64-bit
 //    collision for strings.
 //  * Sizes: bound_counts allocates everything before its per-unit loop: unit offsets (n_units + 1
-//    words), the rows' key codes grouped by unit (4 bytes a row) and a scratch of the largest
-//    unit's rows. ValueCodes' table doubles when half full (allocation only at doublings).
+//    of 4 bytes, 8 from 2^32 rows on), the rows' key codes grouped by unit (4 bytes a row) and a
+//    scratch of the largest unit's rows. ValueCodes' table doubles when half full (allocation only at doublings).
 #pragma once
 
 #include <algorithm>
@@ -116,7 +116,8 @@ class ValueCodes {
       pos = (pos + 1) & mask_;
     }
     if (hashes_.size() >= kMaxDistinct)
-      throw ParameterError("a column has more than 2^32 - 2 distinct values; bound contributions in parts");
+      throw ParameterError(
+          "a column has more than 2^32 - 2 distinct values, more than bounding in memory codes; use the Spark route");
     const auto code = static_cast<std::uint32_t>(hashes_.size());
     on_new();
     hashes_.push_back(h);
