@@ -93,6 +93,122 @@ def test_bounding_keeps_the_smallest_hash_keys_and_clamps_rows():
     assert everything == {1: 4, 2: 1, 3: 1, 4: 1, 5: 1}
 
 
+# -- the C++ kernel against the rule written in numpy --------------------------------------------------
+def _reference_counts(ui, ki, hu, hk, m, c):
+    """The bounding rule over every distinct (unit, key) pair, in numpy: ``ki`` are codes in key
+    value order (ties of the pair hash are broken by them), ``hu``/``hk`` the codes' value hashes."""
+    n_keys = len(hk)
+    pairs, rows = np.unique(ui.astype(np.int64) * n_keys + ki.astype(np.int64), return_counts=True)
+    pu, pk = pairs // n_keys, pairs % n_keys
+    h = U._mix(hu[pu] ^ U._mix(hk[pk]))
+    order = np.lexsort((pk, h, pu))  # by unit, then pair hash, then key
+    pu_sorted = pu[order]
+    start = np.r_[0, np.flatnonzero(np.diff(pu_sorted)) + 1]
+    rank = np.arange(len(order)) - np.repeat(start, np.diff(np.r_[start, len(order)]))
+    kept = order[rank < m]
+    return np.bincount(pk[kept], weights=np.minimum(rows[kept], c), minlength=n_keys).astype(np.int64)
+
+
+def _value_hashes(values: np.ndarray, salt: int) -> np.ndarray:
+    if values.dtype.kind == "i":  # the int hash: splitmix64's finaliser of value ^ salt
+        return U._mix(values.view(np.uint64) ^ np.uint64(salt))
+    return np.array([_core.privacy_unit.salted_str_hash(v, salt) for v in values.tolist()], dtype=np.uint64)
+
+
+def _reference_bound(keys, ids, m, c, seed) -> dict:
+    salt = d._seeds.rng(seed, "salt")[0].next_u64()
+    ku, ki = np.unique(keys, return_inverse=True)
+    uu, ui = np.unique(ids, return_inverse=True)
+    counts = _reference_counts(ui, ki, _value_hashes(uu, salt), _value_hashes(ku, salt ^ U._KEY_SALT_TWEAK), m, c)
+    nz = np.flatnonzero(counts)
+    return dict(zip(ku[nz].tolist(), counts[nz].tolist()))
+
+
+def _event_rows(rng, n, units, keys, heavy=5):
+    """n rows: most units hold a few keys, ``heavy`` units hold many (more than m, repeated rows)."""
+    ids = np.concatenate([rng.integers(0, units, n), np.repeat(np.arange(units, units + heavy), 200)])
+    ks = np.concatenate([rng.zipf(1.2, n) % keys, rng.integers(0, keys, heavy * 200)])
+    perm = rng.permutation(len(ids))
+    return ks[perm].astype(np.int64), ids[perm].astype(np.int64)
+
+
+@pytest.mark.parametrize("m,c", [(1, 1), (3, 2), (10, 1), (40, 3)])
+@pytest.mark.parametrize("kind", ["int", "str", "str_ids"])
+def test_kernel_equals_the_numpy_rule(kind, m, c, rng):
+    """bound_contributions (C++ codes and kernel) gives exactly the counts of the rule computed in
+    numpy with the same salt and value hashes, for int and str columns, on units with more than m
+    keys and more than c rows of a key."""
+    keys, ids = _event_rows(rng, 20_000, 1_500, 400)
+    if kind in ("str", "str_ids"):
+        ids = np.array([f"user-{x}" for x in ids])
+    if kind == "str":
+        keys = np.array([f"k{x}" for x in keys])
+    b = U.bound_contributions(keys, ids, max_keys_per_unit=m, max_rows_per_key=c, seed=17)
+    ref = _reference_bound(keys, ids, m, c, seed=17)
+    assert _counts(b) == ref
+    assert b.keys.tolist() == sorted(ref) and b.keys.dtype.kind == keys.dtype.kind
+    if m < 40:
+        assert sum(ref.values()) < len(keys)  # the bounds bit
+    # the same column as a list, an object array or a pandas Series is coded alike
+    pd = pytest.importorskip("pandas")
+    for conv in (list, lambda a: a.astype(object), pd.Series):
+        again = U.bound_contributions(conv(keys), conv(ids), max_keys_per_unit=m, max_rows_per_key=c, seed=17)
+        assert _counts(again) == ref and again.keys.dtype == b.keys.dtype
+
+
+def test_kernel_breaks_ties_of_the_pair_hash_by_key_rank(rng):
+    """Distinct keys with equal hashes (forced here; a 64-bit collision for str keys) tie in every
+    unit holding both. With key ranks the kernel keeps what the rule keeps (ties by key value);
+    without, it reports that a tie decided what a unit kept."""
+    n_keys, n_units = 60, 400
+    ranks = rng.permutation(n_keys)  # code -> rank in value order: codes are not in value order
+    hk = rng.integers(0, 2**64, 6, dtype=np.uint64)[rng.integers(0, 6, n_keys)]  # 6 hashes for 60 keys
+    hu = rng.integers(0, 2**64, n_units, dtype=np.uint64)
+    unit_codes = rng.integers(0, n_units, 30_000).astype(np.int32)
+    key_codes = rng.integers(0, n_keys, 30_000).astype(np.int32)
+    for m, c in [(1, 1), (2, 3), (5, 2)]:
+        # the reference indexes keys by rank
+        by_rank = np.empty(n_keys, dtype=np.uint64)
+        by_rank[ranks] = hk
+        want = _reference_counts(unit_codes, ranks[key_codes], hu, by_rank, m, c)[ranks]
+        got, tie = _core.privacy_unit.bound_counts(unit_codes, key_codes, hu, hk, m, c, ranks.astype(np.uint64))
+        assert not tie and got.tolist() == want.tolist()
+        _, tie = _core.privacy_unit.bound_counts(unit_codes, key_codes, hu, hk, m, c)
+        assert tie
+    # distinct hashes: never a tie, and the codes' order does not matter
+    hk = rng.integers(0, 2**64, n_keys, dtype=np.uint64)
+    got, tie = _core.privacy_unit.bound_counts(unit_codes, key_codes.astype(np.int64), hu, hk, 3, 1)
+    with_rank, _ = _core.privacy_unit.bound_counts(unit_codes, key_codes, hu, hk, 3, 1, ranks.astype(np.uint64))
+    assert not tie and got.tolist() == with_rank.tolist()
+
+
+def test_kernel_rejects_codes_out_of_range():
+    hu, hk = np.arange(2, dtype=np.uint64), np.arange(3, dtype=np.uint64)
+    for units, keys in [([0, 2], [0, 1]), ([0, 1], [3, 0]), ([-1, 0], [0, 0])]:
+        with pytest.raises(d.ParameterError, match="outside"):
+            _core.privacy_unit.bound_counts(np.array(units, np.int32), np.array(keys, np.int64), hu, hk, 1, 1)
+    with pytest.raises(d.ParameterError, match="same length"):
+        _core.privacy_unit.bound_counts(np.zeros(2, np.int32), np.zeros(3, np.int32), hu, hk, 1, 1)
+    with pytest.raises(TypeError, match="int32 or int64"):
+        _core.privacy_unit.bound_counts(np.zeros(2, np.float64), np.zeros(2, np.int32), hu, hk, 1, 1)
+
+
+def test_codes_name_equal_values_and_hashes_depend_on_values_alone():
+    """Codes follow first appearance, and a value's hash is the same whatever the rest of the
+    column (and for str, whatever the container: 'U' array, object array, list)."""
+    P = _core.privacy_unit
+    codes, values, hashes = P.encode_ints(np.array([7, -3, 7, 2**62, -3], dtype=np.int64), 99)
+    assert codes.tolist() == [0, 1, 0, 2, 1] and values.tolist() == [7, -3, 2**62]
+    assert hashes.tolist() == _value_hashes(values, 99).tolist()
+    words = ["b", "ä€", "b", "", "a" * 40, "ä€"]
+    for col in (np.array(words), np.array(words, dtype=object), words):
+        codes, first, hashes = P.encode_strs(col, 5)
+        assert codes.tolist() == [0, 1, 0, 2, 3, 1] and first.tolist() == [0, 1, 3, 4]
+        assert hashes.tolist() == [P.salted_str_hash(w, 5) for w in ["b", "ä€", "", "a" * 40]]
+    assert P.encode_strs(np.array(["zz", "b"]), 5)[2][1] == P.salted_str_hash("b", 5)
+    assert P.salted_str_hash("b", 5) != P.salted_str_hash("b", 6) != P.salted_str_hash("b\0", 6)
+
+
 # -- U4: bounds travel with the bounded data and cannot be re-used ------------------------------------
 def test_bounded_contributions_cannot_be_built_or_rekeyed_by_hand():
     b = U.bound_contributions([1, 2, 2], [0, 0, 1], max_keys_per_unit=1)
@@ -232,6 +348,13 @@ def test_bad_input_gets_clear_errors():
         U.bound_contributions([1, 2], [1.0, float("nan")], max_keys_per_unit=1)
     with pytest.raises(TypeError):
         U.bound_contributions([1, None], [1, 2], max_keys_per_unit=1)
+    for mixed in (["a", None], ["a", 1], np.array(["a", 2.5], dtype=object)):
+        with pytest.raises(TypeError, match="ints or strs"):
+            U.bound_contributions(mixed, [1, 2], max_keys_per_unit=1)
+    with pytest.raises(ValueError):
+        U.bound_contributions(["a", "\ud800"], [1, 2], max_keys_per_unit=1)  # not encodable as UTF-8
+    objs = U.bound_contributions(np.array([3, 4], dtype=object), ["u", "v"], max_keys_per_unit=1)
+    assert objs.keys.dtype == np.int64 and objs.keys.tolist() == [3, 4]
     for bad in (0, -1, 1.5, True):
         with pytest.raises((ValueError, TypeError)):
             U.bound_contributions([1], [1], max_keys_per_unit=bad)

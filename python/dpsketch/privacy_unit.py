@@ -18,13 +18,15 @@ h(salt, unit, key), and at most ``max_rows_per_key`` (c) rows of each kept key. 
   (:func:`bound_rows_per_unit`), then a dyadic sketch whose noise is calibrated once for a unit of
   r rows (ℓ1 = r·S, ℓ2² = r²·S).
 
-The memory of the exact route is the distinct (unit, key) pairs; the bounded-memory route keeps
-one exact row counter per unit seen (9 bytes per int id, measured).
+Bounding (the exact route) runs in C++ (cpp/include/dpsketch/privacy_unit/bound_contributions.hpp)
+over dictionary codes of the two columns: besides the columns themselves, ~12 bytes a row (two
+4-byte codes and the rows' keys grouped by unit) and 30-100 bytes per distinct unit or key (the
+code tables); the bounded-memory route keeps one exact row counter per unit seen (9 bytes per int
+id, measured).
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -67,7 +69,7 @@ def _column(values, name: str) -> np.ndarray:
             raise ParameterError(f"{name} holds integers above 2**63 - 1; pass int64 values or strings")
         return arr.astype(np.int64, copy=False)
     if arr.dtype.kind in "US":
-        return arr.astype(str)
+        return arr.astype(str, copy=False)
     if arr.dtype.kind == "O":
         kinds = {type(v) for v in arr.tolist()}
         if kinds <= {str}:
@@ -79,19 +81,56 @@ def _column(values, name: str) -> np.ndarray:
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser, vectorised (uint64 arithmetic wraps)."""
+    """splitmix64's finaliser, vectorised (uint64 arithmetic wraps); the C++ coder's int hash is
+    ``_mix(value ^ salt)`` (cpp/include/dpsketch/privacy_unit/bound_contributions.hpp)."""
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return x ^ (x >> np.uint64(31))
 
 
-def _value_hash(uniq: np.ndarray, salt: int) -> np.ndarray:
-    """A salted 64-bit hash of each value's identity (never of its rank in the data set)."""
-    if uniq.dtype.kind == "i":
-        return _mix(uniq.view(np.uint64) ^ np.uint64(salt))
-    key = salt.to_bytes(8, "little")
-    return np.fromiter((int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8, key=key).digest(), "little")
-                        for s in uniq.tolist()), dtype=np.uint64, count=len(uniq))
+_KEY_SALT_TWEAK = 0x5A5A5A5A5A5A5A5A  # keys are hashed with salt ^ this, units with salt
+
+
+def _bounding_column(values, name: str) -> np.ndarray:
+    """The column as the coder reads it: what :func:`_column` returns, except that an object array
+    (or a list) starting with a str is passed on as it is: the C++ coder checks every element as it
+    reads it, and :func:`_codes` falls back to :func:`_column` for the error when one is not a str."""
+    if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
+        values = values.to_numpy()
+    if isinstance(values, list):
+        values = np.array(values, dtype=object)
+        if values.ndim != 1:  # a list of equal-length lists: let _column name the problem
+            return _column(values, name)
+    if isinstance(values, np.ndarray) and values.dtype.kind == "O" and values.ndim == 1 and len(values) \
+            and isinstance(values[0], str):
+        return values
+    return _column(values, name)
+
+
+def _codes(col: np.ndarray, name: str, salt: int, values: bool = True):
+    """``(codes, distinct values or None, their salted hashes)`` of a column (code i: the i-th
+    distinct value in order of first appearance). Codes only name groups of equal values; the
+    hashes are functions of the values alone."""
+    if col.dtype.kind == "i":
+        return _core.privacy_unit.encode_ints(col, salt)
+    try:
+        codes, first, hashes = _core.privacy_unit.encode_strs(col, salt)
+    except (TypeError, ValueError):
+        if col.dtype.kind != "O":
+            raise
+        # the documented error for mixed types, None, NaN; an object array of ints is coded as ints
+        return _codes(_column(col, name), name, salt, values)
+    if not values:
+        return codes, None, hashes
+    distinct = col[first]
+    return codes, (distinct.astype(str) if distinct.dtype.kind == "O" else distinct), hashes
+
+
+def _rank(values: np.ndarray) -> np.ndarray:
+    """Each value's rank in value order (the tie-break of equal pair hashes)."""
+    rank = np.empty(len(values), dtype=np.uint64)
+    rank[np.argsort(values, kind="stable")] = np.arange(len(values), dtype=np.uint64)
+    return rank
 
 
 @dataclass(frozen=True)
@@ -146,33 +185,29 @@ def bound_contributions(keys, privacy_id, *, max_keys_per_unit: int, max_rows_pe
     kept rows unchanged. The salt is drawn from the secure generator (``seed``: reproducible, NOT
     secret, derived by the seed rule). ``keys`` and ``privacy_id``: aligned 1-D int or str columns."""
     m, c = _check_bounds(max_keys_per_unit, max_rows_per_key)
-    k = _column(keys, "keys")
-    u = _column(privacy_id, "privacy_id")
+    k = _bounding_column(keys, "keys")
+    u = _bounding_column(privacy_id, "privacy_id")
     if len(k) != len(u):
         raise ParameterError("keys and privacy_id must have the same length (one privacy id per row)")
     salt = _seeds.rng(seed, "salt")[0].next_u64()
     if len(k) == 0:
+        k = _column(k, "keys")
         return BoundedContributions(k[:0], np.zeros(0, np.int64), m, c, _TOKEN)
-    ku, ki = np.unique(k, return_inverse=True)
-    uu, ui = np.unique(u, return_inverse=True)
-    pair = ui.astype(np.int64) * len(ku) + ki.astype(np.int64)
-    pairs, rows = np.unique(pair, return_counts=True)  # sorted by (unit, key)
-    pu, pk = pairs // len(ku), pairs % len(ku)
-    h = _mix(_value_hash(uu, salt)[pu] ^ _mix(_value_hash(ku, salt ^ 0x5A5A5A5A5A5A5A5A)[pk]))
-    # Rank of each pair's hash inside its unit: sort by (unit, hash), ties by key (the pairs are in
-    # key order within a unit and the sort is stable), so the order depends on the unit's own keys.
-    ubits = max(1, int(len(uu) - 1).bit_length())
-    if ubits <= 40:
-        order = np.argsort((pu.astype(np.uint64) << np.uint64(64 - ubits)) | (h >> np.uint64(ubits)), kind="stable")
-    else:
-        order = np.lexsort((h, pu))
-    pu_sorted = pu[order]
-    start = np.r_[0, np.flatnonzero(np.diff(pu_sorted)) + 1]
-    rank = np.arange(len(order)) - np.repeat(start, np.diff(np.r_[start, len(order)]))
-    kept = order[rank < m]
-    counts = np.bincount(pk[kept], weights=np.minimum(rows[kept], c), minlength=len(ku)).astype(np.int64)
+    key_codes, key_values, key_hashes = _codes(k, "keys", salt ^ _KEY_SALT_TWEAK)
+    unit_codes, _, unit_hashes = _codes(u, "privacy_id", salt, values=False)
+    # Per unit: the m keys with the smallest pair hash of the two value hashes, <= c rows each.
+    # Equal pair hashes in one unit are ties of the key hashes (impossible for int keys, whose
+    # hash is a bijection); the kernel breaks them by code and says when that decided what a unit
+    # kept, and then the rule's tie-break, the key's value order, is applied instead.
+    counts, tie = _core.privacy_unit.bound_counts(unit_codes, key_codes, unit_hashes, key_hashes, m, c)
+    if tie:
+        counts, _ = _core.privacy_unit.bound_counts(unit_codes, key_codes, unit_hashes, key_hashes, m, c,
+                                                    _rank(key_values))
+    del unit_codes, key_codes
     nz = np.flatnonzero(counts)
-    out_keys, out_counts = ku[nz], counts[nz]
+    out_keys, out_counts = key_values[nz], counts[nz]
+    order = np.argsort(out_keys, kind="stable")
+    out_keys, out_counts = out_keys[order], out_counts[order]
     out_keys.setflags(write=False)
     out_counts.setflags(write=False)
     return BoundedContributions(out_keys, out_counts, m, c, _TOKEN)

@@ -9,7 +9,8 @@ import typing
 from . import noise
 from . import release
 from . import dyadic
-__all__: list[str] = ['CorruptBytesError', 'CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'DPSketchError', 'EntropyError', 'FastUpdate', 'FastUpdateState', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_CELL_MASS', 'MAX_DEPTH', 'MAX_STREAM_LENGTH', 'MisraGriesInt', 'MisraGriesStr', 'NoiseRangeError', 'ObjectLock', 'ParameterError', 'ReadOnlyError', 'SpaceSavingInt', 'SpaceSavingStr', 'StreamLimitError', 'dyadic', 'int_list_to_array', 'make_fast_state', 'noise', 'register_keyed', 'release', 'split_lines']
+from . import privacy_unit
+__all__: list[str] = ['CorruptBytesError', 'CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'DPSketchError', 'EntropyError', 'FastUpdate', 'FastUpdateState', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_CELL_MASS', 'MAX_DEPTH', 'MAX_STREAM_LENGTH', 'MisraGriesInt', 'MisraGriesStr', 'NoiseRangeError', 'ObjectLock', 'ParameterError', 'ReadOnlyError', 'SpaceSavingInt', 'SpaceSavingStr', 'StreamLimitError', 'dyadic', 'int_list_to_array', 'make_fast_state', 'noise', 'privacy_unit', 'register_keyed', 'release', 'split_lines']
 class DPSketchError(Exception):
     """
     Base class of every error dpsketch raises.
