@@ -648,7 +648,7 @@ def _row_bound_mask(v: np.ndarray, u: np.ndarray, r: int, salt: int) -> np.ndarr
     keep = np.zeros(n, dtype=bool)
     if n == 0:
         return keep
-    uu, ui = np.unique(u, return_inverse=True)
+    ui, _, unit_hash = _codes(u, "privacy_id", salt, values=False)  # codes only group a unit's rows
     ident = (v + 0.0).view(np.uint64) if v.dtype.kind == "f" else v.view(np.uint64)  # −0.0 is 0.0
     vu, vi = np.unique(ident, return_inverse=True)  # vi orders rows by value identity
     ui, vi = ui.astype(np.int64), vi.astype(np.int64)
@@ -658,7 +658,7 @@ def _row_bound_mask(v: np.ndarray, u: np.ndarray, r: int, salt: int) -> np.ndarr
     occ = np.empty(n, dtype=np.uint64)
     occ[order] = (np.arange(n) - np.repeat(start, np.diff(np.r_[start, n]))).astype(np.uint64)
     hv = _mix(vu ^ np.uint64(salt ^ 0x5A5A5A5A5A5A5A5A))
-    h = _mix(_value_hash(uu, salt)[ui] ^ _mix(hv[vi] ^ _mix(occ ^ np.uint64(salt ^ 0x3C3C3C3C3C3C3C3C))))
+    h = _mix(unit_hash[ui] ^ _mix(hv[vi] ^ _mix(occ ^ np.uint64(salt ^ 0x3C3C3C3C3C3C3C3C))))
     order = np.lexsort((occ, vi, h, ui))
     su = ui[order]
     start = np.flatnonzero(np.r_[True, su[1:] != su[:-1]])
