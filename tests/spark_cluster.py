@@ -197,24 +197,24 @@ def listening_addresses(services) -> set[str]:
                     if link.startswith("socket:["):
                         inodes.add(link[8:-1])
     addrs = set()
-    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with contextlib.suppress(OSError):
             for line in Path(table).read_text().splitlines()[1:]:
                 f = line.split()
                 if f[3] == "0A" and f[9] in inodes:  # 0A: LISTEN
-                    addrs.add(_decode_addr(f[1].split(":")[0], width))
+                    addrs.add(_decode_addr(f[1].split(":")[0]))
     return addrs
 
 
-def _decode_addr(hexaddr: str, width: int) -> str:
+def _decode_addr(hexaddr: str) -> str:
     import ipaddress
 
     raw = bytes.fromhex(hexaddr)
     # /proc prints the address as 32-bit words in host (little-endian) order
     raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
     ip = ipaddress.ip_address(raw)
-    if width == 32 and ip.ipv4_mapped is not None:
-        return str(ip.ipv4_mapped)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)  # a JVM socket bound to 127.0.0.1 shows up in tcp6 as ::ffff:127.0.0.1
     return str(ip)
 
 
@@ -311,6 +311,7 @@ def session(master: str | None = None, remote: str | None = None):
             if k.startswith("spark.sql."):  # session settings; the rest are the server's
                 b = b.config(k, v)
         return b.getOrCreate()
+    assert master is not None
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     b = b.master(master).config("spark.driver.host", HOST).config("spark.driver.bindAddress", HOST)
     b = b.config("spark.driver.memory", "1g").config("spark.executor.memory", "512m")
