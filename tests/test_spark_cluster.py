@@ -194,6 +194,7 @@ def test_classic_only_scan_catches_rdd_and_gateway_uses():
     assert classic_only_uses("df.select('x').mapInArrow(f, 's long').collect()") == []
 
 
+@pytest.mark.spark
 def test_connect_client_and_server_are_installed():
     """What `SparkSession.builder.remote` imports (the test and spark extras) and the server class's jar."""
     for mod in ("grpc", "grpc_status", "google.rpc", "zstandard", "pandas", "pyarrow"):
