@@ -351,6 +351,24 @@ def test_counters_route_partitions_do_not_reveal_the_changed_row():
     assert differ == 0
 
 
+def test_counters_route_default_partitions_come_from_configuration(spark, int_df, zipf_ints):
+    """min(spark.sql.shuffle.partitions, default parallelism), whatever the input's rows or layout."""
+    parallelism = spark.sparkContext.defaultParallelism  # PARTS, set by the fixture
+    assert dps._counters_partitions(spark) == min(PARTS, parallelism)
+    old = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        spark.conf.set("spark.sql.shuffle.partitions", "3")
+        assert dps._counters_partitions(spark) == 3
+        # the default is the explicit count it stands for, on any input layout
+        got = dps.heavy_hitters(int_df.coalesce(1), "x", k=10, epsilon=1.0, delta=1e-6, seed=4)
+        want = dps.heavy_hitters(int_df, "x", k=10, epsilon=1.0, delta=1e-6, num_partitions=3, seed=4)
+        assert got.items == want.items and got.items
+        spark.conf.set("spark.sql.shuffle.partitions", "200")
+        assert dps._counters_partitions(spark) == parallelism
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", old)
+
+
 def test_counters_route_on_spark_uses_one_length_for_all_partitions(spark):
     import pandas as pd
 

@@ -220,7 +220,10 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
     PMG); the driver releases every partition with one length bound for the whole data set
     (:func:`dpsketch.distributed.release_partitions`: n̂ from ``length_epsilon``/``length_delta``,
     or the exact total with ``public_length=True``, replace-one neighbours). ``num_partitions``
-    defaults to spark.sql.shuffle.partitions.
+    defaults to min(spark.sql.shuffle.partitions, the session's default parallelism): one task per
+    core rather than Spark's 200 shuffle partitions; the count comes from configuration, never from
+    the data (docs/privacy.md §Counters route). Seeded results are reproducible across clusters with
+    the same count (set spark.default.parallelism, or pass ``num_partitions``).
 
     ``route="sketch"``: see docs/distributed.md §Sketch route -- per-partition non-private
     DyadicCountSketch over the keys (int64 keys as themselves, string keys as salted 64-bit
@@ -328,8 +331,7 @@ def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partit
     # Every parameter is checked (and the budget asked) before Spark reads a row.
     calibrate(eps, dlt, "bounds" if summary == "spacesaving" else "estimate", public_length=public_length,
               length_epsilon=length_epsilon, length_delta=length_delta)
-    spark = df.sparkSession
-    parts_n = (int(spark.conf.get("spark.sql.shuffle.partitions")) if num_partitions is None
+    parts_n = (_counters_partitions(df.sparkSession) if num_partitions is None
                else check_int("num_partitions", num_partitions, 1, 1 << 20))
     col = F.col(column)
     # Partition by Spark's hash of the key alone (§8: never by position), then sort inside each
@@ -346,6 +348,23 @@ def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partit
     return release_partitions(parts, k=k, epsilon=eps, delta=dlt, public_length=public_length,
                               length_epsilon=length_epsilon, length_delta=length_delta, seed=seed, budget=budget,
                               partition_ids=ids)
+
+
+_PROBE_ROWS = 1 << 16  # rows of the synthetic range that reads the session's default parallelism
+
+
+def _counters_partitions(spark) -> int:
+    """The counters route's default partition count: min(spark.sql.shuffle.partitions, D), D the
+    session's default parallelism (spark.default.parallelism when set, else the executors' total
+    cores), read as the partition count Spark gives a range of synthetic rows -- a DataFrame query,
+    so it works on Spark Connect too. Both come from the session's configuration and the cluster,
+    never from the input's rows (docs/privacy.md §Counters route: the key partitioning must not
+    depend on the data)."""
+    from pyspark.sql import functions as F
+
+    shuffle = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    last = spark.range(0, _PROBE_ROWS).select(F.spark_partition_id().alias("p")).agg(F.max("p").alias("p")).first()["p"]
+    return max(1, min(shuffle, int(last) + 1))
 
 
 def _partition_summary_fn(kind, cls, kt):
