@@ -31,3 +31,20 @@ def check_unit_utility(released, users, keys, *, popular_users: int = 150, recal
     popular = {x for x, u in by.items() if u >= popular_users}
     assert popular and len(got & popular) / len(popular) >= recall
     assert not any(by[x] == 1 for x in got)
+
+
+def run_cli(capsys, *argv):
+    """``dpsketch`` in-process: (exit code, stdout, stderr)."""
+    from dpsketch.cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error_line(err):
+    """The one ``dpsketch: error: ...`` line of a refused run (warnings aside), with no traceback."""
+    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("dpsketch: warning:")]
+    assert len(lines) == 1 and lines[0].startswith("dpsketch: error: "), err
+    assert "Traceback" not in err
+    return lines[0]

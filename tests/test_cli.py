@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from dpsketch.cli import main
+from conftest import run_cli as run
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON_DIR = ROOT / "python"
@@ -59,13 +59,6 @@ def files(tmp_path_factory):
     skewed = _stream({"a": 80_000, "b": 5_000}, n=100_000)
     (d / "skewed.txt").write_text("\n".join(skewed) + "\n")
     return d
-
-
-def run(capsys, *argv):
-    """main() in-process: (exit code, stdout, stderr)."""
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def run_sub(*argv, stdin=None):

@@ -16,22 +16,9 @@ import numpy as np
 import pytest
 
 from dpsketch import _input
-from dpsketch.cli import main
+from conftest import one_error_line, run_cli as run
 
 pytest.importorskip("pyarrow")
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err):
-    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("dpsketch: warning:")]
-    assert len(lines) == 1 and lines[0].startswith("dpsketch: error: "), err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

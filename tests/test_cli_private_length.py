@@ -8,15 +8,9 @@ import random
 
 import pytest
 
-from dpsketch.cli import main
+from conftest import run_cli as run
 
 N, BLANKS = 20_000, 37
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")

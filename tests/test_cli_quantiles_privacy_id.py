@@ -17,8 +17,8 @@ import pytest
 
 import dpsketch
 from dpsketch import _input
-from dpsketch.cli import main
 from dpsketch.datasets import event_log
+from conftest import one_error_line, run_cli as run
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -28,19 +28,6 @@ UNIVERSE = 5_000  # ordinary keys are < UNIVERSE, bot i's own key is UNIVERSE + 
 HEAVY_USERS, HEAVY_ROWS = 10, 2_000  # 10% of the rows, half of them on the bots' own keys
 R = 5
 QS = [0.1, 0.25, 0.5, 0.75, 0.9, 0.99]
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err):
-    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("dpsketch: warning:")]
-    assert len(lines) == 1 and lines[0].startswith("dpsketch: error: "), err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

@@ -91,13 +91,18 @@ def _items_release(out, released, top, *, json_obj, threshold):
     return items
 
 
+def _refuse_unit_options(args, names) -> None:
+    """A row-level run given a user-level option: a usage error naming it."""
+    for name in names:
+        if _given(args, name):
+            raise UsageError(f"{_option(name)} applies to the user-level release: give --privacy-id COLUMN")
+
+
 def top(args) -> int:
     out = Output.for_args(args)
     if args.privacy_id is not None:
         return _top_units(args, out)
-    for name in _UNIT_LEVEL_ONLY:
-        if _given(args, name):
-            raise UsageError(f"{_option(name)} applies to the user-level release: give --privacy-id COLUMN")
+    _refuse_unit_options(args, _UNIT_LEVEL_ONLY)
     if args.algorithm is None:
         args.algorithm = "spacesaving"
     if args.oversample is None:
@@ -496,9 +501,7 @@ def quantiles(args) -> int:
     out = Output.for_args(args)
     if args.privacy_id is not None:
         return _quantiles_units(args, out)
-    for name in _QUANTILES_UNIT_LEVEL_ONLY:
-        if _given(args, name):
-            raise UsageError(f"{_option(name)} applies to the user-level release: give --privacy-id COLUMN")
+    _refuse_unit_options(args, _QUANTILES_UNIT_LEVEL_ONLY)
     if args.noise_allocation is None:
         args.noise_allocation = "joint"
     sketch, budget, qs, bounds, bits = _quantile_sketch(args)
