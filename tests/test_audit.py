@@ -12,6 +12,7 @@ import pytest
 
 import dpsketch.audit as A
 import dpsketch.audit._pairs as P
+from dpsketch.audit._stats import _PHI_INV
 from dpsketch.cli import main
 
 
@@ -41,6 +42,15 @@ def test_epsilon_lower_bound_by_hand():
     assert eh == pytest.approx(math.log((lo - 1e-6) / up))
     assert 0.68 < lo < 0.7 and 0.2 < up < 0.22 and eh < math.log(0.7 / 0.2)
     assert A.epsilon_lower_bound(10, 10, 10_000, 0.01, 0.01)[0] is None  # p_lower(X) <= δ: no evidence
+
+
+def test_lower_bounds_are_never_negative():
+    # the event is rarer on X than on X': the raw logarithm and Φ⁻¹ difference are negative, and
+    # a privacy loss (or μ) is never below 0, so 0 is the bound reported
+    eh, lo, up = A.epsilon_lower_bound(3000, 5000, 10_000, 1e-6, 0.01)
+    assert math.log((lo - 1e-6) / up) < 0 and eh == 0.0
+    mh, tpr, fpr = A.mu_lower_bound(3000, 5000, 10_000, 0.01)
+    assert _PHI_INV(tpr) - _PHI_INV(fpr) < 0 and mh == 0.0
 
 
 def _laplace_pair(scale, seed):

@@ -74,12 +74,14 @@ def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
 
 
 def epsilon_lower_bound(hits_x: int, hits_xp: int, trials: int, delta: float, alpha: float):
-    """ε̂ = ln((p_lower(X) − δ) / p_upper(X')), or None when p_lower(X) ≤ δ (no evidence)."""
+    """ε̂ = max(0, ln((p_lower(X) − δ) / p_upper(X'))), or None when p_lower(X) ≤ δ (no
+    evidence). A privacy loss is never negative, so a negative logarithm only says the event gave
+    no evidence: 0 is then the lower bound that holds, and the report never shows a negative ε̂."""
     lo, _ = clopper_pearson(hits_x, trials, alpha)
     _, up = clopper_pearson(hits_xp, trials, alpha)
     if lo - delta <= 0:
         return None, lo, up
-    return math.log((lo - delta) / up), lo, up
+    return max(0.0, math.log((lo - delta) / up)), lo, up
 
 
 def mu_lower_bound(hits_x: int, hits_xp: int, trials: int, alpha: float):
@@ -87,12 +89,13 @@ def mu_lower_bound(hits_x: int, hits_xp: int, trials: int, alpha: float):
     (TPR = P[event | X], FPR = P[event | X']); None when a bound is 0 or 1 (no evidence).
 
     A μ-GDP mechanism has trade-off curve ≥ G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) (Dong–Roth–Su), so every
-    test has Φ⁻¹(TPR) − Φ⁻¹(FPR) ≤ μ; with the Clopper–Pearson bounds μ̂ is a lower bound on μ."""
+    test has Φ⁻¹(TPR) − Φ⁻¹(FPR) ≤ μ; with the Clopper–Pearson bounds μ̂ is a lower bound on μ,
+    clamped at 0 (μ ≥ 0) like ε̂."""
     tpr, _ = clopper_pearson(hits_x, trials, alpha)
     _, fpr = clopper_pearson(hits_xp, trials, alpha)
     if tpr <= 0.0 or fpr >= 1.0:
         return None, tpr, fpr
-    return _PHI_INV(tpr) - _PHI_INV(fpr), tpr, fpr
+    return max(0.0, _PHI_INV(tpr) - _PHI_INV(fpr)), tpr, fpr
 
 
 # ------------------------------------------------------------------------- event selection ------
