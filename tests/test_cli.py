@@ -455,32 +455,25 @@ def test_no_command_and_help(capsys):
     assert code == 0 and "--epsilon" in out and "--max-stream-length" in out
 
 
-def test_experiment_delegates(capsys, monkeypatch, tmp_path):
-    import types
+def test_experiment_runs_a_sweep_and_counts_its_claims(capsys, tmp_path):
+    import csv
 
-    import dpsketch
+    from dpsketch.cli import EXPERIMENT_NAMES
+    from dpsketch.experiments import NAMES
 
-    calls = []
-    fake = types.ModuleType("dpsketch.experiments")
-    fake.NAMES = ("fig2", "fig3")
-
-    def fake_run(name, **kw):
-        calls.append((name, kw))
-        return tmp_path / name
-
-    fake.run = fake_run
-    monkeypatch.setitem(sys.modules, "dpsketch.experiments", fake)
-    monkeypatch.setattr(dpsketch, "experiments", fake, raising=False)
-    code, out, err = run(capsys, "experiment", "fig2", "--quick", "--out", "res", "--repeats", 3, "--seed", 9)
+    assert EXPERIMENT_NAMES == NAMES
+    code, out, _ = run(capsys, "experiment", "--help")
+    assert code == 0 and all(name in out for name in NAMES)
+    code, out, err = run(capsys, "experiment", "zhao-quantiles", "--quick", "--repeats", 1, "--out", tmp_path)
     assert code == 0, err
-    # options that were not given are left to the experiment's defaults
-    assert calls == [("fig2", {"quick": True, "out": "res", "repeats": 3, "seed": 9})]
-    assert out.strip() == str(tmp_path / "fig2")
-    code, _, err = run(capsys, "experiment", "fig3", "--data", "d")
-    assert code == 0 and calls[-1] == ("fig3", {"quick": False, "data": "d"})
+    folder, line = out.strip().splitlines()
+    assert folder == str(tmp_path / "zhao-quantiles")
+    with open(tmp_path / "zhao-quantiles" / "claims.csv", newline="") as fh:
+        verdicts = [row["holds"] for row in csv.DictReader(fh)]
+    assert line.startswith(f"claims: {verdicts.count('yes')} of {len(verdicts)} hold, {verdicts.count('no')} do not")
     code, _, err = run(capsys, "experiment", "nope")
     assert code == 2
-    assert_one_line_error(err, "unknown experiment 'nope'", "fig2")
-    code, _, err = run(capsys, "experiment", "fig2", "--repeats", 0)
+    assert_one_line_error(err, "invalid choice: 'nope'", "zhao-quantiles")
+    code, _, err = run(capsys, "experiment", "zhao-quantiles", "--repeats", 0)
     assert code == 2
     assert_one_line_error(err, "repeats")

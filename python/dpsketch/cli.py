@@ -292,6 +292,11 @@ def _quantiles_parser(sub):
     q.set_defaults(keys="str")
 
 
+# dpsketch.experiments.NAMES, spelled out so that parsing does not import the experiments
+# (tests/test_cli.py checks the two agree)
+EXPERIMENT_NAMES = ("holland-synthetic", "holland-real", "zhao-frequency", "zhao-quantiles")
+
+
 def _build_parser() -> _Parser:
     p = _Parser(
         prog=PROG,
@@ -306,7 +311,9 @@ def _build_parser() -> _Parser:
     _quantiles_parser(sub)
 
     e = _command(sub, "experiment")
-    e.add_argument("name", metavar="NAME", help="experiment name")
+    e.formatter_class = argparse.RawTextHelpFormatter  # one sweep name a line, never split at a hyphen
+    e.add_argument("name", metavar="NAME", choices=EXPERIMENT_NAMES,
+                   help="the sweep to run, one of:\n" + "\n".join(EXPERIMENT_NAMES))
     e.add_argument("--quick", action="store_true", help="small, fast version")
     e.add_argument("--out", metavar="DIR", help="output folder")
     e.add_argument("--repeats", type=_int_at_least("repeats", 1), metavar="R", help="repetitions")
