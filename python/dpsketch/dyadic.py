@@ -243,7 +243,9 @@ class _DyadicBase(Serialized):
             raise ValueError("quantile levels must be a number or a 1-D sequence")
         if np.isnan(q).any() or (q < 0).any() or (q > 1).any():
             raise ValueError("quantile levels must be in [0, 1]")
-        return np.ascontiguousarray(np.atleast_1d(q) * self._total())
+        # a noisy total below 0 would make the targets fall as q rises; clamping it (post-processing)
+        # keeps quantile() monotone in q at every n
+        return np.ascontiguousarray(np.atleast_1d(q) * max(0.0, self._total()))
 
     @locked
     def quantile(self, q: float):

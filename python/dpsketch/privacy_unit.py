@@ -815,7 +815,7 @@ def release_unit_quantiles(sketch, qs, *, max_rows_per_unit: int, rho=None, epsi
         "universe_bits": bits, "width": sketch.width, "depth": depth, "exact_levels": exact,
         "bounds": sketch.bounds,
         "qs": q.tolist(),
-        "quantile_targets": "q times the noisy total (post-processing; no public n needed)",
+        "quantile_targets": "q times the noisy total clamped at 0 (post-processing; no public n needed)",
         "epsilon": eps_used, "delta": dlt, "rho": rho_used,
         **requested,
         "reproducible_not_secret": bool(seeded),
