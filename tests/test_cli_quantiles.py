@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+import dpsketch.calibration
 from dpsketch.cli import main
 
 
@@ -41,6 +42,19 @@ def test_table_json_csv(values_csv, capsys):
     assert table[0].split() == ["q", "value"] and len(table) == 4
     values = [float(line.split()[1]) for line in table[1:]]
     assert values == sorted(values)
+
+
+def test_rho_with_delta_prints_the_epsilon_delta_conversion(values_csv, capsys):
+    path, _ = values_csv
+    args = ["quantiles", str(path), "--column", "ms", "--bounds", "0,1000", "--rho", "0.5", "--seed", "4"]
+    assert main([*args, "--delta", "1e-6", "--json"]) == 0
+    out, err = capsys.readouterr()
+    privacy = json.loads(out)["privacy"]
+    want = dpsketch.calibration.zcdp_epsilon(0.5, 1e-6)
+    assert privacy["epsilon"] == pytest.approx(want) and privacy["delta"] == 1e-6
+    assert f"epsilon={want:g}, delta=1e-06" in err
+    assert main(args) == 0
+    assert "that is epsilon=" not in capsys.readouterr().err  # without --delta: zCDP only
 
 
 def test_integer_mode_and_epsilon(tmp_path, capsys):

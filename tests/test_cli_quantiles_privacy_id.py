@@ -213,7 +213,7 @@ BASE = ["--universe-bits", "14", "--epsilon", "1"]
     (["--privacy-id", "user_id", "--max-rows-per-unit", "5", *BASE, "--gamma", "0"], "gamma"),
     (["--privacy-id", "query", "--max-rows-per-unit", "5", *BASE], "another column"),
     (["--max-rows-per-unit", "5", *BASE], "--privacy-id"),
-    ([*BASE, "--delta", "1e-6"], "--privacy-id"),
+    ([*BASE, "--delta", "1e-6"], "--delta goes with --rho"),
     ([*BASE, "--int-ids"], "--privacy-id"),
 ])
 def test_parameters_are_checked_before_any_input_is_read(capsys, monkeypatch, log, argv, needle):

@@ -30,7 +30,7 @@ _ROW_LEVEL_ONLY = ("demo", "algorithm", "k", "oversample", "max_stream_length", 
 _UNIT_LEVEL_ONLY = ("max_keys_per_unit", "max_rows_per_key", "noise", "top_k", "selection", "int_ids")
 # the same split for dpsketch quantiles
 _QUANTILES_ROW_LEVEL_ONLY = ("noise_allocation",)
-_QUANTILES_UNIT_LEVEL_ONLY = ("max_rows_per_unit", "delta", "int_ids")
+_QUANTILES_UNIT_LEVEL_ONLY = ("max_rows_per_unit", "int_ids")
 
 
 def _option(name: str) -> str:
@@ -502,6 +502,9 @@ def quantiles(args) -> int:
     if args.privacy_id is not None:
         return _quantiles_units(args, out)
     _refuse_unit_options(args, _QUANTILES_UNIT_LEVEL_ONLY)
+    if args.delta is not None and args.rho is None:
+        raise UsageError("--delta goes with --rho (it reports the (epsilon, delta)-DP conversion of the zCDP "
+                         "guarantee) or with --privacy-id; --epsilon alone is pure DP")
     if args.noise_allocation is None:
         args.noise_allocation = "joint"
     sketch, budget, qs, bounds, bits = _quantile_sketch(args)
@@ -517,10 +520,12 @@ def quantiles(args) -> int:
 
     released = sketch.release().sketch
     levels = released.quantiles(qs)
-    meta = released.privacy(delta=getattr(args, "delta", None))
+    meta = released.privacy(delta=args.delta)
     res = released.resolution
     if meta["noise"] == "discrete_gaussian":
         priv = f"rho={meta['rho_used']:g} (zCDP, discrete Gaussian, {meta['noise_allocation']} allocation)"
+        if args.delta is not None:
+            priv += f", that is epsilon={meta['epsilon']:g}, delta={meta['delta']:g}"
     else:
         priv = f"epsilon={meta['epsilon_used']:g} (pure DP, discrete Laplace, {meta['noise_allocation']} allocation)"
     rng = (f"values clamped to [{bounds[0]:g}, {bounds[1]:g}]" if bounds

@@ -283,8 +283,8 @@ def _quantiles_parser(sub):
                    help="r: the most rows one privacy id contributes (required with --privacy-id; an id with "
                         "more keeps r of them, chosen by a salted hash)")
     u.add_argument("--delta", "-d", type=_delta,
-                   help="with --epsilon: discrete Gaussian noise calibrated to (epsilon, delta) instead of "
-                        "Laplace; with --rho: also report the (epsilon, delta) conversion")
+                   help="with --rho: also report the (epsilon, delta)-DP conversion of the zCDP guarantee; with "
+                        "--privacy-id and --epsilon: discrete Gaussian noise calibrated to (epsilon, delta)")
     u.add_argument("--int-ids", action="store_true",
                    help="parse every privacy id as a 64-bit integer (rows whose id is not one are dropped); "
                         "default: CSV ids are text, a Parquet column's type decides")
