@@ -103,6 +103,36 @@ def test_gumbel_top_k_and_laplace(capsys, log):
     assert not any(by[k] == 1 for k, _ in rel["items"])
 
 
+def test_bounded_memory_route_on_stdin_and_with_max_rows_per_unit(capsys, log):
+    # stdin is a stream: the first r rows of each id into DPSS at epsilon/r per row (UnitStream);
+    # a file takes the same route with --max-rows-per-unit, and both read the same rows
+    import subprocess
+    import sys
+
+    d, users, keys = log
+    by = distinct_units_per_key(keys, users)
+    argv = ["top", "--format", "csv", "--column", "query", "--privacy-id", "user_id", "--max-keys-per-unit", 5,
+            "--top", 0, "--json", "--seed", 3]
+    with open(d / "events.csv", "rb") as fh:
+        piped = subprocess.run([sys.executable, "-m", "dpsketch", *map(str, argv), "-"], stdin=fh,
+                               capture_output=True, timeout=300)
+    assert piped.returncode == 0, piped.stderr
+    rel = json.loads(piped.stdout)
+    meta = rel["metadata"]
+    assert meta["route"] == "bounded_memory" and meta["max_rows_per_unit"] == 5 and meta["privacy_unit"] == "privacy_id"
+    assert meta["neighbours"] == "add_remove_unit" and rel["mechanism"] == "unit.bounded_memory[DPSS]"
+    assert 0.99 < rel["epsilon"] <= 1.0 and 0 < rel["delta"] <= 1e-6
+    assert meta["per_row_calibration"]["privacy_unit_of_these_figures"] == "one stream element"
+    released = [int(k) for k, _ in rel["items"]]
+    assert released and not any(by[k] == 1 for k in released)
+    err = piped.stderr.decode()
+    assert "bounded_memory route" in err and "r=5 rows" in err and "spent: epsilon=" in err
+    code, out, err = run(capsys, "top", d / "events.csv", "--column", "query", "--privacy-id", "user_id",
+                         "--max-rows-per-unit", 5, "--top", 0, "--json", "--seed", 3)
+    assert code == 0, err
+    assert json.loads(out)["items"] == rel["items"]
+
+
 def test_dropped_rows_leave_no_trace(capsys, tmp_path):
     # rows with an empty item, an empty id or (with --int-ids) an id that is not an integer are
     # dropped as if absent, and how many is not reported
@@ -152,6 +182,11 @@ def test_text_input_and_a_missing_id_column_are_usage_errors(capsys, log, tmp_pa
     (["--max-keys-per-unit", "10"], "--privacy-id"),
     (["--noise", "laplace"], "--privacy-id"),
     (["--int-ids"], "--privacy-id"),
+    (["--max-rows-per-unit", "5"], "--privacy-id"),
+    (["--privacy-id", "user_id", "--max-rows-per-unit", "5", "--noise", "laplace"], "bounded-memory"),
+    (["--privacy-id", "user_id", "--max-rows-per-unit", "5", "--public-length"], "bounded-memory"),
+    (["--privacy-id", "user_id", "--max-rows-per-unit", "5", "-a", "countmin"], "no bounded-memory"),
+    (["--privacy-id", "user_id", "--max-rows-per-unit", "5", "--epsilon", "1e-12"], "epsilon"),
 ])
 def test_parameters_are_checked_before_any_input_is_read(capsys, monkeypatch, log, argv, needle):
     def no_reading(self):

@@ -27,7 +27,11 @@ __all__ = ["top", "quantiles", "experiment", "docs", "audit"]
 # options of the row-level release that the user-level (--privacy-id) release does not take, and
 # those of the user-level release that the row-level one does not take
 _ROW_LEVEL_ONLY = ("demo", "algorithm", "k", "oversample", "max_stream_length", "length_epsilon", "public_length")
-_UNIT_LEVEL_ONLY = ("max_keys_per_unit", "max_rows_per_key", "noise", "top_k", "selection", "int_ids")
+_UNIT_LEVEL_ONLY = ("max_keys_per_unit", "max_rows_per_key", "max_rows_per_unit", "noise", "top_k", "selection",
+                    "int_ids")
+# options of the exact user-level route only, and of the bounded-memory route only
+_EXACT_ROUTE_ONLY = ("noise", "top_k", "selection")
+_BOUNDED_ROUTE_REFUSES = ("demo", "max_stream_length", "length_epsilon", "public_length")
 # the same split for dpsketch quantiles
 _QUANTILES_ROW_LEVEL_ONLY = ("noise_allocation",)
 _QUANTILES_UNIT_LEVEL_ONLY = ("max_rows_per_unit", "int_ids")
@@ -101,6 +105,8 @@ def _refuse_unit_options(args, names) -> None:
 def top(args) -> int:
     out = Output.for_args(args)
     if args.privacy_id is not None:
+        if args.max_rows_per_unit is not None or args.file in (None, "-"):
+            return _top_units_bounded(args, out)
         return _top_units(args, out)
     _refuse_unit_options(args, _UNIT_LEVEL_ONLY)
     if args.algorithm is None:
@@ -415,6 +421,82 @@ def _top_units(args, out) -> int:
     if not released:
         out.note("hint: nothing reached the threshold; a larger --epsilon or a smaller --max-keys-per-unit "
                  "lowers it")
+    _note_cut(out, args.top, len(released))
+    obj = None
+    if out.fmt == "json":
+        obj = rel.to_dict()
+        obj["cli"] = {"source": source_desc, "keys": keys_desc, "privacy_id_column": args.privacy_id,
+                      "privacy_ids": ids_desc, "top": args.top, "released": len(released),
+                      "exact_counts_withheld": True}
+    _items_release(out, released, args.top, json_obj=obj, threshold=rel.threshold)
+    return 0
+
+
+def _top_units_bounded(args, out) -> int:
+    """``top --privacy-id`` on stdin or with ``--max-rows-per-unit``: the bounded-memory route of
+    dpsketch.UnitStream (docs/privacy.md §Privacy unit). Each id's first r rows, in input order,
+    reach a SpaceSaving (DPSS) or MisraGries (PMG) summary released at the per-row (ε/r, δ') that
+    group privacy turns into the requested (ε, δ) for one id; memory is the summary plus one
+    counter per id seen, so the input is never held."""
+    from .budget import Budget
+    from .privacy_unit import UnitStream, unit_calibration
+
+    for name in (*_BOUNDED_ROUTE_REFUSES, *_EXACT_ROUTE_ONLY):
+        if _given(args, name):
+            raise UsageError(f"{_option(name)} does not apply to the bounded-memory user-level route "
+                             "(stdin or --max-rows-per-unit)")
+    if args.max_rows_per_unit is not None:
+        r = args.max_rows_per_unit
+    elif args.max_keys_per_unit is not None:
+        r = args.max_keys_per_unit * (args.max_rows_per_key or 1)
+    else:
+        raise UsageError("the bounded-memory route (stdin) needs --max-rows-per-unit R, or --max-keys-per-unit M "
+                         "(and --max-rows-per-key C) for R = M*C: how many rows one privacy id may contribute")
+    algorithm = args.algorithm or "spacesaving"
+    if algorithm not in ("spacesaving", "misragries"):
+        raise UsageError(f"--algorithm {algorithm} has no bounded-memory user-level release; "
+                         "use spacesaving (DPSS) or misragries (PMG)")
+    k = args.k if args.k is not None else DEFAULT_K
+    capacity = max(k, math.ceil((args.oversample or 2.0) * k - 1e-9))
+    try:  # every parameter before any input is read
+        unit_calibration(args.epsilon, args.delta, r)
+        stream = UnitStream(algorithm, capacity=capacity, max_rows_per_unit=r)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(first_line(exc)) from None
+    if args.file is None and _isatty(sys.stdin):
+        raise UsageError("no input: give FILE, or '-' to read stdin")
+    src = _source(args, privacy_id=args.privacy_id, ids="int" if args.int_ids else "auto")
+    _warn_seed(args, out)
+
+    rows = 0
+    progress = Progress(_show_progress(args), src.total, src.unit)
+    try:
+        for keys, ids in src.pairs():
+            stream.update(_input.column([keys], src.keys), _input.column([ids], src.ids))
+            rows += len(keys)
+            _advance(progress, src, rows)
+    finally:
+        progress.close()
+
+    budget = Budget(args.epsilon, args.delta)
+    try:
+        rel = stream.release(epsilon=args.epsilon, delta=args.delta, k=k, seed=args.seed, budget=budget)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise RunError(f"release failed: {first_line(exc)}") from None
+
+    released = [(key, v) for key, v in rel.items]
+    source_desc, keys_desc, ids_desc = display(src.path), src.keys.describe(), src.ids.describe()
+    meta = rel.metadata
+    out.note(f"{rel.mechanism} (bounded_memory route, {capacity} counters) on {source_desc}; keys: {keys_desc}")
+    out.note(f"privacy unit: {meta['privacy_unit']} = column {args.privacy_id!r} (ids: {ids_desc}); neighbours: "
+             f"{meta['neighbours']} (all rows of one id); bound per unit: r={r} rows (max_rows_per_unit, its "
+             f"first r in input order), per-row calibration epsilon/r by group privacy")
+    out.note(f"epsilon={num(rel.epsilon)} delta={num(rel.delta)} threshold={num(rel.threshold)} for one privacy "
+             f"unit -> {len(released)} item(s) released")
+    out.spent(budget)
+    if not released:
+        out.note("hint: nothing reached the threshold; the bounded-memory route pays epsilon/r per row: a smaller "
+                 "--max-rows-per-unit or a file (the exact route) releases more")
     _note_cut(out, args.top, len(released))
     obj = None
     if out.fmt == "json":

@@ -223,9 +223,11 @@ def _top_parser(sub):
                    help="seed the noise for reproducible experiments (the release is then NOT secret)")
     u = t.add_argument_group(
         "user-level privacy",
-        "With --privacy-id a neighbour adds or removes all rows of one privacy id, and the release is "
-        "the exact route of dpsketch.unit_heavy_hitters (docs/privacy.md, Privacy unit). CSV and Parquet "
-        "only; --algorithm, --k, --oversample and the length options do not apply.")
+        "With --privacy-id a neighbour adds or removes all rows of one privacy id (docs/privacy.md, Privacy "
+        "unit). CSV and Parquet only. A file takes the exact route (dpsketch.unit_heavy_hitters; "
+        "--algorithm, --k, --oversample and the length options do not apply); stdin, or "
+        "--max-rows-per-unit, takes the bounded-memory route (dpsketch.UnitStream: the first R rows of "
+        "each id into a SpaceSaving or MisraGries summary, released by DPSS or PMG for one id).")
     u.add_argument("--privacy-id", metavar="COLUMN",
                    help="CSV/Parquet column of privacy ids (e.g. a user id); with --no-header, a 0-based index")
     u.add_argument("--max-keys-per-unit", type=_int_at_least("max-keys-per-unit", 1), metavar="M",
@@ -233,6 +235,9 @@ def _top_parser(sub):
                         "a unit with more keeps m of them, chosen by a salted hash)")
     u.add_argument("--max-rows-per-key", type=_int_at_least("max-rows-per-key", 1), metavar="C",
                    help="c: the most rows one privacy id contributes to one item (default 1)")
+    u.add_argument("--max-rows-per-unit", type=_int_at_least("max-rows-per-unit", 1), metavar="R",
+                   help="the bounded-memory route: the most rows one privacy id contributes (its first R in "
+                        "the input's order; default with stdin: m*c)")
     u.add_argument("--noise", choices=("gaussian", "laplace"),
                    help="discrete Gaussian (default; l2-sensitivity c*sqrt(m)) or discrete Laplace "
                         "(l1-sensitivity m*c) noise on the bounded counts")
