@@ -5,14 +5,12 @@
 // to slot. String keys also keep their table hash, since rehashing a string to move its table
 // entry would cost a pass over its bytes; int keys recompute theirs (two instructions).
 //
-// Times are 32-bit ticks of a logical clock, one per update. Only their order matters (they order
-// slots of equal count), so when the clock reaches kClockLimit they are renumbered by rank,
-// 1..capacity, in O(capacity log capacity) once per ~4 * 10^9 updates, and the owner's stage /
-// epoch boundary is translated with them (a boundary b becomes 1 + #slots with time < b). The
-// clock is not a second counter: an update's time is derived from the owner's stream length n
-// after it, t = uint32(n) + bias_ (mod 2^32), so an update advances one counter in memory instead
-// of two. bias_ moves only when times are renumbered, when a rebuild
-// stamps slots without updates (tick_extra), and when the owner's n jumps (rebase).
+// Times are 32-bit ticks of a logical clock, one per update (and one per slot a rebuild stamps).
+// Only their order matters (they order slots of equal count), so when the clock reaches
+// kClockLimit they are renumbered by rank, 1..capacity, in O(capacity log capacity) once per
+// ~4 * 10^9 ticks, and the owner's stage / epoch boundary is translated with them (a boundary b
+// becomes 1 + #slots with time < b). Invariant: every stored time is <= clock_ < kClockLimit
+// (capacity + 1 < kClockLimit, so a renumbered clock has room).
 //
 // SplitStack: one buffer holding two stacks that grow toward each other, so the summaries' two
 // candidate lists share 1.25 * capacity entries instead of taking 2 * capacity: a "low" stack of
@@ -24,7 +22,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -32,11 +29,10 @@
 #include "dpsketch/common/compact_table.hpp"
 #include "dpsketch/common/compiler.hpp"
 #include "dpsketch/common/key_traits.hpp"
-#include "dpsketch/common/limits.hpp"
 #include "dpsketch/common/simd.hpp"
 
-// Test hooks: tests/native/counters_differential.cpp lowers the limit to run the renumbering
-// constantly, and defines DPSKETCH_CHECK_CLOCK to check that no time reaches it.
+// Test hook: tests/test_counters_differential.py lowers the limit to run the renumbering
+// constantly.
 #ifndef DPSKETCH_COUNTER_CLOCK_LIMIT
 #define DPSKETCH_COUNTER_CLOCK_LIMIT 0xFFFFFFF0u
 #endif
@@ -76,9 +72,7 @@ class FlatSlots {
   using Probe = typename CompactTable<Key>::Probe;
 
   explicit FlatSlots(std::uint32_t capacity)
-      : slots_(capacity), time_(capacity, 0), hash_(kStoreHash ? capacity : 0), table_(capacity) {
-    set_guard(1);  // the owner's n starts at 0
-  }
+      : slots_(capacity), time_(capacity, 0), hash_(kStoreHash ? capacity : 0), table_(capacity) {}
 
   Probe probe(std::uint64_t h, const View& x) const noexcept {
     return table_.probe(h, x, [this](std::int32_t s) -> const Key& { return slots_[static_cast<std::size_t>(s)].key; });
@@ -90,29 +84,11 @@ class FlatSlots {
   std::uint32_t& time(std::int32_t s) noexcept { return time_[static_cast<std::size_t>(s)]; }
   std::uint32_t time(std::int32_t s) const noexcept { return time_[static_cast<std::size_t>(s)]; }
 
-  // The time of the update that brings the owner's stream length to n, one more than at the previous
-  // advance, tick_extra or rebase. Throws StreamLimitError (nothing changed) when n would exceed
-  // kMaxStreamLength (limits.hpp); renumbers first when the clock is at its limit (`boundary` is
-  // translated). One compare per update covers both: guard_ is the smallest n that needs either,
-  // so the owners' hit paths carry a single, never-taken check.
-  DPSKETCH_ALWAYS_INLINE std::uint32_t advance(std::uint64_t n, std::uint32_t& boundary) {
-    if (n >= guard_) advance_slow(n, boundary);
-#ifdef DPSKETCH_CHECK_CLOCK  // test hook: a time at the clock limit here means guard_ was stale
-    if (static_cast<std::uint32_t>(n) + bias_ >= kClockLimit) throw std::logic_error("FlatSlots: stale clock guard");
-#endif
-    return static_cast<std::uint32_t>(n) + bias_;
-  }
-  // The next time without an update (rebuilds: merge, deserialization), the stream length staying n.
-  std::uint32_t tick_extra(std::uint64_t n, std::uint32_t& boundary) {
-    ++bias_;
-    settle_clock(n, boundary);
-    return static_cast<std::uint32_t>(n) + bias_;
-  }
-  // The owner's stream length changes from `from` to `to` without updates: the next advance
-  // continues from the last time issued.
-  void rebase(std::uint64_t from, std::uint64_t to) noexcept {
-    bias_ += static_cast<std::uint32_t>(from) - static_cast<std::uint32_t>(to);
-    set_guard(to + 1);
+  // The next time, for an update or a rebuild's stamp: renumbers first when the clock is at its
+  // limit (`boundary` is translated).
+  DPSKETCH_ALWAYS_INLINE std::uint32_t tick(std::uint32_t& boundary) {
+    if (clock_ == kClockLimit - 1) renumber(boundary);
+    return ++clock_;
   }
 
   // Gives the keyless slot s the key x (hash h), whose probe ended at the empty entry `pos`.
@@ -271,26 +247,9 @@ class FlatSlots {
   }
 #endif
 
-  DPSKETCH_NOINLINE void advance_slow(std::uint64_t n, std::uint32_t& boundary) {
-    check_stream_room(n - 1, 1);
-    settle_clock(n, boundary);
-  }
-  // Renumbers if the time for stream length n would reach kClockLimit, then sets guard_ for n + 1.
-  void settle_clock(std::uint64_t n, std::uint32_t& boundary) {
-    if (static_cast<std::uint32_t>(n) + bias_ >= kClockLimit) renumber(n, boundary);
-    set_guard(n + 1);
-  }
-  // guard_ for an owner whose next update brings its stream length to `next`: the first n >= next
-  // whose time would reach kClockLimit (times rise by 1 per update), or kMaxStreamLength + 1.
-  void set_guard(std::uint64_t next) noexcept {
-    const std::uint32_t t = static_cast<std::uint32_t>(next) + bias_;
-    const std::uint64_t clock = t >= kClockLimit ? next : next + (kClockLimit - t);
-    guard_ = std::min<std::uint64_t>(clock, kMaxStreamLength + 1);
-  }
-
   // Times become ranks 1..capacity (distinct times keep their order; equal ones -- unused slots'
   // zeros -- stay equal in effect, as nothing compares them).
-  DPSKETCH_NOINLINE void renumber(std::uint64_t n, std::uint32_t& boundary) {
+  DPSKETCH_NOINLINE void renumber(std::uint32_t& boundary) {
     std::vector<std::int32_t> order(slots_.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int32_t>(i);
     sort_by_time(order.data(), order.data() + order.size());
@@ -298,15 +257,14 @@ class FlatSlots {
     for (std::int32_t s : order) below += time(s) < boundary;
     for (std::size_t r = 0; r < order.size(); ++r) time(order[r]) = static_cast<std::uint32_t>(r + 1);
     boundary = below + 1;
-    bias_ = static_cast<std::uint32_t>(order.size()) + 1 - static_cast<std::uint32_t>(n);  // the next time: size + 1
+    clock_ = static_cast<std::uint32_t>(order.size());
   }
 
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> time_;
   std::vector<std::uint64_t> hash_;  // string keys only
   CompactTable<Key> table_;
-  std::uint32_t bias_ = 0;  // time = uint32(owner's n) + bias_ (header comment)
-  std::uint64_t guard_ = 0;  // advance(n) takes its slow path iff n >= guard_ (set_guard)
+  std::uint32_t clock_ = 0;  // the last time issued
 };
 
 // Two stacks of slot indices in one buffer (header comment). The owner keeps low + high <= size.

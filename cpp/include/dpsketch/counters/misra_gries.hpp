@@ -79,12 +79,13 @@ class MisraGries : public detail::CounterSummary<MisraGries<Key>, Key> {
   // update(), update_many(), update_hashed(), check_room(): detail::CounterSummary.
 
  private:
-  // The update itself. At the stream limit it throws before any change (FlatSlots::advance), so
-  // values (count + base <= 2n <= 2^63) stay far from 2^64 - 1.
+  // The update itself. At the stream limit it throws before any change, so values (count + base
+  // <= 2n <= 2^63) stay far from 2^64 - 1.
   DPSKETCH_ALWAYS_INLINE void absorb(std::uint64_t h, const View& x) {
     const auto found = slots_.probe(h, x);
-    const std::uint32_t t = slots_.advance(n_ + 1, epoch_start_);  // throws StreamLimitError first (nothing changed)
+    check_stream_room(n_, 1);
     ++n_;
+    const std::uint32_t t = slots_.tick(epoch_start_);
     if (found.slot != kNone) {
       auto& slot = slots_[found.slot];
       slots_.time(found.slot) = t;
@@ -225,7 +226,7 @@ class MisraGries : public detail::CounterSummary<MisraGries<Key>, Key> {
     for (auto& [c, k] : kept) out.store_positive(slot++, std::move(k), c);  // appended as newest
     // The rest are never used; the highest index is reused first (as the stack was built before).
     for (; slot < static_cast<std::int32_t>(capacity_); ++slot) out.push_zero(slot);
-    out.set_length(n_ + other.n_);
+    out.n_ = n_ + other.n_;
     out.decrements_ = decrements_ + other.decrements_ + s;
     out.merged_ = true;
     out.finish_rebuild();
@@ -320,7 +321,7 @@ class MisraGries : public detail::CounterSummary<MisraGries<Key>, Key> {
                 : n - total != decrements * (std::uint64_t{capacity} + 1)))
       throw DeserializeError("counts are inconsistent with the stream length");
     r.finish();
-    mg.set_length(n);
+    mg.n_ = n;
     mg.decrements_ = decrements;
     mg.merged_ = merged;
     mg.restore_wire(h);
@@ -340,12 +341,7 @@ class MisraGries : public detail::CounterSummary<MisraGries<Key>, Key> {
   MisraGries(std::uint32_t capacity, Rebuild)
       : capacity_(capacity), slots_(capacity_), keyed_(capacity_, 0), cands_(capacity_) {}
   // Ends a rebuild: every rebuilt slot predates the first epoch.
-  void finish_rebuild() noexcept { epoch_start_ = slots_.tick_extra(n_, epoch_start_) + 1; }
-  // Rebuild support: the stream length becomes n (times continue, flat_slots.hpp).
-  void set_length(std::uint64_t n) noexcept {
-    slots_.rebase(n_, n);
-    n_ = n;
-  }
+  void finish_rebuild() noexcept { epoch_start_ = slots_.tick(epoch_start_) + 1; }
 
   void store_key(std::int32_t s, Key k) {
     if (!slots_.place(s, std::move(k))) throw DeserializeError("duplicate key");
@@ -355,13 +351,13 @@ class MisraGries : public detail::CounterSummary<MisraGries<Key>, Key> {
   void store_positive(std::int32_t s, Key k, std::uint64_t c) {
     store_key(s, std::move(k));
     slots_[s].count = c;
-    slots_.time(s) = slots_.tick_extra(n_, epoch_start_);
+    slots_.time(s) = slots_.tick(epoch_start_);
     min_value_ = std::min(min_value_, c);
   }
   // Rebuild: s (count 0, value 0) goes on top of the zero stack.
   void push_zero(std::int32_t s) noexcept {
     slots_[s].count = 0;
-    slots_.time(s) = slots_.tick_extra(n_, epoch_start_);
+    slots_.time(s) = slots_.tick(epoch_start_);
     cands_.push(s);
   }
 

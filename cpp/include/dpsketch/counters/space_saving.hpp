@@ -70,14 +70,15 @@ class SpaceSaving : public detail::CounterSummary<SpaceSaving<Key>, Key> {
   // update(), update_many(), update_hashed(), check_room(): detail::CounterSummary.
 
  private:
-  // The update itself. At the stream limit it throws before any change (FlatSlots::advance), so
-  // counts and n stay below 2^63.
+  // The update itself. At the stream limit it throws before any change, so counts and n stay
+  // below 2^63.
   // Inlined into the caller's loop; the rare cases (a hit leaving the minimum, a stage start) are
   // out of line.
   DPSKETCH_ALWAYS_INLINE void absorb(std::uint64_t h, const View& x) {
     const auto found = slots_.probe(h, x);
-    const std::uint32_t t = slots_.advance(n_ + 1, stage_start_);  // throws StreamLimitError first (nothing changed)
+    check_stream_room(n_, 1);
     ++n_;
+    const std::uint32_t t = slots_.tick(stage_start_);
     if (found.slot != kEmpty) {
       auto& slot = slots_[found.slot];
       const std::uint64_t c = slot.count;
@@ -193,7 +194,7 @@ class SpaceSaving : public detail::CounterSummary<SpaceSaving<Key>, Key> {
     std::sort(kept.begin(), kept.end());  // count ascending, then key ascending
     SpaceSaving out(capacity_);
     for (auto& [c, k] : kept) out.append(std::move(k), c);  // appended as newest
-    out.set_length(n_ + other.n_);
+    out.n_ = n_ + other.n_;
     out.floor_ = e;
     out.merged_ = true;
     *this = std::move(out);
@@ -283,7 +284,7 @@ class SpaceSaving : public detail::CounterSummary<SpaceSaving<Key>, Key> {
     for (std::uint64_t i = 0; i < padding; ++i)
       if (r.u8() != 0) throw DeserializeError("free-slot padding must be zero");
     r.finish();
-    ss.set_length(n);
+    ss.n_ = n;
     ss.floor_ = floor;
     ss.merged_ = merged;
     ss.restore_wire(h);
@@ -298,13 +299,8 @@ class SpaceSaving : public detail::CounterSummary<SpaceSaving<Key>, Key> {
     if (!slots_.place(s, std::move(k))) return false;
     ++size_;
     slots_[s].count = c;
-    slots_.time(s) = slots_.tick_extra(n_, stage_start_);
+    slots_.time(s) = slots_.tick(stage_start_);
     return true;
-  }
-  // Rebuild support: the stream length becomes n (times continue, flat_slots.hpp).
-  void set_length(std::uint64_t n) noexcept {
-    slots_.rebase(n_, n);
-    n_ = n;
   }
 
   // Tracked slots by count ascending, then time ascending (oldest first: the serialized order) or
