@@ -225,8 +225,8 @@ class PairCoder {
  public:
   PairCoder(std::uint64_t key_salt, std::uint64_t unit_salt) : keys_(key_salt), units_(unit_salt) {}
 
-  // Codes one batch of rows, the GIL released. (Coding the two columns in two threads was slower
-  // on two cores, where the reader thread runs next to the coder.)
+  // Codes one batch of rows, the GIL released, both columns in this thread: the caller's reader
+  // thread takes the other core of a two-core machine, where a second coding thread measured slower.
   void add(const py::object& keys, const py::object& ids) {
     if (failed_) throw ParameterError("an earlier batch failed; start a new bounding");
     const Batch k = read_batch(keys, "keys");

@@ -5,7 +5,8 @@ gzip-compressed, from a file or stdin, read by pyarrow's C++ readers in bounded 
 - :meth:`Source.chunks`: key batches for ``update_many`` (``dpsketch top``), as Arrow string arrays
   or int64 numpy arrays -- no Python object per item;
 - :meth:`Source.pairs`: the key and the privacy id of each row, aligned (``dpsketch top
-  --privacy-id``; CSV and Parquet), and :func:`column` to join their batches for the library;
+  --privacy-id``; CSV and Parquet; the batches go to ``dpsketch.ContributionBounder`` as they come),
+  and :func:`column` to join batches into one column for the library;
 - :meth:`Source.values`: the numbers of ``dpsketch quantiles``, and :meth:`Source.number_pairs`: those
   numbers with the privacy id of each row, aligned (``dpsketch quantiles --privacy-id``).
 

@@ -21,8 +21,9 @@ h(salt, unit, key), and at most ``max_rows_per_key`` (c) rows of each kept key. 
 Bounding (the exact route) runs in C++ (cpp/include/dpsketch/privacy_unit/bound_contributions.hpp)
 over dictionary codes of the two columns: besides the columns themselves, ~12 bytes a row (two
 4-byte codes and the rows' keys grouped by unit) and 30-100 bytes per distinct unit or key (the
-code tables); the bounded-memory route keeps one exact row counter per unit seen (9 bytes per int
-id, measured).
+code tables); :class:`ContributionBounder` takes the columns in batches and keeps only the two
+codes a row (8 bytes) and the code tables; the bounded-memory route keeps one exact row counter per
+unit seen (9 bytes per int id, measured).
 """
 
 from __future__ import annotations
