@@ -225,27 +225,24 @@ class PairCoder {
  public:
   PairCoder(std::uint64_t key_salt, std::uint64_t unit_salt) : keys_(key_salt), units_(unit_salt) {}
 
-  // Codes one batch of rows, the GIL released, both columns in this thread: the caller's reader
-  // thread takes the other core of a two-core machine, where a second coding thread measured slower.
+  // Codes one batch of rows, the GIL released.
   void add(const py::object& keys, const py::object& ids) {
-    if (failed_) throw ParameterError("an earlier batch failed; start a new bounding");
     const Batch k = read_batch(keys, "keys");
     const Batch u = read_batch(ids, "privacy_id");
     if (k.n != u.n) throw ParameterError("keys and privacy_id must have the same length (one privacy id per row)");
-    for (const auto& [col, batch] : {std::pair{&keys_, &k}, std::pair{&units_, &u}})
-      if (col->kind() != ColumnCodes::Kind::unset && col->kind() != batch->kind)
-        throw ParameterError("a column's batches must all hold ints or all hold strs");
-    failed_ = true;
-    {
-      py::gil_scoped_release nogil;
-      code_batch(keys_, k);
-      code_batch(units_, u);
-    }
-    failed_ = false;
+    check_kind(keys_, k);
+    check_kind(units_, u);
+    py::gil_scoped_release nogil;
+    code_batch(keys_, k);
+    code_batch(units_, u);
   }
 
+  // One column's half of add: the two columns may be coded in two threads at once (one thread per
+  // column), each column's batches in row order; bound() checks that they hold the same rows.
+  void add_keys(const py::object& keys) { add_one(keys_, keys, "keys"); }
+  void add_ids(const py::object& ids) { add_one(units_, ids, "privacy_id"); }
+
   py::tuple bound(std::uint64_t m, std::uint64_t c, const std::optional<HashArray>& key_rank) const {
-    if (failed_) throw ParameterError("an earlier batch failed; start a new bounding");
     if (key_rank && (key_rank->ndim() != 1 || static_cast<std::size_t>(key_rank->shape(0)) != keys_.distinct()))
       throw ParameterError("key_rank must give one rank per key code");
     py::array_t<std::int64_t> counts(static_cast<py::ssize_t>(keys_.distinct()));
@@ -282,6 +279,17 @@ class PairCoder {
     return std::move(out);
   }
 
+  static void check_kind(const ColumnCodes& col, const Batch& b) {
+    if (col.kind() != ColumnCodes::Kind::unset && col.kind() != b.kind)
+      throw ParameterError("a column's batches must all hold ints or all hold strs");
+  }
+  static void add_one(ColumnCodes& col, const py::object& values, const char* name) {
+    const Batch b = read_batch(values, name);
+    check_kind(col, b);
+    py::gil_scoped_release nogil;
+    code_batch(col, b);
+  }
+
   py::object key_kind() const {
     switch (keys_.kind()) {
       case ColumnCodes::Kind::ints: return py::str("int");
@@ -294,7 +302,6 @@ class PairCoder {
 
  private:
   ColumnCodes keys_, units_;
-  bool failed_ = false;
 };
 
 }  // namespace
@@ -324,6 +331,9 @@ void bind_privacy_unit(py::module_& root) {
            py::arg("key_rank") = py::none(), "(bounded count per key code, tie), as bound_counts.")
       .def("key_values", &PairCoder::key_values, py::arg("codes"),
            "The key values of these codes: an int64 array or a list of str.")
+      .def("add_keys", &PairCoder::add_keys, py::arg("keys"), "add's key half (see add_ids).")
+      .def("add_ids", &PairCoder::add_ids, py::arg("ids"),
+           "add's id half: the halves may run in two threads, each column's batches in row order.")
       .def_property_readonly("key_kind", &PairCoder::key_kind, "'int', 'str' or None (no batch yet)")
       .def_property_readonly("rows", &PairCoder::rows)
       .def_property_readonly("distinct_keys", &PairCoder::distinct_keys);

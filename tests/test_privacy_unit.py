@@ -485,3 +485,25 @@ def test_short_strings_get_one_code_per_value():
     c.add(col, np.zeros(len(col), np.int64))
     assert c.distinct_keys == len(vals)
     assert c.key_values(np.arange(len(vals), dtype=np.int64)) == vals
+
+
+def test_bounder_halves_code_the_columns_apart(rng):
+    """add_keys / add_ids (one thread per column) give what add gives; columns of unequal length
+    are refused when bounded."""
+    import threading
+
+    keys, ids = _batched_columns(rng)
+    k, u = keys["str"], ids["str"]
+    want = U.bound_contributions(k, u, max_keys_per_unit=2, max_rows_per_key=2, seed=8)
+    b = U.ContributionBounder(max_keys_per_unit=2, max_rows_per_key=2, seed=8)
+    cuts = range(0, len(k), 700)
+    t = threading.Thread(target=lambda: [b.add_keys(k[i:i + 700]) for i in cuts])
+    t.start()
+    for i in cuts:
+        b.add_ids(u[i:i + 700])
+    t.join()
+    got = b.bounded()
+    assert got.keys.tolist() == want.keys.tolist() and got.counts.tolist() == want.counts.tolist()
+    b.add_keys(k[:3])
+    with pytest.raises(d.ParameterError, match="different numbers of rows"):
+        b.bounded()

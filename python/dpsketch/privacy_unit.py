@@ -28,6 +28,7 @@ unit seen (9 bytes per int id, measured).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -246,6 +247,21 @@ def _coder_batch(values, name: str):
     return _bounding_column(values, name)
 
 
+@contextlib.contextmanager
+def _named_errors(*columns):
+    """A coder's TypeError/ValueError on an object array starting with a str becomes _column's
+    error, which names what else the column holds."""
+    try:
+        yield
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ParameterError):
+            raise
+        for col, name in columns:
+            if isinstance(col, np.ndarray) and col.dtype.kind == "O":
+                _column(col, name)
+        raise
+
+
 class ContributionBounder:
     """:func:`bound_contributions` over columns that arrive in batches: ``add(keys, privacy_id)``
     per batch of aligned rows, then :meth:`bounded`. Each batch is dictionary-coded in C++ as it
@@ -269,16 +285,22 @@ class ContributionBounder:
         types or lengths leaves the bounder as it was."""
         k = _coder_batch(keys, "keys")
         u = _coder_batch(privacy_id, "privacy_id")
-        try:
+        with _named_errors((k, "keys"), (u, "privacy_id")):
             self._coder.add(k, u)
-        except (TypeError, ValueError) as exc:
-            if isinstance(exc, ParameterError):
-                raise
-            # an object array starting with a str: _column names what else it holds
-            for col, name in ((k, "keys"), (u, "privacy_id")):
-                if isinstance(col, np.ndarray) and col.dtype.kind == "O":
-                    _column(col, name)
-            raise
+
+    def add_keys(self, keys) -> None:
+        """The key half of :meth:`add`: with :meth:`add_ids` the two columns can be coded in two
+        threads (one per column), each column's batches in row order; :meth:`bounded` refuses
+        columns of unequal length."""
+        k = _coder_batch(keys, "keys")
+        with _named_errors((k, "keys")):
+            self._coder.add_keys(k)
+
+    def add_ids(self, privacy_id) -> None:
+        """The privacy-id half of :meth:`add` (see :meth:`add_keys`)."""
+        u = _coder_batch(privacy_id, "privacy_id")
+        with _named_errors((u, "privacy_id")):
+            self._coder.add_ids(u)
 
     def bounded(self) -> BoundedContributions:
         """The bounded count of every key with a positive one (as :func:`bound_contributions`)."""

@@ -62,6 +62,8 @@ class ColumnCodes {
   }
 
   Kind kind() const noexcept { return kind_; }
+  // A batch threw part-way: the codes are no longer those of the batches added.
+  bool failed() const noexcept { return failed_; }
   std::size_t rows() const noexcept { return codes_.size(); }
   std::size_t distinct() const noexcept { return ints_ ? ints_->values().size() : bytes_ ? bytes_->size() : 0; }
   const std::vector<std::uint32_t>& codes() const noexcept { return codes_; }
@@ -98,6 +100,7 @@ class ColumnCodes {
 // is (units.codes()[i], keys.codes()[i]). Writes counts[0, keys.distinct()).
 inline bool bound_counts(const ColumnCodes& units, const ColumnCodes& keys, std::uint64_t m, std::uint64_t c,
                          const std::uint64_t* key_rank, std::int64_t* counts) {
+  if (units.failed() || keys.failed()) throw ParameterError("a batch failed part-way; code the columns again");
   if (units.rows() != keys.rows()) throw ParameterError("the unit and key columns hold different numbers of rows");
   return bound_counts(units.codes().data(), keys.codes().data(), keys.rows(), units.hashes().data(),
                       units.distinct(), keys.hashes().data(), keys.distinct(), m, c, key_rank, counts);
