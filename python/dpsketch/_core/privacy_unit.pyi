@@ -17,6 +17,14 @@ class PairCoder:
         """
         Code one batch of rows. Each column's batch: an int64 array, (offsets, data) of an Arrow (large_)string array, or a sequence of str.
         """
+    def add_ids(self, ids: typing.Any) -> None:
+        """
+        add's id half: the halves may run in two threads, each column's batches in row order.
+        """
+    def add_keys(self, keys: typing.Any) -> None:
+        """
+        add's key half (see add_ids).
+        """
     def bound(self, max_keys_per_unit: typing.SupportsInt | typing.SupportsIndex, max_rows_per_key: typing.SupportsInt | typing.SupportsIndex, key_rank: typing.Annotated[numpy.typing.ArrayLike, numpy.uint64] | None = None) -> tuple:
         """
         (bounded count per key code, tie), as bound_counts.
