@@ -369,18 +369,26 @@ def _top_units(args, out) -> int:
     src = _source(args, privacy_id=args.privacy_id, ids="int" if args.int_ids else "auto")
     _warn_seed(args, out)
 
-    # Each batch is coded (C++, GIL released) while the reader thread reads the next; only the
-    # rows' codes and the code tables are kept.
+    # Each batch is coded (C++, GIL released) as it is read: its keys in the reader thread, its ids
+    # here while the reader reads the next batch; only the rows' codes and the code tables are kept.
     bounder = ContributionBounder(max_keys_per_unit=m, max_rows_per_key=c, seed=args.seed)
+
+    def coded(add, batch):
+        try:
+            add(batch)
+        except (ValueError, TypeError) as exc:
+            raise RunError(f"release failed: {first_line(exc)}") from None
+
+    def code_keys(keys, ids):  # in the reader thread
+        coded(bounder.add_keys, keys)
+        return len(keys), ids
+
     rows = 0
     progress = Progress(_show_progress(args), src.total, src.unit)
     try:
-        for keys, ids in src.pairs():
-            try:
-                bounder.add(keys, ids)
-            except (ValueError, TypeError) as exc:
-                raise RunError(f"release failed: {first_line(exc)}") from None
-            rows += len(keys)
+        for n_rows, ids in src.pairs(in_reader=code_keys):
+            coded(bounder.add_ids, ids)
+            rows += n_rows
             _advance(progress, src, rows)
     finally:
         progress.close()
