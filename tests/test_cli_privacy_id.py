@@ -214,3 +214,22 @@ def test_int_typing_reads_the_same_language_in_every_chunking(tmp_path):
         assert sorted(int(v) for _, i in pairs for v in i) == [0, 1, 2, 3, 8, 10, 12]
         assert sorted(sum((b.tolist() for b in _input.Source(p, column="k", keys="int", chunk_size=chunk).chunks()),
                           [])) == sorted(kept)
+
+
+@pytest.mark.parametrize("int_options", [(), ("--int-keys", "--int-ids")])
+def test_release_equals_the_library_on_the_columns_read(capsys, log, int_options):
+    """The command codes the batches as the reader hands them over (dpsketch.ContributionBounder);
+    its release is the library's unit_heavy_hitters on the whole columns, item for item."""
+    from dpsketch import unit_heavy_hitters
+
+    d, users, keys = log
+    rel, _ = _release(capsys, d / "events.csv", "--epsilon", 1, "--delta", 1e-6, *int_options)
+    with open(d / "events.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    col_keys = [r["query"] for r in rows]
+    col_ids = [r["user_id"] for r in rows]
+    if int_options:
+        col_keys, col_ids = np.array(col_keys, dtype=np.int64), np.array(col_ids, dtype=np.int64)
+    want = unit_heavy_hitters(col_keys, col_ids, epsilon=1, delta=1e-6, max_keys_per_unit=10, seed=1)
+    assert [(k, v) for k, v in rel["items"]] == [(k, v) for k, v in want.items]
+    assert len(want.items) > 10

@@ -374,3 +374,136 @@ def test_budget_is_charged_before_noise():
     with pytest.raises(d.BudgetExceededError):
         d.unit_heavy_hitters([1, 2], [1, 2], epsilon=0.6, delta=4e-7, max_keys_per_unit=1, budget=b)
     assert len(b.ledger) == 1
+
+
+# -- batches: ContributionBounder -----------------------------------------------------------------
+
+def _batched_columns(rng, n=6_000):
+    """Keys and ids with units holding more than m keys and more than c rows of a key, non-ASCII
+    and long (> 8 bytes) values, and values that differ only by trailing NUL bytes or length."""
+    key_pool = np.array(["a", "a\x00", "", "é", "日本語キー", "a-much-longer-key-than-a-word", "k", "\x00"]
+                        + [f"q{i}" for i in range(60)], dtype=object)
+    keys_i = rng.zipf(1.4, n) % 200 - 100
+    units_i = rng.integers(0, 400, n)
+    units_i[: n // 10] = 7  # one unit with hundreds of rows over many keys
+    keys_s = key_pool[np.abs(keys_i) % len(key_pool)]
+    units_s = np.array([f"ü{u}" if u % 3 else f"user-{u:012d}" for u in units_i.tolist()], dtype=object)
+    return {"int": keys_i.astype(np.int64), "str": keys_s}, {"int": units_i.astype(np.int64), "str": units_s}
+
+
+def _cuts(rng, n):
+    """Batch boundaries with empty batches among them."""
+    cuts = sorted(set(rng.integers(0, n, 12).tolist()) | {0, n})
+    return [(a, b) for a, b in zip(cuts, cuts[1:])] + [(n, n)] + [(a, a) for a in cuts[:3]]
+
+
+@pytest.mark.parametrize("key_kind,id_kind", [("str", "str"), ("int", "str"), ("str", "int"), ("int", "int")])
+@pytest.mark.parametrize("form", ["arrow", "arrow_sliced", "numpy"])
+@pytest.mark.parametrize("m,c", [(1, 1), (3, 2)])
+def test_bounder_over_batches_equals_bound_contributions(rng, key_kind, id_kind, form, m, c):
+    pa = pytest.importorskip("pyarrow")
+    keys, ids = _batched_columns(rng)
+    k, u = keys[key_kind], ids[id_kind]
+    want = U.bound_contributions(k, u, max_keys_per_unit=m, max_rows_per_key=c, seed=5)
+    bounder = U.ContributionBounder(max_keys_per_unit=m, max_rows_per_key=c, seed=5)
+    cuts = sorted(_cuts(rng, len(k)))  # in row order: the codes follow first appearance
+
+    def batch(col, a, b):
+        if form == "numpy":
+            return col[a:b]
+        typ = pa.int64() if col.dtype.kind == "i" else pa.large_string()
+        if form == "arrow":
+            return pa.array(col[a:b].tolist(), type=typ)
+        # a slice of a larger array: the offsets buffer starts before the batch
+        whole = pa.array(col.tolist(), type=pa.string() if typ == pa.large_string() else typ)
+        return whole.slice(a, b - a)
+
+    for a, b in cuts:
+        bounder.add(batch(k, a, b), batch(u, a, b))
+    got = bounder.bounded()
+    assert got.keys.tolist() == want.keys.tolist() and got.keys.dtype.kind == want.keys.dtype.kind
+    assert got.counts.tolist() == want.counts.tolist() and got.counts.dtype == np.int64
+    assert (got.max_keys_per_unit, got.max_rows_per_key) == (m, c)
+    assert len(got.keys) > 5 and got.counts.max() > c  # the case is not trivial
+    assert not got.keys.flags.writeable and not got.counts.flags.writeable
+
+
+def test_bounder_salt_comes_from_the_seed(rng):
+    keys, ids = _batched_columns(rng)
+    runs = []
+    for seed in (5, 5, 6):
+        b = U.ContributionBounder(max_keys_per_unit=1, seed=seed)
+        b.add(keys["str"], ids["str"])
+        runs.append(_counts(b.bounded()))
+    assert runs[0] == runs[1] and runs[0] != runs[2]
+
+
+def test_bounder_refuses_bad_batches_and_keeps_its_state(rng):
+    pa = pytest.importorskip("pyarrow")
+    keys, ids = _batched_columns(rng)
+    k, u = keys["str"], ids["int"]
+    want = U.bound_contributions(k, u, max_keys_per_unit=2, seed=3)
+    b = U.ContributionBounder(max_keys_per_unit=2, seed=3)
+    b.add(k[:100], u[:100])
+    with pytest.raises(d.ParameterError, match="all hold ints or all hold strs"):
+        b.add(np.arange(5), u[100:105])  # int keys after str keys
+    with pytest.raises(d.ParameterError, match="same length"):
+        b.add(k[100:105], u[100:104])
+    with pytest.raises(d.ParameterError, match="nulls"):
+        b.add(pa.array(["x", None]), u[100:102])
+    with pytest.raises(TypeError, match="ints or strs"):
+        b.add(np.array(["x", None], dtype=object), u[100:102])
+    with pytest.raises(TypeError, match="ints or strs"):
+        b.add(np.array([1.5, 2.5]), u[100:102])
+    b.add(k[100:], u[100:])
+    assert _counts(b.bounded()) == _counts(want)
+    with pytest.raises(d.ParameterError):
+        U.ContributionBounder(max_keys_per_unit=0)
+
+
+def test_bounder_without_rows_releases_no_key():
+    pa = pytest.importorskip("pyarrow")
+    assert len(U.ContributionBounder(max_keys_per_unit=3).bounded().keys) == 0
+    b = U.ContributionBounder(max_keys_per_unit=3)
+    b.add(pa.array([], type=pa.large_string()), np.zeros(0, np.int64))
+    got = b.bounded()
+    assert got.keys.dtype.kind == "U" and len(got.keys) == 0 and len(got.counts) == 0
+    b = U.ContributionBounder(max_keys_per_unit=3)
+    b.add(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert b.bounded().keys.dtype == np.int64
+
+
+def test_short_strings_get_one_code_per_value():
+    """Strings of <= 8 bytes are matched on their hash and length alone (the hash is a bijection of
+    the padded word for a fixed length): values differing only by trailing NULs or by length must
+    still get distinct codes, and equal ones one code."""
+    vals = ["", "\x00", "\x00\x00", "a", "a\x00", "ab", "abcdefgh", "abcdefg\x00", "abcdefghi", "é", "e\u0301"]
+    col = np.array(vals * 3, dtype=object)
+    codes, first, _ = _core.privacy_unit.encode_strs(col, 99)
+    assert codes.tolist() == list(range(len(vals))) * 3 and first.tolist() == list(range(len(vals)))
+    c = _core.privacy_unit.PairCoder(99, 1)
+    c.add(col, np.zeros(len(col), np.int64))
+    assert c.distinct_keys == len(vals)
+    assert c.key_values(np.arange(len(vals), dtype=np.int64)) == vals
+
+
+def test_bounder_halves_code_the_columns_apart(rng):
+    """add_keys / add_ids (one thread per column) give what add gives; columns of unequal length
+    are refused when bounded."""
+    import threading
+
+    keys, ids = _batched_columns(rng)
+    k, u = keys["str"], ids["str"]
+    want = U.bound_contributions(k, u, max_keys_per_unit=2, max_rows_per_key=2, seed=8)
+    b = U.ContributionBounder(max_keys_per_unit=2, max_rows_per_key=2, seed=8)
+    cuts = range(0, len(k), 700)
+    t = threading.Thread(target=lambda: [b.add_keys(k[i:i + 700]) for i in cuts])
+    t.start()
+    for i in cuts:
+        b.add_ids(u[i:i + 700])
+    t.join()
+    got = b.bounded()
+    assert got.keys.tolist() == want.keys.tolist() and got.counts.tolist() == want.counts.tolist()
+    b.add_keys(k[:3])
+    with pytest.raises(d.ParameterError, match="different numbers of rows"):
+        b.bounded()

@@ -25,8 +25,8 @@ from .errors import (
 )
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
-from .privacy_unit import (UnitStream, bound_contributions, bound_rows_per_unit, unit_heavy_hitters, unit_quantiles,
-                           unit_quantiles_cost, unit_release_cost)
+from .privacy_unit import (ContributionBounder, UnitStream, bound_contributions, bound_rows_per_unit,
+                           unit_heavy_hitters, unit_quantiles, unit_quantiles_cost, unit_release_cost)
 from .release import Release
 from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
@@ -46,6 +46,7 @@ __all__ = [
     "unit_quantiles",
     "UnitStream",
     "bound_contributions",
+    "ContributionBounder",
     "bound_rows_per_unit",
     "unit_release_cost",
     "unit_quantiles_cost",

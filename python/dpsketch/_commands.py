@@ -356,7 +356,7 @@ def _top_units(args, out) -> int:
     unit) on the item and id columns. Neighbours add or remove all rows of one privacy id; nothing
     about rows, units or lengths is printed (the route publishes no length)."""
     from .budget import Budget
-    from .privacy_unit import unit_heavy_hitters, unit_release_cost
+    from .privacy_unit import ContributionBounder, release_bounded_counts, unit_release_cost
 
     for name in _ROW_LEVEL_ONLY:
         if _given(args, name):
@@ -380,29 +380,37 @@ def _top_units(args, out) -> int:
     src = _source(args, privacy_id=args.privacy_id, ids="int" if args.int_ids else "auto")
     _warn_seed(args, out)
 
-    key_batches, id_batches, rows = [], [], 0
+    # Each batch is coded (C++, GIL released) as it is read: its keys in the reader thread, its ids
+    # here while the reader reads the next batch; only the rows' codes and the code tables are kept.
+    bounder = ContributionBounder(max_keys_per_unit=m, max_rows_per_key=c, seed=args.seed)
+
+    def coded(add, batch):
+        try:
+            add(batch)
+        except (ValueError, TypeError) as exc:
+            raise RunError(f"release failed: {first_line(exc)}") from None
+
+    def code_keys(keys, ids):  # in the reader thread
+        coded(bounder.add_keys, keys)
+        return len(keys), ids
+
+    rows = 0
     progress = Progress(_show_progress(args), src.total, src.unit)
     try:
-        for keys, ids in src.pairs():
-            key_batches.append(keys)
-            id_batches.append(ids)
-            rows += len(keys)
+        for n_rows, ids in src.pairs(in_reader=code_keys):
+            coded(bounder.add_ids, ids)
+            rows += n_rows
             _advance(progress, src, rows)
     finally:
         progress.close()
-    keys = _input.column(key_batches, src.keys)
-    del key_batches
-    ids = _input.column(id_batches, src.ids)
-    del id_batches
 
     budget = Budget(args.epsilon, args.delta)
     try:
-        rel = unit_heavy_hitters(keys, ids, epsilon=args.epsilon, delta=args.delta, max_keys_per_unit=m,
-                                 max_rows_per_key=c, noise=noise, selection=args.selection, k=args.top_k,
-                                 seed=args.seed, budget=budget)
+        rel = release_bounded_counts(bounder.bounded(), epsilon=args.epsilon, delta=args.delta, noise=noise,
+                                     selection=args.selection, k=args.top_k, seed=args.seed, budget=budget)
     except (ValueError, TypeError, RuntimeError) as exc:
         raise RunError(f"release failed: {first_line(exc)}") from None
-    del keys, ids
+    del bounder
 
     released = [(k, v) for k, v in rel.items]
     source_desc, keys_desc, ids_desc = display(src.path), src.keys.describe(), src.ids.describe()

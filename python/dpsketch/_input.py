@@ -5,7 +5,8 @@ gzip-compressed, from a file or stdin, read by pyarrow's C++ readers in bounded 
 - :meth:`Source.chunks`: key batches for ``update_many`` (``dpsketch top``), as Arrow string arrays
   or int64 numpy arrays -- no Python object per item;
 - :meth:`Source.pairs`: the key and the privacy id of each row, aligned (``dpsketch top
-  --privacy-id``; CSV and Parquet), and :func:`column` to join their batches for the library;
+  --privacy-id``; CSV and Parquet; the batches go to ``dpsketch.ContributionBounder`` as they come),
+  and :func:`column` to join batches into one column for the library;
 - :meth:`Source.values`: the numbers of ``dpsketch quantiles``, and :meth:`Source.number_pairs`: those
   numbers with the privacy id of each row, aligned (``dpsketch quantiles --privacy-id``).
 
@@ -442,13 +443,16 @@ class Source:
         gen = self._parquet_chunks() if self.format == "parquet" else self._keyed(self._items())
         yield from self._guard(_read_ahead(gen))
 
-    def pairs(self):
+    def pairs(self, in_reader=None):
         """(keys, privacy ids) batches aligned row by row (CSV and Parquet, ``privacy_id`` set). A
         row is dropped when its item or its id is empty or null, or cannot be typed (``keys`` /
-        ``ids`` 'int', as for chunks()). Read one batch ahead in a thread."""
+        ``ids`` 'int', as for chunks()). Read one batch ahead in a thread; ``in_reader(keys, ids)``,
+        when given, runs in that thread on each batch and what it returns is yielded instead."""
         if self.privacy_id is None:  # pragma: no cover - the commands only call it with an id column
             raise InputUsageError("pairs() needs a privacy id column")
         gen = self._parquet_pairs() if self.format == "parquet" else self._csv_pairs()
+        if in_reader is not None:
+            gen = (in_reader(keys, ids) for keys, ids in gen)
         yield from self._guard(_read_ahead(gen))
 
     def values(self, *, integer: bool, bits: int):

@@ -21,12 +21,14 @@ h(salt, unit, key), and at most ``max_rows_per_key`` (c) rows of each kept key. 
 Bounding (the exact route) runs in C++ (cpp/include/dpsketch/privacy_unit/bound_contributions.hpp)
 over dictionary codes of the two columns: besides the columns themselves, ~12 bytes a row (two
 4-byte codes and the rows' keys grouped by unit) and 30-100 bytes per distinct unit or key (the
-code tables); the bounded-memory route keeps one exact row counter per unit seen (9 bytes per int
-id, measured).
+code tables); :class:`ContributionBounder` takes the columns in batches and keeps only the two
+codes a row (8 bytes) and the code tables; the bounded-memory route keeps one exact row counter per
+unit seen (9 bytes per int id, measured).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +44,7 @@ from .release import Release
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
 
-__all__ = ["PRIVACY_UNIT_ID", "BoundedContributions", "UnitRowLimiter", "UnitStream", "bound_contributions",
+__all__ = ["PRIVACY_UNIT_ID", "BoundedContributions", "ContributionBounder", "UnitRowLimiter", "UnitStream", "bound_contributions",
            "bound_rows_per_unit", "release_bounded_counts", "release_unit_quantiles", "unit_calibration",
            "unit_dyadic_sensitivities", "unit_heavy_hitters", "unit_quantiles", "unit_quantiles_cost",
            "unit_release_cost"]
@@ -211,6 +213,120 @@ def bound_contributions(keys, privacy_id, *, max_keys_per_unit: int, max_rows_pe
     out_keys.setflags(write=False)
     out_counts.setflags(write=False)
     return BoundedContributions(out_keys, out_counts, m, c, _TOKEN)
+
+
+def _arrow_batch(values, name: str):
+    """A pyarrow array as :class:`ContributionBounder` hands it to the C++ coder: (offsets, data)
+    views of a (large_)string array's buffers (no copy; a sliced array's offset applied), or an
+    int64 numpy array of an integer array. Nulls are refused, as None is in a column."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if values.null_count:
+        raise ParameterError(f"{name} holds nulls; drop or map them first")
+    typ = values.type
+    if pa.types.is_integer(typ):
+        return _column(values.to_numpy(), name)
+    if hasattr(pa.types, "is_string_view") and pa.types.is_string_view(typ):
+        values, typ = values.cast(pa.large_string()), pa.large_string()
+    if not (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
+        raise TypeError(f"{name} must hold ints or strs, got Arrow type {typ}")
+    _validity, offsets_buf, data_buf = values.buffers()
+    width = np.int64 if pa.types.is_large_string(typ) else np.int32
+    offsets = np.frombuffer(offsets_buf, dtype=width)[values.offset : values.offset + len(values) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    return offsets, data
+
+
+def _coder_batch(values, name: str):
+    """One batch of a column as PairCoder.add reads it: Arrow arrays through :func:`_arrow_batch`,
+    anything else as :func:`_bounding_column` reads a column (int64, or str values)."""
+    if type(values).__module__.startswith("pyarrow"):
+        return _arrow_batch(values, name)
+    return _bounding_column(values, name)
+
+
+@contextlib.contextmanager
+def _named_errors(*columns):
+    """A coder's TypeError/ValueError on an object array starting with a str becomes _column's
+    error, which names what else the column holds."""
+    try:
+        yield
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ParameterError):
+            raise
+        for col, name in columns:
+            if isinstance(col, np.ndarray) and col.dtype.kind == "O":
+                _column(col, name)
+        raise
+
+
+class ContributionBounder:
+    """:func:`bound_contributions` over columns that arrive in batches: ``add(keys, privacy_id)``
+    per batch of aligned rows, then :meth:`bounded`. Each batch is dictionary-coded in C++ as it
+    is added (the GIL released, so a reader thread can produce the next batch meanwhile) and only
+    the two codes of each row (4 bytes each) and the code tables are kept; key values are looked
+    up only for the keys with a positive bounded count. The result equals
+    ``bound_contributions(all keys, all ids, ...)`` with the same seed: codes only group equal
+    values, and the rule reads the values' salted hashes (docs/privacy.md §Privacy unit).
+
+    Batches: pyarrow string, large_string or integer arrays (read from their buffers, no
+    conversion), numpy int or str arrays, lists, pandas Series. A column's batches must all hold
+    ints or all strs; nulls, NaN and mixed types are refused."""
+
+    def __init__(self, *, max_keys_per_unit: int, max_rows_per_key: int = 1, seed: int | None = None):
+        self._m, self._c = _check_bounds(max_keys_per_unit, max_rows_per_key)
+        salt = _seeds.rng(seed, "salt")[0].next_u64()
+        self._coder = _core.privacy_unit.PairCoder(salt ^ _KEY_SALT_TWEAK, salt)
+
+    def add(self, keys, privacy_id) -> None:
+        """Code one batch of aligned rows (one privacy id per key). A batch refused for its
+        types or lengths leaves the bounder as it was."""
+        k = _coder_batch(keys, "keys")
+        u = _coder_batch(privacy_id, "privacy_id")
+        with _named_errors((k, "keys"), (u, "privacy_id")):
+            self._coder.add(k, u)
+
+    def add_keys(self, keys) -> None:
+        """The key half of :meth:`add`: with :meth:`add_ids` the two columns can be coded in two
+        threads (one per column), each column's batches in row order; :meth:`bounded` refuses
+        columns of unequal length."""
+        k = _coder_batch(keys, "keys")
+        with _named_errors((k, "keys")):
+            self._coder.add_keys(k)
+
+    def add_ids(self, privacy_id) -> None:
+        """The privacy-id half of :meth:`add` (see :meth:`add_keys`)."""
+        u = _coder_batch(privacy_id, "privacy_id")
+        with _named_errors((u, "privacy_id")):
+            self._coder.add_ids(u)
+
+    def bounded(self) -> BoundedContributions:
+        """The bounded count of every key with a positive one (as :func:`bound_contributions`)."""
+        m, c = self._m, self._c
+        if self._coder.rows == 0:
+            keys = np.zeros(0, dtype=np.int64 if self._coder.key_kind == "int" else str)
+            return BoundedContributions(keys, np.zeros(0, np.int64), m, c, _TOKEN)
+        # Ties of the pair hash, as in bound_contributions: broken by code, and where that decided
+        # what a unit kept, rerun with each key's rank in value order.
+        counts, tie = self._coder.bound(m, c)
+        if tie:
+            every = np.arange(self._coder.distinct_keys, dtype=np.int64)
+            counts, _ = self._coder.bound(m, c, _rank(self._key_values(every)))
+        nz = np.flatnonzero(counts)
+        out_keys, out_counts = self._key_values(nz), counts[nz]
+        order = np.argsort(out_keys, kind="stable")
+        out_keys, out_counts = out_keys[order], out_counts[order]
+        out_keys.setflags(write=False)
+        out_counts.setflags(write=False)
+        return BoundedContributions(out_keys, out_counts, m, c, _TOKEN)
+
+    def _key_values(self, codes: np.ndarray) -> np.ndarray:
+        values = self._coder.key_values(codes.astype(np.int64, copy=False))
+        if isinstance(values, np.ndarray):
+            return values
+        return np.array(values, dtype=object).astype(str) if values else np.zeros(0, dtype=str)
 
 
 # -- the exact route ------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 // out per unit with std::map: per unit the m distinct keys with the smallest pair hash (ties by
 // key value), <= c rows each. Also: removing a unit changes the counts by exactly what that unit
 // keeps alone; ties of the pair hash follow key_rank, and without it are reported; codes name
-// equal values; out-of-range codes are refused.
+// equal values; out-of-range codes are refused; a column coded batch by batch (ColumnCodes, from
+// Arrow-layout offsets or int64 arrays) gets the codes of the whole column.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "dpsketch/privacy_unit/bound_contributions.hpp"
+#include "dpsketch/privacy_unit/column_codes.hpp"
 
 using namespace dpsketch::privacy_unit;
 
@@ -146,6 +148,59 @@ int main() {
            one.hashes()[a[i]] == salted_bytes_hash(words[i], salt);
     }
     expect(ok && one.size() == seen.size(), "string codes name equal strings");
+  }
+
+  // Batches: ColumnCodes over Arrow-layout slices (32- and 64-bit offsets, not starting at 0) and
+  // int64 slices gives the codes and hashes of the whole column, and bounding over them the counts.
+  {
+    std::vector<std::string> words;
+    for (std::size_t i = 0; i < rows.keys.size(); ++i)
+      words.push_back(i % 7 ? std::to_string(rows.keys[i]) : "k\xc3\xa9y-" + std::to_string(rows.keys[i]) + "-long");
+    std::string data = "padding";
+    std::vector<std::int64_t> off64{static_cast<std::int64_t>(data.size())};
+    for (const auto& w : words) data += w, off64.push_back(static_cast<std::int64_t>(data.size()));
+    std::vector<std::int32_t> off32(off64.begin(), off64.end());
+    BytesCodes whole(salt ^ kKeySaltTweak);
+    std::vector<std::uint32_t> want(words.size());
+    for (std::size_t i = 0; i < words.size(); ++i) want[i] = whole.code(words[i]);
+    ColumnCodes keys(salt ^ kKeySaltTweak), units(salt);
+    std::size_t at = 0;
+    for (const std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{333}, std::size_t{0}, std::size_t{5000}}) {
+      if (len % 2)
+        keys.add_strings(off32.data() + at, data.data(), data.size(), len);
+      else
+        keys.add_strings(off64.data() + at, data.data(), data.size(), len);
+      units.add_ints(rows.units.data() + at, len);
+      at += len;
+    }
+    keys.add_strings(off64.data() + at, data.data(), data.size(), words.size() - at);
+    units.add_ints(rows.units.data() + at, words.size() - at);
+    expect(keys.codes() == want && keys.hashes() == whole.hashes() && keys.distinct() == whole.size(),
+           "string batches get the codes and hashes of the whole column");
+    IntCodes all_units(salt);
+    std::vector<std::uint32_t> unit_codes(rows.units.size());
+    all_units.encode(rows.units.data(), rows.units.size(), unit_codes.data());
+    expect(units.codes() == unit_codes && units.hashes() == all_units.hashes(), "int batches likewise");
+    std::vector<std::int64_t> got(keys.distinct()), ref(keys.distinct());
+    bound_counts(units, keys, 3, 2, nullptr, got.data());
+    bound_counts(unit_codes.data(), want.data(), want.size(), all_units.hashes().data(), all_units.hashes().size(),
+                 whole.hashes().data(), whole.size(), 3, 2, nullptr, ref.data());
+    expect(got == ref, "bounding over batches equals bounding the whole columns");
+    bool refused = false;
+    try {
+      keys.add_ints(rows.units.data(), 1);
+    } catch (const dpsketch::ParameterError&) {
+      refused = true;
+    }
+    const std::int64_t bad[2] = {5, 3};
+    bool bad_offsets = false;
+    try {
+      ColumnCodes fresh(salt);
+      fresh.add_strings(bad, data.data(), data.size(), 1);
+    } catch (const dpsketch::ParameterError&) {
+      bad_offsets = true;
+    }
+    expect(refused && bad_offsets, "a batch of the other type and decreasing offsets are ParameterErrors");
   }
 
   {

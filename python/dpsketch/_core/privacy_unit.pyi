@@ -6,7 +6,44 @@ from __future__ import annotations
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['bound_counts', 'encode_ints', 'encode_strs', 'salted_str_hash']
+__all__: list[str] = ['PairCoder', 'bound_counts', 'encode_ints', 'encode_strs', 'salted_str_hash']
+class PairCoder:
+    """
+    The key and privacy-id columns of contribution bounding, dictionary-coded batch by batch (codes and salted hashes as encode_ints / encode_strs give the concatenated columns).
+    """
+    def __init__(self, key_salt: typing.SupportsInt | typing.SupportsIndex, unit_salt: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def add(self, keys: typing.Any, ids: typing.Any) -> None:
+        """
+        Code one batch of rows. Each column's batch: an int64 array, (offsets, data) of an Arrow (large_)string array, or a sequence of str.
+        """
+    def add_ids(self, ids: typing.Any) -> None:
+        """
+        add's id half: the halves may run in two threads, each column's batches in row order.
+        """
+    def add_keys(self, keys: typing.Any) -> None:
+        """
+        add's key half (see add_ids).
+        """
+    def bound(self, max_keys_per_unit: typing.SupportsInt | typing.SupportsIndex, max_rows_per_key: typing.SupportsInt | typing.SupportsIndex, key_rank: typing.Annotated[numpy.typing.ArrayLike, numpy.uint64] | None = None) -> tuple:
+        """
+        (bounded count per key code, tie), as bound_counts.
+        """
+    def key_values(self, codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int64]) -> typing.Any:
+        """
+        The key values of these codes: an int64 array or a list of str.
+        """
+    @property
+    def distinct_keys(self) -> int:
+        ...
+    @property
+    def key_kind(self) -> typing.Any:
+        """
+        'int', 'str' or None (no batch yet)
+        """
+    @property
+    def rows(self) -> int:
+        ...
 def bound_counts(unit_codes: numpy.ndarray, key_codes: numpy.ndarray, unit_hashes: typing.Annotated[numpy.typing.ArrayLike, numpy.uint64], key_hashes: typing.Annotated[numpy.typing.ArrayLike, numpy.uint64], max_keys_per_unit: typing.SupportsInt | typing.SupportsIndex, max_rows_per_key: typing.SupportsInt | typing.SupportsIndex, key_rank: typing.Annotated[numpy.typing.ArrayLike, numpy.uint64] | None = None) -> tuple:
     """
     (bounded count per key code, tie): per unit the max_keys_per_unit keys with the smallest pair hash, <= max_rows_per_key rows each; tie is True when a tie of the pair hash was broken by key code where it decided what a unit kept (rerun with key_rank, each key code's rank in value order).

@@ -7,8 +7,9 @@
 //  * h is a function of the unit's and the key's *values*: pair_hash of their salted value hashes
 //    (salted_int_hash: splitmix64's finaliser of value ^ salt, a bijection of the value;
 //    salted_bytes_hash for strings). Dictionary codes, which depend on the whole data set and its
-//    order, only name groups: rows share a code iff their values are equal (ValueCodes confirms
-//    every hash match on the values).
+//    order, only name groups: rows share a code iff their values are equal (every hash match is
+//    confirmed on the values, or for strings of at most 8 bytes on their lengths, which together
+//    with the hash determine them: BytesCodes).
 //  * Within a unit, ties of h between distinct keys are broken by key_rank (the keys' rank in value
 //    order). Without ranks, bound_counts breaks them by code and reports whether such a tie
 //    decided what a unit kept, so the caller reruns with ranks. Ties need equal key hashes in one
@@ -22,14 +23,21 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dpsketch/common/errors.hpp"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace dpsketch::privacy_unit {
 
@@ -42,6 +50,58 @@ inline void prefetch(const void* p) noexcept {
   (void)p;
 #endif
 }
+
+// A zeroed array of n trivially copyable T. From 2 MB on it is aligned to 2 MB and, on Linux,
+// marked for transparent huge pages: ValueCodes reads its table at random, and with 4 KB pages
+// nearly every probe of a large table would also miss the TLB.
+template <class T>
+class ZeroedArray {
+  static_assert(std::is_trivially_copyable_v<T>, "the array is zeroed and moved as bytes");
+
+ public:
+  ZeroedArray() = default;
+  explicit ZeroedArray(std::size_t n) : n_(n) {
+    if (n == 0) return;
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_alloc();
+    const std::size_t bytes = n * sizeof(T);
+#if defined(__linux__)
+    constexpr std::size_t kHuge = std::size_t{1} << 21;
+    if (bytes >= kHuge) {
+      const std::size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+      p_ = static_cast<T*>(std::aligned_alloc(kHuge, rounded));
+      if (p_) (void)madvise(p_, rounded, MADV_HUGEPAGE);  // advice only: fine if refused
+    }
+#endif
+    if (!p_) p_ = static_cast<T*>(std::malloc(bytes));
+    if (!p_) throw std::bad_alloc();
+    std::memset(static_cast<void*>(p_), 0, bytes);
+  }
+  ZeroedArray(const ZeroedArray&) = delete;
+  ZeroedArray& operator=(const ZeroedArray&) = delete;
+  ZeroedArray(ZeroedArray&& o) noexcept : p_(o.p_), n_(o.n_) {
+    o.p_ = nullptr;
+    o.n_ = 0;
+  }
+  ZeroedArray& operator=(ZeroedArray&& o) noexcept {
+    if (this != &o) {
+      std::free(p_);
+      p_ = o.p_;
+      n_ = o.n_;
+      o.p_ = nullptr;
+      o.n_ = 0;
+    }
+    return *this;
+  }
+  ~ZeroedArray() { std::free(p_); }
+
+  T& operator[](std::size_t i) noexcept { return p_[i]; }
+  const T& operator[](std::size_t i) const noexcept { return p_[i]; }
+  std::size_t size() const noexcept { return n_; }
+
+ private:
+  T* p_ = nullptr;
+  std::size_t n_ = 0;
+};
 
 }  // namespace detail
 
@@ -91,8 +151,9 @@ inline constexpr std::uint64_t pair_hash(std::uint64_t unit_hash, std::uint64_t 
 
 // Dictionary codes of one column in order of first appearance (code i: the i-th distinct value),
 // with each distinct value's salted hash. Open addressing with linear probing on that hash; the
-// table holds (hash, code) and doubles when half full, so a probe touches one slot on average.
-// A hash match is confirmed by `same(code)`: codes identify values exactly.
+// table holds (hash, tag, code) and doubles when half full, so a probe touches one slot on average.
+// A match of the hash and the tag (a caller's 32 bits of the value, e.g. its length) is confirmed
+// by `same(code)`: codes identify values exactly.
 class ValueCodes {
  public:
   static constexpr std::uint32_t kMaxDistinct = std::numeric_limits<std::uint32_t>::max() - 1;
@@ -104,15 +165,16 @@ class ValueCodes {
     hashes_.reserve(cap / 2);
   }
 
-  // The code of the value hashed to h; `same(code)` says whether that code's value is this one,
-  // `on_new()` runs once when the value is new (before its code is returned).
+  // The code of the value hashed to h with tag `tag`; `same(code)` says whether that code's value
+  // (of equal hash and tag) is this one, `on_new()` runs once when the value is new (before its
+  // code is returned).
   template <class Same, class OnNew>
-  std::uint32_t find_or_insert(std::uint64_t h, Same&& same, OnNew&& on_new) {
+  std::uint32_t find_or_insert(std::uint64_t h, std::uint32_t tag, Same&& same, OnNew&& on_new) {
     std::size_t pos = static_cast<std::size_t>(h) & mask_;
     for (;;) {
       Slot& s = slots_[pos];
       if (s.code_plus_one == 0) break;
-      if (s.hash == h && same(s.code_plus_one - 1)) return s.code_plus_one - 1;
+      if (s.hash == h && s.tag == tag && same(s.code_plus_one - 1)) return s.code_plus_one - 1;
       pos = (pos + 1) & mask_;
     }
     if (hashes_.size() >= kMaxDistinct)
@@ -121,7 +183,7 @@ class ValueCodes {
     const auto code = static_cast<std::uint32_t>(hashes_.size());
     on_new();
     hashes_.push_back(h);
-    slots_[pos] = Slot{h, code + 1};
+    slots_[pos] = Slot{h, code + 1, tag};
     if (2 * hashes_.size() > slots_.size()) grow();
     return code;
   }
@@ -148,18 +210,22 @@ class ValueCodes {
   struct Slot {
     std::uint64_t hash;
     std::uint32_t code_plus_one;  // 0: free
+    std::uint32_t tag;            // fills what would be padding
   };
 
   void resize_table(std::size_t cap) {
-    slots_.assign(cap, Slot{0, 0});
+    slots_ = detail::ZeroedArray<Slot>(cap);  // zero bytes: free slots
     mask_ = cap - 1;
   }
 
   void grow() {
-    std::vector<Slot> old;
-    old.swap(slots_);
+    detail::ZeroedArray<Slot> old = std::move(slots_);
     resize_table(old.size() * 2);
-    for (const Slot& s : old) {
+    constexpr std::size_t kAhead = 16;  // new home slots prefetched this many old slots ahead
+    for (std::size_t i = 0; i < old.size(); ++i) {
+      if (i + kAhead < old.size() && old[i + kAhead].code_plus_one != 0)
+        detail::prefetch(&slots_[static_cast<std::size_t>(old[i + kAhead].hash) & mask_]);
+      const Slot& s = old[i];
       if (s.code_plus_one == 0) continue;
       std::size_t pos = static_cast<std::size_t>(s.hash) & mask_;
       while (slots_[pos].code_plus_one != 0) pos = (pos + 1) & mask_;
@@ -168,7 +234,7 @@ class ValueCodes {
     hashes_.reserve(slots_.size() / 2);
   }
 
-  std::vector<Slot> slots_;
+  detail::ZeroedArray<Slot> slots_;
   std::size_t mask_ = 0;
   std::vector<std::uint64_t> hashes_;  // per code
 };
@@ -200,7 +266,8 @@ class IntCodes {
         codes_.prefetch(h[i % kAhead]);
       }
       const std::int64_t v = values[i];
-      out[i] = static_cast<Code>(codes_.find_or_insert(hi, [](std::uint32_t) { return true; }, [&] { values_.push_back(v); }));
+      out[i] = static_cast<Code>(
+          codes_.find_or_insert(hi, 0, [](std::uint32_t) { return true; }, [&] { values_.push_back(v); }));
     }
   }
 
@@ -215,9 +282,13 @@ class IntCodes {
 
 // Codes of a byte-string column. The distinct values are kept (one copy each) to confirm hash
 // matches; the caller records what else it needs of a new value (say, its first row) in on_new.
+// A value's length is its slot's tag, and values of at most kWord bytes are not re-read: for a
+// fixed length <= 8, salted_bytes_hash folds one zero-padded word into a length-dependent state by
+// a bijection (mix64 of state ^ word), so equal lengths and equal hashes mean equal bytes.
 class BytesCodes {
  public:
   static constexpr std::size_t kBlock = 32;
+  static constexpr std::size_t kWord = 8;
 
   explicit BytesCodes(std::uint64_t salt) : salt_(salt) { ends_.reserve(1024); }
 
@@ -243,7 +314,7 @@ class BytesCodes {
       codes_.prefetch(h[j]);
     }
     for (std::size_t j = 0; j < count; ++j) {
-      guess[j] = codes_.peek(h[j]);
+      guess[j] = values[j].size() <= kWord ? ValueCodes::kNone : codes_.peek(h[j]);
       if (guess[j] != ValueCodes::kNone) detail::prefetch(&ends_[guess[j]]);
     }
     for (std::size_t j = 0; j < count; ++j)
@@ -264,8 +335,9 @@ class BytesCodes {
 
   template <class OnNew>
   std::uint32_t code_hashed(std::string_view s, std::uint64_t h, OnNew&& on_new) {
+    const auto tag = static_cast<std::uint32_t>(std::min<std::size_t>(s.size(), std::numeric_limits<std::uint32_t>::max()));
     return codes_.find_or_insert(
-        h, [&](std::uint32_t c) { return value(c) == s; },
+        h, tag, [&](std::uint32_t c) { return s.size() <= kWord || value(c) == s; },
         [&] {
           on_new();
           bytes_.append(s.data(), s.size());
@@ -293,7 +365,7 @@ bool bound_counts_impl(const UnitCode* unit_code, const KeyCode* key_code, std::
                        std::int64_t* counts) {
   // Counting sort of the rows by unit: end[u + 1] counts unit u's rows, then end[u] holds where
   // they start, and after the scatter where they end (unit u spans [end[u-1], end[u])).
-  std::vector<Offset> end(n_units + 1, 0);
+  detail::ZeroedArray<Offset> end(n_units + 1);
   for (std::size_t i = 0; i < n; ++i) {
     // a negative code converts to a word >= 2^63, which fails the same test
     const auto u = static_cast<std::uint64_t>(unit_code[i]);
@@ -310,7 +382,7 @@ bool bound_counts_impl(const UnitCode* unit_code, const KeyCode* key_code, std::
     largest = std::max<std::size_t>(largest, end[u]);
     end[u] += end[u - 1];
   }
-  std::vector<std::uint32_t> grouped(n);
+  detail::ZeroedArray<std::uint32_t> grouped(n);
   for (std::size_t i = 0; i < n; ++i) {
     // two stages: a unit's offset 2·kAhead rows ahead, then where its row will go kAhead ahead
     if (i + 2 * kAhead < n) prefetch(&end[static_cast<std::size_t>(unit_code[i + 2 * kAhead])]);
