@@ -412,23 +412,32 @@ def _top_units(args, out) -> int:
         raise RunError(f"release failed: {first_line(exc)}") from None
     del bounder
 
-    released = [(k, v) for k, v in rel.items]
+    meta = rel.metadata
+    selection = (f"; Gumbel selection of the top {args.top_k}" if args.selection else "")
+    return _print_unit_release(
+        args, out, src, rel, budget, route=f"{meta['route']} route",
+        bounds=f"bounds per unit: m={meta['max_keys_per_unit']} keys (max_keys_per_unit), "
+               f"c={meta['max_rows_per_key']} rows per key (max_rows_per_key){selection}",
+        hint="hint: nothing reached the threshold; a larger --epsilon or a smaller --max-keys-per-unit lowers it")
+
+
+def _print_unit_release(args, out, src, rel, budget, *, route, bounds, hint) -> int:
+    """The header (route, privacy unit, bounds, the unit-level guarantee), the spent line and the
+    items of a user-level ``top`` release; JSON adds the CLI block. Nothing about rows or ids."""
+    released = list(rel.items)
     source_desc, keys_desc, ids_desc = display(src.path), src.keys.describe(), src.ids.describe()
     meta = rel.metadata
     parts = [f"epsilon={num(rel.epsilon)}", f"delta={num(rel.delta)}"]
     if rel.rho is not None:
         parts.append(f"rho={num(rel.rho)}")
     parts.append(f"threshold={num(rel.threshold)}")
-    selection = (f"; Gumbel selection of the top {args.top_k}" if args.selection else "")
-    out.note(f"{rel.mechanism} ({meta['route']} route) on {source_desc}; keys: {keys_desc}")
+    out.note(f"{rel.mechanism} ({route}) on {source_desc}; keys: {keys_desc}")
     out.note(f"privacy unit: {meta['privacy_unit']} = column {args.privacy_id!r} (ids: {ids_desc}); neighbours: "
-             f"{meta['neighbours']} (all rows of one id); bounds per unit: m={meta['max_keys_per_unit']} keys "
-             f"(max_keys_per_unit), c={meta['max_rows_per_key']} rows per key (max_rows_per_key){selection}")
+             f"{meta['neighbours']} (all rows of one id); {bounds}")
     out.note(f"{' '.join(parts)} for one privacy unit -> {len(released)} item(s) released")
     out.spent(budget)
     if not released:
-        out.note("hint: nothing reached the threshold; a larger --epsilon or a smaller --max-keys-per-unit "
-                 "lowers it")
+        out.note(hint)
     _note_cut(out, args.top, len(released))
     obj = None
     if out.fmt == "json":
@@ -492,28 +501,12 @@ def _top_units_bounded(args, out) -> int:
     except (ValueError, TypeError, RuntimeError) as exc:
         raise RunError(f"release failed: {first_line(exc)}") from None
 
-    released = [(key, v) for key, v in rel.items]
-    source_desc, keys_desc, ids_desc = display(src.path), src.keys.describe(), src.ids.describe()
-    meta = rel.metadata
-    out.note(f"{rel.mechanism} (bounded_memory route, {capacity} counters) on {source_desc}; keys: {keys_desc}")
-    out.note(f"privacy unit: {meta['privacy_unit']} = column {args.privacy_id!r} (ids: {ids_desc}); neighbours: "
-             f"{meta['neighbours']} (all rows of one id); bound per unit: r={r} rows (max_rows_per_unit, its "
-             f"first r in input order), per-row calibration epsilon/r by group privacy")
-    out.note(f"epsilon={num(rel.epsilon)} delta={num(rel.delta)} threshold={num(rel.threshold)} for one privacy "
-             f"unit -> {len(released)} item(s) released")
-    out.spent(budget)
-    if not released:
-        out.note("hint: nothing reached the threshold; the bounded-memory route pays epsilon/r per row: a smaller "
-                 "--max-rows-per-unit or a file (the exact route) releases more")
-    _note_cut(out, args.top, len(released))
-    obj = None
-    if out.fmt == "json":
-        obj = rel.to_dict()
-        obj["cli"] = {"source": source_desc, "keys": keys_desc, "privacy_id_column": args.privacy_id,
-                      "privacy_ids": ids_desc, "top": args.top, "released": len(released),
-                      "exact_counts_withheld": True}
-    _items_release(out, released, args.top, json_obj=obj, threshold=rel.threshold)
-    return 0
+    return _print_unit_release(
+        args, out, src, rel, budget, route=f"bounded_memory route, {capacity} counters",
+        bounds=f"bound per unit: r={r} rows (max_rows_per_unit, its first r in input order), per-row "
+               "calibration epsilon/r by group privacy",
+        hint="hint: nothing reached the threshold; the bounded-memory route pays epsilon/r per row: a smaller "
+             "--max-rows-per-unit or a file (the exact route) releases more")
 
 
 # ---------------------------------------------------------------------------------------------
