@@ -48,3 +48,18 @@ def one_error_line(err):
     assert len(lines) == 1 and lines[0].startswith("dpsketch: error: "), err
     assert "Traceback" not in err
     return lines[0]
+
+
+def write_event_log(folder: Path, users, keys) -> Path:
+    """An event log as events.csv (text cells, an extra ts column) and events.parquet (int64)."""
+    import csv
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with open(folder / "events.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["ts", "query", "user_id"])
+        w.writerows(zip(range(len(keys)), keys.tolist(), users.tolist()))
+    pq.write_table(pa.table({"query": keys, "user_id": users}), folder / "events.parquet", row_group_size=50_000)
+    return folder

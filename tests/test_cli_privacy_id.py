@@ -17,7 +17,7 @@ import pytest
 from dpsketch import _input
 from dpsketch.datasets import distinct_units_per_key, event_log
 
-from conftest import check_unit_utility, one_error_line, run_cli as run
+from conftest import check_unit_utility, one_error_line, run_cli as run, write_event_log
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -29,12 +29,7 @@ ROWS = 200_000
 def log(tmp_path_factory):
     """The same event log as events.csv (text cells, an extra column) and events.parquet (int64)."""
     users, keys = event_log(ROWS, universe=5_000, heavy_users=10, heavy_rows=1_000, seed=11)
-    d = tmp_path_factory.mktemp("events")
-    with open(d / "events.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["ts", "query", "user_id"])
-        w.writerows(zip(range(ROWS), keys.tolist(), users.tolist()))
-    pq.write_table(pa.table({"query": keys, "user_id": users}), d / "events.parquet", row_group_size=50_000)
+    d = write_event_log(tmp_path_factory.mktemp("events"), users, keys)
     return d, users, keys
 
 

@@ -18,7 +18,7 @@ import pytest
 import dpsketch
 from dpsketch import _input
 from dpsketch.datasets import event_log
-from conftest import one_error_line, run_cli as run
+from conftest import one_error_line, run_cli as run, write_event_log
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -34,12 +34,7 @@ QS = [0.1, 0.25, 0.5, 0.75, 0.9, 0.99]
 def log(tmp_path_factory):
     """The same event log as events.csv (text cells, an extra column) and events.parquet (int64)."""
     users, keys = event_log(ROWS, universe=UNIVERSE, heavy_users=HEAVY_USERS, heavy_rows=HEAVY_ROWS, seed=11)
-    d = tmp_path_factory.mktemp("events")
-    with open(d / "events.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["ts", "query", "user_id"])
-        w.writerows(zip(range(ROWS), keys.tolist(), users.tolist()))
-    pq.write_table(pa.table({"query": keys, "user_id": users}), d / "events.parquet", row_group_size=50_000)
+    d = write_event_log(tmp_path_factory.mktemp("events"), users, keys)
     return d, users, keys
 
 

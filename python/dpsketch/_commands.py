@@ -95,11 +95,16 @@ def _items_release(out, released, top, *, json_obj, threshold):
     return items
 
 
-def _refuse_unit_options(args, names) -> None:
-    """A row-level run given a user-level option: a usage error naming it."""
+def _refuse_options(args, names, why: str) -> None:
+    """An option of ``names`` given where it does not apply: a usage error naming it and ``why``."""
     for name in names:
         if _given(args, name):
-            raise UsageError(f"{_option(name)} applies to the user-level release: give --privacy-id COLUMN")
+            raise UsageError(f"{_option(name)} {why}")
+
+
+def _refuse_unit_options(args, names) -> None:
+    """A row-level run given a user-level option."""
+    _refuse_options(args, names, "applies to the user-level release: give --privacy-id COLUMN")
 
 
 def top(args) -> int:
@@ -358,10 +363,8 @@ def _top_units(args, out) -> int:
     from .budget import Budget
     from .privacy_unit import ContributionBounder, release_bounded_counts, unit_release_cost
 
-    for name in _ROW_LEVEL_ONLY:
-        if _given(args, name):
-            raise UsageError(f"{_option(name)} does not apply with --privacy-id (the user-level release's "
-                             f"threshold follows from --epsilon, --delta, --max-keys-per-unit and --max-rows-per-key)")
+    _refuse_options(args, _ROW_LEVEL_ONLY, "does not apply with --privacy-id (the user-level release's threshold "
+                    "follows from --epsilon, --delta, --max-keys-per-unit and --max-rows-per-key)")
     if args.max_keys_per_unit is None:
         raise UsageError("--privacy-id needs --max-keys-per-unit M: how many distinct items one privacy id "
                          "may contribute (the rest of its items are dropped)")
@@ -458,10 +461,8 @@ def _top_units_bounded(args, out) -> int:
     from .budget import Budget
     from .privacy_unit import UnitStream, unit_calibration
 
-    for name in (*_BOUNDED_ROUTE_REFUSES, *_EXACT_ROUTE_ONLY):
-        if _given(args, name):
-            raise UsageError(f"{_option(name)} does not apply to the bounded-memory user-level route "
-                             "(stdin or --max-rows-per-unit)")
+    _refuse_options(args, (*_BOUNDED_ROUTE_REFUSES, *_EXACT_ROUTE_ONLY),
+                    "does not apply to the bounded-memory user-level route (stdin or --max-rows-per-unit)")
     if args.max_rows_per_unit is not None:
         r = args.max_rows_per_unit
     elif args.max_keys_per_unit is not None:
@@ -644,10 +645,8 @@ def _quantiles_units(args, out) -> int:
     from .budget import Budget
     from .privacy_unit import unit_quantiles, unit_quantiles_cost
 
-    for name in _QUANTILES_ROW_LEVEL_ONLY:
-        if _given(args, name):
-            raise UsageError(f"{_option(name)} does not apply with --privacy-id (the user-level release "
-                             f"calibrates one joint noise level for a unit of --max-rows-per-unit rows)")
+    _refuse_options(args, _QUANTILES_ROW_LEVEL_ONLY, "does not apply with --privacy-id (the user-level release "
+                    "calibrates one joint noise level for a unit of --max-rows-per-unit rows)")
     if args.max_rows_per_unit is None:
         raise UsageError("--privacy-id needs --max-rows-per-unit R: how many rows one privacy id may "
                          "contribute (the rest of its rows are dropped)")
