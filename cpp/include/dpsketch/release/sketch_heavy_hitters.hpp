@@ -116,7 +116,7 @@ class SketchHeavyHitters {
 
   // L: the length bounds (noisy n̂ ∓ t_n, or a public n), drawn by the caller before this call.
   Release<Key, estimate_type> release(const Length& L) const {
-    if (oracle_.n() > p_.max_stream_length)  // update paths refuse this earlier; a guard for restored states
+    if (static_cast<std::uint64_t>(oracle_.n()) > p_.max_stream_length)  // update paths refuse this earlier; a guard for restored states
       throw ParameterError("the stream is longer than max_stream_length; the depth (and so the envelope) was derived for " +
                            std::to_string(p_.max_stream_length) + " items. Rebuild with a larger max_stream_length");
     if (L.kind == Length::Kind::unused) throw ParameterError("the envelope needs a length (noisy bounds or a public n)");
