@@ -5,6 +5,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -256,13 +257,61 @@ class PairCoder {
     return py::make_tuple(counts, tie);
   }
 
-  // The key values of the given codes: an int64 array, or a list of str (decoded from UTF-8).
-  py::object key_values(const IntArray& codes) const {
-    if (codes.ndim() != 1) throw py::value_error("codes must be a 1-D int64 array");
+  // The codes of the keys with a positive count (counts as bound() returns them), in value order.
+  py::array_t<std::int64_t> positive_codes(const IntArray& counts) const {
+    if (counts.ndim() != 1 || static_cast<std::size_t>(counts.shape(0)) != keys_.distinct())
+      throw ParameterError("counts must give one count per key code");
+    std::vector<std::uint32_t> codes;
+    {
+      py::gil_scoped_release nogil;
+      codes = positive_codes_in_value_order(keys_, counts.data());
+    }
+    py::array_t<std::int64_t> out(static_cast<py::ssize_t>(codes.size()));
+    std::copy(codes.begin(), codes.end(), out.mutable_data());
+    return out;
+  }
+
+  // The key values of the given codes as a numpy array: int64, or fixed-width str ('U', as
+  // numpy.array(list of str) gives) decoded from the UTF-8 bytes here; None when a value is not
+  // valid UTF-8 (then key_values' strict decoding names the error).
+  py::object key_array(const IntArray& codes) const {
+    check_codes(codes);
     const auto n = static_cast<std::size_t>(codes.shape(0));
     const std::int64_t* p = codes.data();
-    for (std::size_t i = 0; i < n; ++i)
-      if (p[i] < 0 || static_cast<std::size_t>(p[i]) >= keys_.distinct()) throw ParameterError("a key code is out of range");
+    if (keys_.kind() == ColumnCodes::Kind::ints) return key_values(codes);
+    std::vector<std::uint32_t> points;  // every value's code points, then each value's count
+    std::vector<std::size_t> ends(n);
+    bool valid = true;
+    {
+      py::gil_scoped_release nogil;
+      for (std::size_t i = 0; i < n && valid; ++i) {
+        valid = append_code_points(keys_.bytes_value(static_cast<std::uint32_t>(p[i])), points);
+        ends[i] = points.size();
+      }
+    }
+    if (!valid) return py::none();
+    std::size_t width = 1;
+    for (std::size_t i = 0; i < n; ++i) width = std::max(width, ends[i] - (i ? ends[i - 1] : 0));
+    const py::dtype str_type = py::dtype::from_args(py::str("<U" + std::to_string(width)));
+    py::array out(str_type, std::vector<py::ssize_t>{static_cast<py::ssize_t>(n)});
+    auto* q = static_cast<std::uint32_t*>(out.mutable_data());
+    {
+      py::gil_scoped_release nogil;
+      std::fill(q, q + n * width, 0u);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t begin = i ? ends[i - 1] : 0;
+        std::copy(points.begin() + static_cast<std::ptrdiff_t>(begin), points.begin() + static_cast<std::ptrdiff_t>(ends[i]),
+                  q + i * width);
+      }
+    }
+    return std::move(out);
+  }
+
+  // The key values of the given codes: an int64 array, or a list of str (decoded from UTF-8).
+  py::object key_values(const IntArray& codes) const {
+    check_codes(codes);
+    const auto n = static_cast<std::size_t>(codes.shape(0));
+    const std::int64_t* p = codes.data();
     if (keys_.kind() == ColumnCodes::Kind::ints) {
       py::array_t<std::int64_t> out(static_cast<py::ssize_t>(n));
       auto* q = out.mutable_data();
@@ -277,6 +326,40 @@ class PairCoder {
       PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), o);
     }
     return std::move(out);
+  }
+
+  void check_codes(const IntArray& codes) const {
+    if (codes.ndim() != 1) throw py::value_error("codes must be a 1-D int64 array");
+    const std::int64_t* p = codes.data();
+    for (py::ssize_t i = 0; i < codes.shape(0); ++i)
+      if (p[i] < 0 || static_cast<std::size_t>(p[i]) >= keys_.distinct()) throw ParameterError("a key code is out of range");
+  }
+
+  // Appends the code points of UTF-8 bytes; false (nothing to trust) on an invalid sequence:
+  // a bad lead or continuation byte, an overlong form, a surrogate or a point above U+10FFFF.
+  static bool append_code_points(std::string_view s, std::vector<std::uint32_t>& out) {
+    const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+    const std::size_t n = s.size();
+    for (std::size_t i = 0; i < n;) {
+      const unsigned lead = b[i];
+      if (lead < 0x80) {
+        out.push_back(lead);
+        ++i;
+        continue;
+      }
+      const std::size_t len = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+      if (len == 0 || lead > 0xF4 || i + len > n) return false;
+      std::uint32_t cp = lead & (0x7Fu >> len);
+      for (std::size_t j = 1; j < len; ++j) {
+        if ((b[i + j] & 0xC0) != 0x80) return false;
+        cp = (cp << 6) | (b[i + j] & 0x3Fu);
+      }
+      static constexpr std::uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+      if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+      out.push_back(cp);
+      i += len;
+    }
+    return true;
   }
 
   static void check_kind(const ColumnCodes& col, const Batch& b) {
@@ -329,6 +412,11 @@ void bind_privacy_unit(py::module_& root) {
            "(large_)string array, or a sequence of str.")
       .def("bound", &PairCoder::bound, py::arg("max_keys_per_unit"), py::arg("max_rows_per_key"),
            py::arg("key_rank") = py::none(), "(bounded count per key code, tie), as bound_counts.")
+      .def("positive_codes", &PairCoder::positive_codes, py::arg("counts"),
+           "The key codes with a positive count, in the order of their values (ints numerically, strs by "
+           "code point).")
+      .def("key_array", &PairCoder::key_array, py::arg("codes"),
+           "The key values of these codes as an int64 or 'U' numpy array (None if a value is not UTF-8).")
       .def("key_values", &PairCoder::key_values, py::arg("codes"),
            "The key values of these codes: an int64 array or a list of str.")
       .def("add_keys", &PairCoder::add_keys, py::arg("keys"), "add's key half (see add_ids).")

@@ -314,19 +314,21 @@ class ContributionBounder:
         if tie:
             every = np.arange(self._coder.distinct_keys, dtype=np.int64)
             counts, _ = self._coder.bound(m, c, _rank(self._key_values(every)))
-        nz = np.flatnonzero(counts)
-        out_keys, out_counts = self._key_values(nz), counts[nz]
-        order = np.argsort(out_keys, kind="stable")
-        out_keys, out_counts = out_keys[order], out_counts[order]
+        codes = self._coder.positive_codes(counts)  # in value order, as bound_contributions sorts
+        out_keys, out_counts = self._key_values(codes), counts[codes]
         out_keys.setflags(write=False)
         out_counts.setflags(write=False)
         return BoundedContributions(out_keys, out_counts, m, c, _TOKEN)
 
     def _key_values(self, codes: np.ndarray) -> np.ndarray:
-        values = self._coder.key_values(codes.astype(np.int64, copy=False))
+        codes = codes.astype(np.int64, copy=False)
+        values = self._coder.key_array(codes) if len(codes) else None
+        if values is not None:
+            return values
+        values = self._coder.key_values(codes)  # raises for a value that is not UTF-8
         if isinstance(values, np.ndarray):
             return values
-        return np.array(values, dtype=object).astype(str) if values else np.zeros(0, dtype=str)
+        return np.array(values, dtype=str) if values else np.zeros(0, dtype=str)
 
 
 # -- the exact route ------------------------------------------------------------------------------

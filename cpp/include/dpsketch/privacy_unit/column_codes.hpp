@@ -106,4 +106,42 @@ inline bool bound_counts(const ColumnCodes& units, const ColumnCodes& keys, std:
                       units.distinct(), keys.hashes().data(), keys.distinct(), m, c, key_rank, counts);
 }
 
+// The codes c < col.distinct() with counts[c] > 0, in the order of their values: ints
+// numerically, byte strings bytewise (for UTF-8, the order of the code points). This is the order
+// in which bounded keys are published, so it is fixed by the values alone, not by the codes.
+inline std::vector<std::uint32_t> positive_codes_in_value_order(const ColumnCodes& col, const std::int64_t* counts) {
+  std::vector<std::uint32_t> out;
+  if (col.kind() == ColumnCodes::Kind::ints) {
+    for (std::size_t c = 0; c < col.distinct(); ++c)
+      if (counts[c] > 0) out.push_back(static_cast<std::uint32_t>(c));
+    std::sort(out.begin(), out.end(), [&col](std::uint32_t a, std::uint32_t b) { return col.int_value(a) < col.int_value(b); });
+    return out;
+  }
+  // Strings sort on their first 8 bytes read big-endian (zero-padded), which orders them as the
+  // bytes do; only equal prefixes of two values longer than 8 bytes read the values again.
+  struct Entry {
+    std::uint64_t prefix;
+    std::uint32_t code;
+    bool longer;  // more than 8 bytes
+  };
+  std::vector<Entry> entries;
+  for (std::size_t c = 0; c < col.distinct(); ++c) {
+    if (counts[c] <= 0) continue;
+    const std::string_view v = col.bytes_value(static_cast<std::uint32_t>(c));
+    std::uint64_t prefix = 0;
+    for (std::size_t i = 0; i < 8; ++i)
+      prefix = (prefix << 8) | (i < v.size() ? static_cast<unsigned char>(v[i]) : 0u);
+    entries.push_back(Entry{prefix, static_cast<std::uint32_t>(c), v.size() > 8});
+  }
+  std::sort(entries.begin(), entries.end(), [&col](const Entry& a, const Entry& b) {
+    if (a.prefix != b.prefix) return a.prefix < b.prefix;
+    if (!a.longer && !b.longer)  // zero padding: a shorter value is a prefix of the longer one
+      return col.bytes_value(a.code).size() < col.bytes_value(b.code).size();
+    return col.bytes_value(a.code) < col.bytes_value(b.code);
+  });
+  out.reserve(entries.size());
+  for (const Entry& e : entries) out.push_back(e.code);
+  return out;
+}
+
 }  // namespace dpsketch::privacy_unit
