@@ -62,6 +62,28 @@ def _source(args, *, keys=None, privacy_id=None, ids="auto"):
     )
 
 
+def _checked(check):
+    """``check()``, which checks a route's parameters before any input is read; its TypeError or
+    ValueError becomes a usage error."""
+    try:
+        return check()
+    except (TypeError, ValueError) as exc:
+        raise UsageError(first_line(exc)) from None
+
+
+def _open_input(args, out, **source):
+    """The command's input (FILE, or stdin when piped) as a Source, after the --seed warning."""
+    if args.file is None and _isatty(sys.stdin):
+        raise UsageError("no input: give FILE, or '-' to read stdin")
+    src = _source(args, **source)
+    _warn_seed(args, out)
+    return src
+
+
+def _unit_ids(args) -> str:
+    return "int" if args.int_ids else "auto"
+
+
 def _show_progress(args):
     # the bar counts items: shown with a private length only when asked for (--progress)
     if args.quiet or args.no_progress:
@@ -373,15 +395,9 @@ def _top_units(args, out) -> int:
                          "N passing items it ranks first")
     m, c = args.max_keys_per_unit, args.max_rows_per_key or 1
     noise = args.noise or "gaussian"
-    try:  # every parameter of the route, before any input is read
-        unit_release_cost(epsilon=args.epsilon, delta=args.delta, max_keys_per_unit=m, max_rows_per_key=c,
-                          noise=noise)
-    except (TypeError, ValueError) as exc:
-        raise UsageError(first_line(exc)) from None
-    if args.file is None and _isatty(sys.stdin):
-        raise UsageError("no input: give FILE, or '-' to read stdin")
-    src = _source(args, privacy_id=args.privacy_id, ids="int" if args.int_ids else "auto")
-    _warn_seed(args, out)
+    _checked(lambda: unit_release_cost(epsilon=args.epsilon, delta=args.delta, max_keys_per_unit=m,
+                                       max_rows_per_key=c, noise=noise))
+    src = _open_input(args, out, privacy_id=args.privacy_id, ids=_unit_ids(args))
 
     # Each batch is coded (C++, GIL released) as it is read: its keys in the reader thread, its ids
     # here while the reader reads the next batch; only the rows' codes and the code tables are kept.
@@ -476,15 +492,9 @@ def _top_units_bounded(args, out) -> int:
                          "use spacesaving (DPSS) or misragries (PMG)")
     k = args.k if args.k is not None else DEFAULT_K
     capacity = max(k, math.ceil((args.oversample or 2.0) * k - 1e-9))
-    try:  # every parameter before any input is read
-        unit_calibration(args.epsilon, args.delta, r)
-        stream = UnitStream(algorithm, capacity=capacity, max_rows_per_unit=r)
-    except (TypeError, ValueError) as exc:
-        raise UsageError(first_line(exc)) from None
-    if args.file is None and _isatty(sys.stdin):
-        raise UsageError("no input: give FILE, or '-' to read stdin")
-    src = _source(args, privacy_id=args.privacy_id, ids="int" if args.int_ids else "auto")
-    _warn_seed(args, out)
+    _checked(lambda: unit_calibration(args.epsilon, args.delta, r))
+    stream = _checked(lambda: UnitStream(algorithm, capacity=capacity, max_rows_per_unit=r))
+    src = _open_input(args, out, privacy_id=args.privacy_id, ids=_unit_ids(args))
 
     rows = 0
     progress = Progress(_show_progress(args), src.total, src.unit)
@@ -592,10 +602,7 @@ def quantiles(args) -> int:
     if args.noise_allocation is None:
         args.noise_allocation = "joint"
     sketch, budget, qs, bounds, bits = _quantile_sketch(args)
-    if args.file is None and _isatty(sys.stdin):
-        raise UsageError("no input: give FILE, or '-' to read stdin")
-    src = _source(args, keys="str")
-    _warn_seed(args, out)
+    src = _open_input(args, out, keys="str")
     try:
         for values in src.values(integer=bounds is None, bits=bits):
             sketch.update_many(values)
@@ -663,15 +670,9 @@ def _quantiles_units(args, out) -> int:
         raise UsageError("with --privacy-id and without --bounds, --universe-bits must be at most 63")
     qs = parse_qs(args.q)
     privacy = {"rho": args.rho, "epsilon": args.epsilon, "delta": args.delta}
-    try:  # every parameter of the release, before any input is read
-        cost = unit_quantiles_cost(max_rows_per_unit=args.max_rows_per_unit, bounds=bounds, universe_bits=bits,
-                                   gamma=args.gamma, **privacy)
-    except (TypeError, ValueError) as exc:
-        raise UsageError(first_line(exc)) from None
-    if args.file is None and _isatty(sys.stdin):
-        raise UsageError("no input: give FILE, or '-' to read stdin")
-    src = _source(args, keys="str", privacy_id=args.privacy_id, ids="int" if args.int_ids else "auto")
-    _warn_seed(args, out)
+    cost = _checked(lambda: unit_quantiles_cost(max_rows_per_unit=args.max_rows_per_unit, bounds=bounds,
+                                                universe_bits=bits, gamma=args.gamma, **privacy))
+    src = _open_input(args, out, keys="str", privacy_id=args.privacy_id, ids=_unit_ids(args))
 
     value_batches, id_batches = [], []
     for values, ids in src.number_pairs(integer=bounds is None, bits=bits):

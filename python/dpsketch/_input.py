@@ -526,25 +526,25 @@ class Source:
             if len(arr):
                 yield arr
 
-    def _csv_pairs(self):
+    def _csv_trimmed_pairs(self):
+        """Each CSV batch's item and privacy id columns, trimmed, without the rows where either is empty."""
         for batch in self._csv_batches():
-            keys, keys_nonempty = _trim(batch.column(0))
+            items, items_nonempty = _trim(batch.column(0))
             ids, ids_nonempty = _trim(batch.column(1))
-            if keys_nonempty is not None or ids_nonempty is not None:
-                both = _both(keys_nonempty, ids_nonempty)
-                keys, ids = _take(keys, both), _take(ids, both)
+            if items_nonempty is not None or ids_nonempty is not None:
+                both = _both(items_nonempty, ids_nonempty)
+                items, ids = _take(items, both), _take(ids, both)
+            yield items, ids
+
+    def _csv_pairs(self):
+        for keys, ids in self._csv_trimmed_pairs():
             if len(keys):
                 keys, ids = _aligned(*self.keys.convert_kept(keys), *self.ids.convert_kept(ids))
             if len(keys):
                 yield keys, ids
 
     def _csv_number_pairs(self, integer, bits):
-        for batch in self._csv_batches():
-            texts, texts_nonempty = _trim(batch.column(0))
-            ids, ids_nonempty = _trim(batch.column(1))
-            if texts_nonempty is not None or ids_nonempty is not None:
-                both = _both(texts_nonempty, ids_nonempty)
-                texts, ids = _take(texts, both), _take(ids, both)
+        for texts, ids in self._csv_trimmed_pairs():
             for start in range(0, len(texts), self.chunk_size):
                 part = texts.slice(start, self.chunk_size)
                 values, ids_part = _aligned(*_numbers_kept(part.to_pylist(), integer, bits),

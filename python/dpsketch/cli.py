@@ -174,6 +174,17 @@ def _input_options(p, what):
     return g
 
 
+def _user_level_group(parser, description):
+    """A command's "user-level privacy" options: --privacy-id and --int-ids, and the group for the rest."""
+    g = parser.add_argument_group("user-level privacy", description)
+    g.add_argument("--privacy-id", metavar="COLUMN",
+                   help="CSV/Parquet column of privacy ids (e.g. a user id); with --no-header, a 0-based index")
+    g.add_argument("--int-ids", action="store_true",
+                   help="parse every privacy id as a 64-bit integer (rows whose id is not one are dropped); "
+                        "default: CSV ids are text, a Parquet column's type decides")
+    return g
+
+
 def _output_options(p, json_help, csv_help, quiet_help):
     o = p.add_argument_group("output")
     fmt = o.add_mutually_exclusive_group()
@@ -221,15 +232,13 @@ def _top_parser(sub):
                         "counts may be printed")
     m.add_argument("--seed", type=_seed,
                    help="seed the noise for reproducible experiments (the release is then NOT secret)")
-    u = t.add_argument_group(
-        "user-level privacy",
+    u = _user_level_group(
+        t,
         "With --privacy-id a neighbour adds or removes all rows of one privacy id (docs/privacy.md, Privacy "
         "unit). CSV and Parquet only. A file takes the exact route (dpsketch.unit_heavy_hitters; "
         "--algorithm, --k, --oversample and the length options do not apply); stdin, or "
         "--max-rows-per-unit, takes the bounded-memory route (dpsketch.UnitStream: the first R rows of "
         "each id into a SpaceSaving or MisraGries summary, released by DPSS or PMG for one id).")
-    u.add_argument("--privacy-id", metavar="COLUMN",
-                   help="CSV/Parquet column of privacy ids (e.g. a user id); with --no-header, a 0-based index")
     u.add_argument("--max-keys-per-unit", type=_int_at_least("max-keys-per-unit", 1), metavar="M",
                    help="m: the most distinct items one privacy id contributes (required with --privacy-id; "
                         "a unit with more keeps m of them, chosen by a salted hash)")
@@ -245,9 +254,6 @@ def _top_parser(sub):
                    help="with --selection gumbel: release the N passing items a Gumbel selection ranks "
                         "first (half of epsilon pays for the ranking)")
     u.add_argument("--selection", choices=("gumbel",), help="rank the passing items by one-shot Gumbel noise")
-    u.add_argument("--int-ids", action="store_true",
-                   help="parse every privacy id as a 64-bit integer (rows whose id is not one are dropped); "
-                        "default: CSV ids are text, a Parquet column's type decides")
     o = _output_options(t, "print the release as JSON", "print rank,item,noisy_count as CSV",
                         "no header, notes or progress bar on stderr")
     o.add_argument("--top", "-n", type=_int_at_least("top", 0), default=DEFAULT_TOP, metavar="N",
@@ -277,22 +283,17 @@ def _quantiles_parser(sub):
     m.add_argument("--noise-allocation", choices=("joint", "zhao"),
                    help="joint sigma^2 over all levels (default) or Zhao's even split of rho")
     m.add_argument("--seed", type=_seed, metavar="S", help="reproducible noise and hashes: NOT secret, for experiments only")
-    u = q.add_argument_group(
-        "user-level privacy",
+    u = _user_level_group(
+        q,
         "With --privacy-id a neighbour adds or removes all rows of one privacy id: each id keeps at most "
         "--max-rows-per-unit rows and the noise is calibrated for that many (dpsketch.unit_quantiles, "
         "docs/privacy.md, Privacy unit). CSV and Parquet only; --noise-allocation does not apply.")
-    u.add_argument("--privacy-id", metavar="COLUMN",
-                   help="CSV/Parquet column of privacy ids (e.g. a user id); with --no-header, a 0-based index")
     u.add_argument("--max-rows-per-unit", type=_int_at_least("max-rows-per-unit", 1), metavar="R",
                    help="r: the most rows one privacy id contributes (required with --privacy-id; an id with "
                         "more keeps r of them, chosen by a salted hash)")
     u.add_argument("--delta", "-d", type=_delta,
                    help="with --rho: also report the (epsilon, delta)-DP conversion of the zCDP guarantee; with "
                         "--privacy-id and --epsilon: discrete Gaussian noise calibrated to (epsilon, delta)")
-    u.add_argument("--int-ids", action="store_true",
-                   help="parse every privacy id as a 64-bit integer (rows whose id is not one are dropped); "
-                        "default: CSV ids are text, a Parquet column's type decides")
     _output_options(q, "print quantiles and privacy metadata as JSON", "print q,value as CSV", "no header on stderr")
     q.set_defaults(keys="str")
 
