@@ -247,18 +247,6 @@ class Budget:
         with self._charge_scope():
             self._admit(mechanism, eps, dlt, r)
 
-    def allot(
-        self, mechanism: str, *, epsilon: Optional[float] = None, delta: float = 0.0, rho: Optional[float] = None
-    ) -> "Budget":
-        """Charge this budget now and return a new :class:`Budget` capped at the charge --
-        ``Budget(epsilon, delta)`` or ``Budget(rho=rho)`` -- for releases run later (for example
-        after the data are read). Whatever those releases spend stays within what was charged here,
-        so the refusal, if any, comes first and depends only on the parameters."""
-        share = Budget(epsilon, delta, rho=rho)  # validates the request before anything is charged
-        with self.charging(mechanism, epsilon=epsilon or 0, delta=delta, rho=rho or 0):
-            pass
-        return share
-
     @contextlib.contextmanager
     def _charge_scope(self) -> Iterator[None]:
         """Where a charge is checked and recorded: under the budget's lock (a persisted budget also

@@ -361,6 +361,21 @@ class FileBudget(Budget):
             self._refresh()
             return list(self._entries)
 
+    def to_dict(self) -> dict:
+        """The file's state as plain floats: ``path``, ``cap`` (epsilon, delta, zcdp_delta, rho),
+        ``spent`` and ``remaining`` (as :meth:`spent` and :meth:`remaining`), and ``ledger`` (one
+        dict per charge: mechanism, epsilon, delta, rho). The file itself holds the exact values."""
+        with self._lock:
+            self._refresh()  # one read for all of it: the totals and the entries agree
+            spent, left = super().spent(), super().remaining()
+            ledger = [{"mechanism": s.mechanism, "epsilon": s.epsilon, "delta": s.delta, "rho": s.rho}
+                      for s in self._ledger]
+        return {"path": self._path,
+                "cap": {"epsilon": self.epsilon, "delta": self.delta, "zcdp_delta": self.zcdp_delta, "rho": self.rho},
+                "spent": {"epsilon": spent.epsilon, "delta": spent.delta, "rho": spent.rho},
+                "remaining": {"epsilon": left.epsilon, "delta": left.delta, "rho": left.rho},
+                "ledger": ledger}
+
     def _name(self) -> str:
         return f"the budget file {self._path!r}"
 
