@@ -91,7 +91,9 @@ class Budget:
 
     ``Budget(epsilon, delta=0.0, *, zcdp_delta=None)`` caps the total (ε, δ)-DP guarantee;
     ``Budget(rho=R)`` caps the total ρ-zCDP guarantee. ``spent()``, ``remaining()`` and ``ledger``
-    report the state; ``spend()`` records a mechanism run outside dpsketch.
+    report the state; ``spend()`` records a mechanism run outside dpsketch; ``check()`` asks whether
+    a spend fits without recording it. ``Budget.open(path, ...)`` keeps the ledger in a file that
+    several processes share (:class:`dpsketch.FileBudget`).
 
     A budget is one accountant, so it is never duplicated: ``copy.copy(b)`` and
     ``copy.deepcopy(b)`` return ``b`` itself (an object holding a budget that is deep-copied keeps

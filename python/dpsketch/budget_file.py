@@ -31,7 +31,7 @@ import secrets
 import stat
 import threading
 from fractions import Fraction
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Tuple, Union
 
 from .budget import Budget, PrivacyTotals, Spend
 from .errors import BudgetFileError
@@ -52,6 +52,7 @@ _SUM_KEYS = {"epsilon", "delta", "rho"}
 _ENTRY_KEYS = {"mechanism", "epsilon", "delta", "rho"}
 
 PathLike = Union[str, "os.PathLike[str]"]
+Entry = Tuple[str, Fraction, Fraction, Fraction]  # one charge: mechanism, ε, δ, ρ
 
 
 def _fraction_text(x: Fraction) -> str:
@@ -78,6 +79,8 @@ class FileBudget(Budget):
     """
 
     _path: str
+    _held: bool  # this thread is inside a charge (holds the file lock, state just read)
+    _entries: list[Entry]
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
@@ -288,12 +291,12 @@ class FileBudget(Budget):
             raise self._bad(f"has caps no budget can have ({exc})") from None
         if fresh.zcdp_delta != (None if caps["zcdp_delta"] is None else float(caps["zcdp_delta"])):
             raise self._bad("has a zcdp_delta cap that does not go with its delta cap")
-        entries = []
+        entries: list[Entry] = []
         for i, entry in enumerate(ledger):
             if not (isinstance(entry, dict) and set(entry) == _ENTRY_KEYS and isinstance(entry["mechanism"], str)):
                 raise self._bad(f"has a malformed ledger entry (number {i + 1})")
-            amounts = [self._exact(entry[n], f"ledger entry {i + 1} {n}") for n in ("epsilon", "delta", "rho")]
-            entries.append((entry["mechanism"], *amounts))
+            e, d, r = (self._exact(entry[n], f"ledger entry {i + 1} {n}") for n in ("epsilon", "delta", "rho"))
+            entries.append((entry["mechanism"], e, d, r))
         # Replay the entries with the accountant's own arithmetic: the stored totals must be theirs.
         sums = (Fraction(0), Fraction(0), Fraction(0))
         for i, (_, e, d, r) in enumerate(entries):
@@ -355,7 +358,7 @@ class FileBudget(Budget):
             self._refresh()
             return super().remaining()
 
-    def exact_ledger(self) -> list[tuple[str, Fraction, Fraction, Fraction]]:
+    def exact_ledger(self) -> list[Entry]:
         """Every spend recorded in the file as (mechanism, ε, δ, ρ), the amounts exact."""
         with self._lock:
             self._refresh()
