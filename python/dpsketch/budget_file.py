@@ -84,7 +84,7 @@ class FileBudget(Budget):
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
-    def open(  # type: ignore[override]
+    def open(
         cls,
         path: PathLike,
         *,
