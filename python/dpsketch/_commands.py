@@ -109,7 +109,9 @@ class _BudgetFile:
             raise UsageError(self._refusal()) from None
         except BudgetFileError as exc:
             raise RunError(first_line(exc)) from None
-        except ValueError:  # a δ > 0 run on a zCDP budget file
+        except ValueError as exc:
+            if self.ledger.rho is None:
+                raise UsageError(f"--budget {display(self.path)}: {first_line(exc)}") from None
             raise UsageError(f"--budget {display(self.path)} caps rho-zCDP, and this run spends delta > 0, which "
                              "has no zCDP equivalent; charge it to a budget file with an (epsilon, delta) cap "
                              "('dpsketch budget new FILE --epsilon E --delta D')") from None

@@ -82,6 +82,10 @@ class FileBudget(Budget):
     _held: bool  # this thread is inside a charge (holds the file lock, state just read)
     _entries: list[Entry]
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a FileBudget comes from FileBudget.open(path, ...) or Budget.open(path, ...), "
+                        "which read or create its file")
+
     # -- opening ------------------------------------------------------------------------------
     @classmethod
     def open(
