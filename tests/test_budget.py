@@ -324,3 +324,13 @@ def test_cli_prints_what_was_spent(capsys, extra):
     assert float(m.group(2)) == pytest.approx(1e-6, rel=1e-9) == pytest.approx(rel["delta"], rel=1e-12)
     assert rel["delta"] <= 1e-6
     assert rel["epsilon"] <= float(_used(0.1)) and rel["epsilon"] == pytest.approx(0.1, rel=1e-8)
+
+
+def test_check_asks_without_recording():
+    b = Budget(1.0, 1e-6)
+    b.check("fits", epsilon=1.0, delta=1e-6)
+    assert b.ledger == [] and b.spent().epsilon == 0
+    b.spend("half", epsilon=0.5)
+    with pytest.raises(BudgetExceededError, match="left"):
+        b.check("too much", epsilon=0.75)
+    assert [s.mechanism for s in b.ledger] == ["half"]

@@ -382,19 +382,28 @@ def test_counters_route_on_spark_uses_one_length_for_all_partitions(spark):
         assert [kv for kv in ra.items if kv[0] == 2] == [kv for kv in rb.items if kv[0] == 2]
 
 
-def test_budget_is_charged_by_every_spark_release(spark, int_df):
-    budget = dp.Budget(3.0, 1e-5)
+@pytest.mark.parametrize("kept", ["in memory", "in a file"])
+def test_budget_is_charged_by_every_spark_release(spark, int_df, tmp_path, kept):
+    def new(**caps):  # the same caps, in memory or in a budget file (Budget.open)
+        if kept == "in memory":
+            return dp.Budget(**caps)
+        return dp.Budget.open(tmp_path / f"{'rho' if 'rho' in caps else 'epsilon-delta'}.json", **caps)
+
+    budget = new(epsilon=3.0, delta=1e-5)
     dps.heavy_hitters(int_df, "x", k=20, epsilon=1.0, delta=1e-6, seed=1, budget=budget)
     dps.heavy_hitters(int_df, "x", k=20, epsilon=1.0, delta=1e-6, route="sketch", width=64, depth=2, seed=1,
                       budget=budget)
     assert budget.spent().epsilon <= 2.0 + 1e-12 and budget.spent().epsilon > 1.9
     with pytest.raises(dp.BudgetExceededError):
         dps.heavy_hitters(int_df, "x", k=20, epsilon=1.5, delta=1e-6, seed=1, budget=budget)
-    zcdp = dp.Budget(rho=1.0)
+    zcdp = new(rho=1.0)
     dps.quantiles(int_df, "x", [0.5], rho=0.75, bounds=(-200, 5000), seed=1, budget=zcdp)
     with pytest.raises(dp.BudgetExceededError):
         dps.quantiles(int_df, "x", [0.5], rho=0.5, bounds=(-200, 5000), seed=1, budget=zcdp)
     assert [s.rho for s in zcdp.ledger] == [0.75]
+    if kept == "in a file":  # what another process opening the files sees
+        assert [s.rho for s in dp.Budget.open(zcdp.path).ledger] == [0.75]
+        assert dp.Budget.open(budget.path).spent() == budget.spent() and len(budget.ledger) == 2
 
 
 def test_quantiles_skip_nan_and_answer_on_empty_data(spark):

@@ -14,7 +14,7 @@ import pytest
 import dpsketch
 
 ROOT = Path(__file__).resolve().parent.parent
-PUBLIC_MODULES = ["__init__", "budget", "release", "summaries", "sketches", "private", "_keyed", "_docs", "dyadic",
+PUBLIC_MODULES = ["__init__", "budget", "budget_file", "release", "summaries", "sketches", "private", "_keyed", "_docs", "dyadic",
                   "datasets/__init__"]
 
 

@@ -5,7 +5,7 @@ Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
 ``SpaceSaving.release`` (DPSS), :class:`PrivateCountMin`, :class:`PrivateCountSketch`,
 :class:`SketchHeavyHitters`; each returns or builds on a :class:`Release`. Ranks, quantiles,
 range counts and hierarchical heavy hitters: :class:`DyadicCountSketch`,
-:class:`PrivateDyadicCountSketch`. Several releases can draw from one :class:`Budget`. Every error is a :class:`DPSketchError`
+:class:`PrivateDyadicCountSketch`. Several releases can draw from one :class:`Budget`, kept in a file shared by several processes with :meth:`Budget.open`. Every error is a :class:`DPSketchError`
 (``dpsketch.errors``). The
 documentation is installed with the package: ``dpsketch docs`` (the specification is
 docs/algorithms.md, the derivations docs/privacy.md).
@@ -14,8 +14,10 @@ docs/algorithms.md, the derivations docs/privacy.md).
 from ._core import __version__
 from . import datasets, errors
 from .budget import Budget, PrivacyTotals, Spend
+from .budget_file import FileBudget
 from .errors import (
     BudgetExceededError,
+    BudgetFileError,
     CorruptBytesError,
     DPSketchError,
     ParameterError,
@@ -51,6 +53,7 @@ __all__ = [
     "unit_release_cost",
     "unit_quantiles_cost",
     "Budget",
+    "FileBudget",
     "DPSketchError",
     "ParameterError",
     "CorruptBytesError",
@@ -58,6 +61,7 @@ __all__ = [
     "ReadOnlyError",
     "ReleaseBudgetError",
     "BudgetExceededError",
+    "BudgetFileError",
     "PrivacyTotals",
     "Spend",
     "datasets",

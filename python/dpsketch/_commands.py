@@ -10,6 +10,7 @@ status 1), one line each, naming no item, line, row or count.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -19,10 +20,10 @@ import numpy as np
 
 from . import _input
 from ._input import RunError, UsageError, display, first_line
-from ._output import Column, Output, Progress, label, num
+from ._output import Column, Output, Progress, caps, label, num, totals
 from .cli import DEFAULT_K, DEMO_DEFAULT_K
 
-__all__ = ["top", "quantiles", "experiment", "docs", "audit"]
+__all__ = ["top", "quantiles", "budget", "experiment", "docs", "audit"]
 
 # options of the row-level release that the user-level (--privacy-id) release does not take, and
 # those of the user-level release that the row-level one does not take
@@ -98,6 +99,77 @@ def _warn_seed(args, out):
         out.warn("--seed makes the noise reproducible: this release is NOT secret (use for experiments only)")
 
 
+class _BudgetFile:
+    """``--budget FILE``: the shared ledger (dpsketch.FileBudget) a run is charged to before it reads
+    its input. The charge is the run's request -- (--epsilon, --delta), --rho, or --epsilon alone --
+    which caps the run's own dpsketch.Budget, so whatever the release spends is within it; the
+    refusal depends on the parameters and the ledger only. Without --budget every step is a no-op."""
+
+    def __init__(self, args, mechanism: str, *, epsilon=None, delta=None, rho=None):
+        self.path = getattr(args, "budget_file", None)
+        self.mechanism = mechanism
+        self.request = {name: v for name, v in (("epsilon", epsilon), ("delta", delta), ("rho", rho))
+                        if v is not None}
+        self.ledger = None if self.path is None else _open_budget_file(self.path)
+
+    def check(self) -> None:
+        """Refuse a run that does not fit, before the input is opened (records nothing)."""
+        self._charge(lambda: self.ledger.check(self.mechanism, **self.request))
+
+    def charge(self) -> None:
+        """Record the run's request in the file: the last step before the input is read."""
+        self._charge(lambda: self.ledger.spend(self.mechanism, **self.request))
+
+    def _charge(self, act) -> None:
+        from .errors import BudgetExceededError, BudgetFileError
+
+        if self.ledger is None:
+            return
+        try:
+            act()
+        except BudgetExceededError:
+            raise UsageError(self._refusal()) from None
+        except BudgetFileError as exc:
+            raise RunError(first_line(exc)) from None
+        except ValueError as exc:
+            if self.ledger.rho is None:
+                raise UsageError(f"--budget {display(self.path)}: {first_line(exc)}") from None
+            raise UsageError(f"--budget {display(self.path)} caps rho-zCDP, and this run spends delta > 0, which "
+                             "has no zCDP equivalent; charge it to a budget file with an (epsilon, delta) cap "
+                             "('dpsketch budget new FILE --epsilon E --delta D')") from None
+        except OSError as exc:
+            raise RunError(f"cannot update the budget file {display(self.path)}: {first_line(exc)}") from None
+
+    def _refusal(self) -> str:
+        ledger = self.ledger
+        left = ledger.remaining()
+        if ledger.rho is not None:
+            has = f"rho={num(left.rho)}"
+        else:
+            has = f"epsilon={num(left.epsilon)}, delta={num(left.delta)}"
+            if "rho" in self.request:
+                has += f" (rho={num(left.rho)} for a zCDP run)"
+        need = ", ".join(f"{name}={num(v)}" for name, v in self.request.items())
+        return (f"--budget {display(self.path)} has {has} left of its cap {caps(ledger)}, and this run needs "
+                f"{need}: nothing was charged and no input was read (lower the run's privacy parameters, or "
+                "use another budget file for other data)")
+
+
+def _open_budget_file(path, what="--budget"):
+    from .budget_file import FileBudget
+    from .errors import BudgetFileError
+
+    if not os.path.isfile(path):
+        raise UsageError(f"{what} {display(path)}: no budget file there; create one with "
+                         "'dpsketch budget new FILE --epsilon E --delta D' (or --rho R)")
+    try:
+        return FileBudget.open(path)
+    except BudgetFileError as exc:
+        raise RunError(first_line(exc)) from None
+    except OSError as exc:
+        raise RunError(f"cannot read the budget file {display(path)}: {first_line(exc)}") from None
+
+
 # ---------------------------------------------------------------------------------------------
 # dpsketch top
 # ---------------------------------------------------------------------------------------------
@@ -150,6 +222,8 @@ def top(args) -> int:
         args.k = DEMO_DEFAULT_K if args.demo else DEFAULT_K
     capacity = max(args.k, math.ceil(args.oversample * args.k - 1e-9))
     _check_row_parameters(args)
+    budget_file = _BudgetFile(args, f"dpsketch top ({args.algorithm})", epsilon=args.epsilon, delta=args.delta)
+    budget_file.check()
 
     src: Any = None  # the file's Source, or None with --demo
     stream: Any = None  # the retail stream with --demo
@@ -184,6 +258,7 @@ def top(args) -> int:
         raise UsageError("--max-stream-length auto cannot count stdin; give a number")
     if sketch and max_len != "auto":
         _checked_estimator(args, capacity, max_len)  # parameter errors before any reading
+    budget_file.charge()
     if sketch and max_len == "auto":
         max_len = _count_items(src, args)
         out.note(f"max stream length {max_len:,} (counted in a first pass; the length is treated as public)")
@@ -223,7 +298,7 @@ def top(args) -> int:
 
     released = [(k, v) for k, v in rel.items]
     _row_header(args, out, rel, capacity, keys_desc, source_desc, len(released))
-    out.spent(args.budget)
+    out.spent(args.budget, budget_file.ledger)
     if not released:
         out.note(f"hint: nothing reached the threshold; a larger --k (now {args.k}) lowers it to "
                  f"frequency >= n/k, a larger --epsilon lowers the noise margin")
@@ -302,8 +377,8 @@ def _checked_estimator(args, capacity, max_len):
 def _row_release(args, est):
     from .budget import Budget
 
-    # The run's budget is what was asked for; the release (its length share included) is charged
-    # to it and the accountant's total is what the 'spent:' line prints.
+    # The run's budget is what was asked for (and what --budget FILE was charged); the release (its
+    # length share included) is charged to it and the accountant's total is what 'spent:' prints.
     args.budget = Budget(args.epsilon, args.delta)
     if args.algorithm in ("spacesaving", "misragries"):
         return est.release(epsilon=args.epsilon, delta=args.delta, k=args.k, seed=args.seed, budget=args.budget,
@@ -397,7 +472,10 @@ def _top_units(args, out) -> int:
     noise = args.noise or "gaussian"
     _checked(lambda: unit_release_cost(epsilon=args.epsilon, delta=args.delta, max_keys_per_unit=m,
                                        max_rows_per_key=c, noise=noise))
+    budget_file = _BudgetFile(args, "dpsketch top --privacy-id (exact route)", epsilon=args.epsilon, delta=args.delta)
+    budget_file.check()
     src = _open_input(args, out, privacy_id=args.privacy_id, ids=_unit_ids(args))
+    budget_file.charge()
 
     # Each batch is coded (C++, GIL released) as it is read: its keys in the reader thread, its ids
     # here while the reader reads the next batch; only the rows' codes and the code tables are kept.
@@ -434,13 +512,13 @@ def _top_units(args, out) -> int:
     meta = rel.metadata
     selection = (f"; Gumbel selection of the top {args.top_k}" if args.selection else "")
     return _print_unit_release(
-        args, out, src, rel, budget, route=f"{meta['route']} route",
+        args, out, src, rel, budget, budget_file, route=f"{meta['route']} route",
         bounds=f"bounds per unit: m={meta['max_keys_per_unit']} keys (max_keys_per_unit), "
                f"c={meta['max_rows_per_key']} rows per key (max_rows_per_key){selection}",
         hint="hint: nothing reached the threshold; a larger --epsilon or a smaller --max-keys-per-unit lowers it")
 
 
-def _print_unit_release(args, out, src, rel, budget, *, route, bounds, hint) -> int:
+def _print_unit_release(args, out, src, rel, budget, budget_file, *, route, bounds, hint) -> int:
     """The header (route, privacy unit, bounds, the unit-level guarantee), the spent line and the
     items of a user-level ``top`` release; JSON adds the CLI block. Nothing about rows or ids."""
     released = list(rel.items)
@@ -454,7 +532,7 @@ def _print_unit_release(args, out, src, rel, budget, *, route, bounds, hint) -> 
     out.note(f"privacy unit: {meta['privacy_unit']} = column {args.privacy_id!r} (ids: {ids_desc}); neighbours: "
              f"{meta['neighbours']} (all rows of one id); {bounds}")
     out.note(f"{' '.join(parts)} for one privacy unit -> {len(released)} item(s) released")
-    out.spent(budget)
+    out.spent(budget, budget_file.ledger)
     if not released:
         out.note(hint)
     _note_cut(out, args.top, len(released))
@@ -494,7 +572,11 @@ def _top_units_bounded(args, out) -> int:
     capacity = max(k, math.ceil((args.oversample or 2.0) * k - 1e-9))
     _checked(lambda: unit_calibration(args.epsilon, args.delta, r))
     stream = _checked(lambda: UnitStream(algorithm, capacity=capacity, max_rows_per_unit=r))
+    budget_file = _BudgetFile(args, f"dpsketch top --privacy-id (bounded_memory route, {algorithm})",
+                              epsilon=args.epsilon, delta=args.delta)
+    budget_file.check()
     src = _open_input(args, out, privacy_id=args.privacy_id, ids=_unit_ids(args))
+    budget_file.charge()
 
     rows = 0
     progress = Progress(_show_progress(args), src.total, src.unit)
@@ -513,7 +595,7 @@ def _top_units_bounded(args, out) -> int:
         raise RunError(f"release failed: {first_line(exc)}") from None
 
     return _print_unit_release(
-        args, out, src, rel, budget, route=f"bounded_memory route, {capacity} counters",
+        args, out, src, rel, budget, budget_file, route=f"bounded_memory route, {capacity} counters",
         bounds=f"bound per unit: r={r} rows (max_rows_per_unit, its first r in input order), per-row "
                "calibration epsilon/r by group privacy",
         hint="hint: nothing reached the threshold; the bounded-memory route pays epsilon/r per row: a smaller "
@@ -556,9 +638,10 @@ def parse_qs(text: str) -> list[float]:
 
 
 def _quantile_sketch(args):
-    """Validate every parameter and build the private sketch (noise drawn now, before any input),
-    charged to the run's budget as the mechanism uses it (ρ or ε rounded down to a multiple of
-    2^-32). Returns (sketch, budget, qs, bounds, universe bits)."""
+    """Validate every parameter, check that the run fits --budget FILE, and build the private sketch
+    (noise drawn now, before any input), charged to the run's budget as the mechanism uses it (ρ or
+    ε rounded down to a multiple of 2^-32). Returns (sketch, budget, budget file, qs, bounds,
+    universe bits)."""
     from .budget import Budget
     from .calibration import used_value
     from .dyadic import PrivateDyadicCountSketch
@@ -573,6 +656,8 @@ def _quantile_sketch(args):
     if bounds is not None and bits > 52:
         raise UsageError("with --bounds, --universe-bits must be at most 52 (float64 resolution)")
     qs = parse_qs(args.q)
+    budget_file = _BudgetFile(args, "dpsketch quantiles", rho=args.rho, epsilon=args.epsilon)
+    budget_file.check()
     # the run's accountant: its cap is what was asked for (--rho as a zCDP cap, --epsilon pure)
     budget = Budget(rho=args.rho) if args.rho is not None else Budget(args.epsilon)
     spend = {"rho": used_value(args.rho)} if args.rho is not None else {"epsilon": used_value(args.epsilon)}
@@ -584,7 +669,7 @@ def _quantile_sketch(args):
             )
     except (ValueError, TypeError, OverflowError) as exc:
         raise UsageError(first_line(exc)) from None
-    return sketch, budget, qs, bounds, bits
+    return sketch, budget, budget_file, qs, bounds, bits
 
 
 def quantiles(args) -> int:
@@ -601,8 +686,9 @@ def quantiles(args) -> int:
                          "guarantee) or with --privacy-id; --epsilon alone is pure DP")
     if args.noise_allocation is None:
         args.noise_allocation = "joint"
-    sketch, budget, qs, bounds, bits = _quantile_sketch(args)
+    sketch, budget, budget_file, qs, bounds, bits = _quantile_sketch(args)
     src = _open_input(args, out, keys="str")
+    budget_file.charge()
     try:
         for values in src.values(integer=bounds is None, bits=bits):
             sketch.update_many(values)
@@ -627,7 +713,7 @@ def quantiles(args) -> int:
              f"{released._total():.0f} (n is not published)")
     if meta.get("reproducible_not_secret"):
         out.note("seeded: reproducible_not_secret=True")
-    out.spent(budget)
+    out.spent(budget, budget_file.ledger)
     rows = [(q, float(v) if bounds is not None else int(v)) for q, v in zip(qs, levels)]
     obj = {"mechanism": meta["mechanism"], "quantiles": [{"q": q, "value": v} for q, v in rows],
            "resolution": res, "bounds": list(bounds) if bounds else None, "universe_bits": bits,
@@ -672,7 +758,11 @@ def _quantiles_units(args, out) -> int:
     privacy = {"rho": args.rho, "epsilon": args.epsilon, "delta": args.delta}
     cost = _checked(lambda: unit_quantiles_cost(max_rows_per_unit=args.max_rows_per_unit, bounds=bounds,
                                                 universe_bits=bits, gamma=args.gamma, **privacy))
+    budget_file = _BudgetFile(args, "dpsketch quantiles --privacy-id", rho=args.rho, epsilon=args.epsilon,
+                              delta=None if args.rho is not None else args.delta)
+    budget_file.check()
     src = _open_input(args, out, keys="str", privacy_id=args.privacy_id, ids=_unit_ids(args))
+    budget_file.charge()
 
     value_batches, id_batches = [], []
     for values, ids in src.number_pairs(integer=bounds is None, bits=bits):
@@ -712,7 +802,7 @@ def _quantiles_units(args, out) -> int:
              f"(n is not published)")
     if meta.get("reproducible_not_secret"):
         out.note("seeded: reproducible_not_secret=True")
-    out.spent(budget)
+    out.spent(budget, budget_file.ledger)
     rows_out = [(q, float(v) if bounds is not None else int(v)) for q, v in rel.items]
     obj = None
     if out.fmt == "json":
@@ -733,6 +823,51 @@ def _quantiles_units(args, out) -> int:
 # ---------------------------------------------------------------------------------------------
 # dpsketch experiment / docs / audit
 # ---------------------------------------------------------------------------------------------
+
+
+def budget(args) -> int:
+    """``dpsketch budget new FILE`` creates a budget file (dpsketch.FileBudget.create) and
+    ``dpsketch budget show FILE`` prints its caps, totals, what is left and every charge."""
+    from .budget_file import FileBudget
+    from .errors import BudgetFileError
+
+    if args.action == "new":
+        if args.rho is not None and (args.delta is not None or args.zcdp_delta is not None):
+            raise UsageError("a zCDP budget (--rho) has no --delta or --zcdp-delta")
+        try:
+            ledger = FileBudget.create(args.file, epsilon=args.epsilon, delta=args.delta, rho=args.rho,
+                                       zcdp_delta=args.zcdp_delta)
+        except BudgetFileError as exc:
+            raise UsageError(first_line(exc)) from None
+        except (TypeError, ValueError) as exc:
+            raise UsageError(first_line(exc)) from None
+        except OSError as exc:
+            raise RunError(f"cannot create the budget file {display(args.file)}: {first_line(exc)}") from None
+    else:
+        ledger = _open_budget_file(args.file, "budget show")
+    state = ledger.to_dict()
+    if args.json:
+        json.dump(state, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    cap = state["cap"]
+    zcdp = f"; zCDP spends convert with zcdp_delta={num(cap['zcdp_delta'])}" if cap.get("zcdp_delta") else ""
+    print(f"budget file {state['path']!r}")
+    print(f"cap    {_named(cap, ('rho',) if cap['rho'] is not None else ('epsilon', 'delta'))}{zcdp}")
+    print(f"spent  {_named(state['spent'], ('rho',) if cap['rho'] is not None else ('epsilon', 'delta'))}"
+          + (f" (of which zCDP rho={num(state['spent']['rho'])})" if cap["rho"] is None and state["spent"]["rho"] else ""))
+    left = state["remaining"]
+    print(f"left   {_named(left, ('rho',) if cap['rho'] is not None else ('epsilon', 'delta'))}"
+          + (f" (or rho={num(left['rho'])} for a zCDP spend)" if cap["rho"] is None and cap.get("zcdp_delta") else ""))
+    print(f"{len(state['ledger'])} charge(s)")
+    for i, e in enumerate(state["ledger"], 1):
+        amounts = " ".join(f"{name}={num(e[name])}" for name in ("epsilon", "delta", "rho") if e[name])
+        print(f"  {i:>3}  {e['mechanism']}  {amounts or 'nothing'}")
+    return 0
+
+
+def _named(values: dict, names) -> str:
+    return ", ".join(f"{name}={num(values[name])}" for name in names)
 
 
 def experiment(args) -> int:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["PROG", "Column", "Output", "num", "label", "json_default", "Progress"]
+__all__ = ["PROG", "Column", "Output", "num", "label", "json_default", "Progress", "totals", "caps"]
 
 PROG = "dpsketch"
 
@@ -53,6 +53,22 @@ def json_default(o):
     if isinstance(o, (set, frozenset, tuple)):
         return list(o)
     return str(o)
+
+
+def totals(budget, t, *, zcdp_part: bool = False) -> str:
+    """A dpsketch.PrivacyTotals of ``budget`` as printed: ρ for a zCDP budget, else ε and δ (with
+    ``zcdp_part``, also the ρ total of the zCDP spends they include, once there is one)."""
+    if budget.rho is not None:
+        return f"rho={num(t.rho)}"
+    part = f" (of which zCDP rho={num(t.rho)})" if zcdp_part and t.rho else ""
+    return f"epsilon={num(t.epsilon)}, delta={num(t.delta)}{part}"
+
+
+def caps(budget) -> str:
+    """The caps of a dpsketch.Budget as printed."""
+    if budget.rho is not None:
+        return f"rho={num(budget.rho)}"
+    return f"epsilon={num(budget.epsilon)}, delta={num(budget.delta)}"
 
 
 @dataclass(frozen=True)
@@ -91,11 +107,13 @@ class Output:
         """A warning on stderr, also with --quiet."""
         print(f"{PROG}: warning: {msg}", file=sys.stderr)
 
-    def spent(self, budget) -> None:
-        """The 'spent:' line of every command that draws noise: what its dpsketch.Budget recorded."""
-        s = budget.spent()
-        what = f"rho={num(s.rho)}" if budget.rho is not None else f"epsilon={num(s.epsilon)}, delta={num(s.delta)}"
-        self.note(f"spent: {what} (dpsketch.Budget ledger)")
+    def spent(self, budget, budget_file=None) -> None:
+        """The 'spent:' line of every command that draws noise: what its dpsketch.Budget recorded;
+        with ``budget_file`` (the ledger of --budget FILE) a second line with the file's totals."""
+        self.note(f"spent: {totals(budget, budget.spent())} (dpsketch.Budget ledger)")
+        if budget_file is not None:
+            self.note(f"budget file {budget_file.path!r}: {totals(budget_file, budget_file.spent(), zcdp_part=True)} "
+                      f"spent of the cap {caps(budget_file)} (left: {totals(budget_file, budget_file.remaining())})")
 
     # -- stdout -----------------------------------------------------------------------------------
     def release(self, columns: list[Column], rows: list[tuple], *, json_obj: dict, empty: str | None = None) -> None:

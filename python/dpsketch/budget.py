@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import threading
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterator, Optional, Union
+from typing import TYPE_CHECKING, Iterator, Optional, Union
 
 from .calibration import used_value, zcdp_epsilon, zcdp_rho_for
 from .errors import BudgetExceededError, ReleaseBudgetError  # noqa: F401  (re-exported)
+
+if TYPE_CHECKING:
+    from .budget_file import FileBudget
 
 __all__ = ["Budget", "BudgetExceededError", "Spend", "PrivacyTotals"]
 
@@ -87,7 +91,9 @@ class Budget:
 
     ``Budget(epsilon, delta=0.0, *, zcdp_delta=None)`` caps the total (ε, δ)-DP guarantee;
     ``Budget(rho=R)`` caps the total ρ-zCDP guarantee. ``spent()``, ``remaining()`` and ``ledger``
-    report the state; ``spend()`` records a mechanism run outside dpsketch.
+    report the state; ``spend()`` records a mechanism run outside dpsketch; ``check()`` asks whether
+    a spend fits without recording it. ``Budget.open(path, ...)`` keeps the ledger in a file that
+    several processes share (:class:`dpsketch.FileBudget`).
 
     A budget is one accountant, so it is never duplicated: ``copy.copy(b)`` and
     ``copy.deepcopy(b)`` return ``b`` itself (an object holding a budget that is deep-copied keeps
@@ -136,6 +142,24 @@ class Budget:
             if not 0.0 < zd <= d:
                 raise ValueError(f"zcdp_delta must be in (0, delta], got {zcdp_delta!r} with delta={delta!r}")
         self._epsilon_cap, self._delta_cap, self._rho_cap, self._zcdp_delta = e, d, None, zd
+
+    @classmethod
+    def open(
+        cls,
+        path: "Union[str, os.PathLike[str]]",
+        *,
+        epsilon: Optional[float] = None,
+        delta: Optional[float] = None,
+        rho: Optional[float] = None,
+        zcdp_delta: Optional[float] = None,
+    ) -> "FileBudget":
+        """A budget kept in a JSON ledger file that several processes can share
+        (:class:`dpsketch.budget_file.FileBudget`): created with these caps when ``path`` does not
+        exist, loaded when it does (caps given must then equal the stored ones). Every charge locks
+        the file, re-reads it, checks the cap and replaces the file atomically."""
+        from .budget_file import FileBudget
+
+        return FileBudget.open(path, epsilon=epsilon, delta=delta, rho=rho, zcdp_delta=zcdp_delta)
 
     # -- properties -------------------------------------------------------------------------------
     epsilon = property(lambda self: self._epsilon_cap, doc="The ε cap (None for a zCDP budget).")
@@ -214,31 +238,56 @@ class Budget:
         holding the budget's lock, and record the spend only if the body succeeds. Releases draw
         their noise inside or after the body, never before the check."""
         eps, dlt, r = (self._amount(n, v) for n, v in (("epsilon", epsilon), ("delta", delta), ("rho", rho)))
-        with self._lock:
-            if self._rho_cap is not None:
-                if dlt > 0:
-                    raise ValueError(
-                        f"{mechanism} spends delta > 0, which a zCDP budget (rho=) cannot account for; "
-                        "use Budget(epsilon, delta)"
-                    )
-                new = (self._eps_sum + eps, self._delta_sum, self._rho_sum + r + eps * eps / 2)  # ε-DP ⇒ ε²/2-zCDP
-            else:
-                if r > 0 and self._zcdp_delta is None:
-                    raise BudgetExceededError(
-                        f"{mechanism} spends rho-zCDP, which needs a delta share to convert to (ε, δ)-DP; "
-                        "build the budget with delta > 0 (and optionally zcdp_delta=)"
-                    )
-                new = (self._eps_sum + eps, self._delta_sum + dlt, self._rho_sum + r)
-            if not self._fits(*new):
-                left = self.remaining()
-                raise BudgetExceededError(
-                    f"{mechanism} would spend (epsilon={float(eps):.6g}, delta={float(dlt):.6g}, rho={float(r):.6g}) "
-                    f"but the budget has {self._describe(left)} left; nothing was spent and no noise was drawn. "
-                    "Lower the release's epsilon/delta/rho or use a larger Budget"
-                )
+        with self._charge_scope():
+            new = self._admit(mechanism, eps, dlt, r)
             yield
-            self._eps_sum, self._delta_sum, self._rho_sum = new
-            self._ledger.append(Spend(mechanism, float(eps), float(dlt), float(r)))
+            self._commit(mechanism, new, eps, dlt, r)
+
+    def check(self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0) -> None:
+        """Raise :class:`BudgetExceededError` if the spend would not fit now; records nothing."""
+        eps, dlt, r = (self._amount(n, v) for n, v in (("epsilon", epsilon), ("delta", delta), ("rho", rho)))
+        with self._charge_scope():
+            self._admit(mechanism, eps, dlt, r)
+
+    @contextlib.contextmanager
+    def _charge_scope(self) -> Iterator[None]:
+        """Where a charge is checked and recorded: under the budget's lock (a persisted budget also
+        locks and re-reads its file here)."""
+        with self._lock:
+            yield
+
+    def _admit(self, mechanism: str, eps: Fraction, dlt: Fraction, r: Fraction) -> tuple[Fraction, Fraction, Fraction]:
+        """The running sums after the spend, or :class:`BudgetExceededError` if it does not fit."""
+        if self._rho_cap is not None:
+            if dlt > 0:
+                raise ValueError(
+                    f"{mechanism} spends delta > 0, which a zCDP budget (rho=) cannot account for; "
+                    "use Budget(epsilon, delta)"
+                )
+            new = (self._eps_sum + eps, self._delta_sum, self._rho_sum + r + eps * eps / 2)  # ε-DP ⇒ ε²/2-zCDP
+        else:
+            if r > 0 and self._zcdp_delta is None:
+                raise BudgetExceededError(
+                    f"{mechanism} spends rho-zCDP, which needs a delta share to convert to (ε, δ)-DP; "
+                    "build the budget with delta > 0 (and optionally zcdp_delta=)"
+                )
+            new = (self._eps_sum + eps, self._delta_sum + dlt, self._rho_sum + r)
+        if not self._fits(*new):
+            left = self.remaining()
+            raise BudgetExceededError(
+                f"{mechanism} would spend (epsilon={float(eps):.6g}, delta={float(dlt):.6g}, rho={float(r):.6g}) "
+                f"but {self._name()} has {self._describe(left)} left; nothing was spent and no noise was drawn. "
+                "Lower the release's epsilon/delta/rho or use a larger Budget"
+            )
+        return new
+
+    def _commit(self, mechanism: str, new: tuple[Fraction, Fraction, Fraction], eps: Fraction, dlt: Fraction,
+                r: Fraction) -> None:
+        self._eps_sum, self._delta_sum, self._rho_sum = new
+        self._ledger.append(Spend(mechanism, float(eps), float(dlt), float(r)))
+
+    def _name(self) -> str:
+        return "the budget"
 
     def spend(self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0) -> None:
         """Record a spend made outside dpsketch (values used as given, no rounding); raises

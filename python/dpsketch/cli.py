@@ -11,6 +11,9 @@ the wiring to :mod:`dpsketch._commands`, which carries them out.
 ``dpsketch quantiles [FILE|-]``
     Private quantiles of a numeric column from a PrivateDyadicCountSketch. With ``--privacy-id
     COLUMN``: the user-level release (at most ``--max-rows-per-unit`` rows per privacy id).
+``dpsketch budget new FILE`` / ``dpsketch budget show FILE``
+    Create a privacy budget file (:meth:`dpsketch.Budget.open`) that ``top`` and ``quantiles``
+    draw from with ``--budget FILE``, or print its caps, totals and charges.
 ``dpsketch experiment NAME``
     Run one of the experiments of :mod:`dpsketch.experiments`.
 ``dpsketch docs [TOPIC]``
@@ -124,6 +127,12 @@ _COMMANDS = {
         "--universe-bits L they are integers in [0, 2^L). Mechanism and privacy go to stderr. With "
         "--privacy-id, one privacy id (all of its rows) is the privacy unit.",
     ),
+    "budget": (
+        "create or show a privacy budget file that several runs draw from (--budget FILE)",
+        "A budget file is a ledger that 'dpsketch top' and 'dpsketch quantiles' runs with --budget FILE "
+        "are charged to before they read their input, so that several runs on the same data stay within "
+        "one cap. 'new' creates one, 'show' prints its caps, totals, what is left and every charge.",
+    ),
     "experiment": (
         "run a paper experiment (dpsketch.experiments)",
         "Run one experiment of dpsketch.experiments and write its results.",
@@ -192,6 +201,16 @@ def _output_options(p, json_help, csv_help, quiet_help):
     fmt.add_argument("--csv", action="store_true", help=csv_help)
     o.add_argument("--quiet", "-q", action="store_true", help=quiet_help)
     return o
+
+
+def _budget_file_option(p):
+    g = p.add_argument_group(
+        "privacy budget file",
+        "With --budget FILE the run's request (its epsilon and delta, or rho) is charged to the budget "
+        "file before any input is read; a run that does not fit is refused (exit status 2) and reads "
+        "nothing. Create the file with 'dpsketch budget new FILE'.")
+    g.add_argument("--budget", dest="budget_file", metavar="FILE",
+                   help="budget file to charge this run to (see 'dpsketch budget --help')")
 
 
 def _top_parser(sub):
@@ -263,6 +282,7 @@ def _top_parser(sub):
     prog.add_argument("--progress", action="store_true",
                       help="show a progress bar with rate and ETA (default: only when stderr is a terminal)")
     prog.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _budget_file_option(t)
     t.set_defaults(keys="auto")
 
 
@@ -295,7 +315,32 @@ def _quantiles_parser(sub):
                    help="with --rho: also report the (epsilon, delta)-DP conversion of the zCDP guarantee; with "
                         "--privacy-id and --epsilon: discrete Gaussian noise calibrated to (epsilon, delta)")
     _output_options(q, "print quantiles and privacy metadata as JSON", "print q,value as CSV", "no header on stderr")
+    _budget_file_option(q)
     q.set_defaults(keys="str")
+
+
+def _budget_parser(sub):
+    b = _command(sub, "budget")
+    actions = b.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser, required=True)
+    n = actions.add_parser("new", help="create a budget file with its caps",
+                           description="Create FILE, a budget ledger with the cap --epsilon E (and --delta D) "
+                                       "or --rho R, and nothing spent. An existing FILE is never overwritten.")
+    n.add_argument("file", metavar="FILE", help="the budget file to create")
+    cap = n.add_mutually_exclusive_group(required=True)
+    cap.add_argument("--epsilon", "-e", type=_positive_float("epsilon"),
+                     help="cap on the composed (epsilon, delta)-DP guarantee of every run charged to the file")
+    cap.add_argument("--rho", type=_positive_float("rho"), help="cap on the composed rho-zCDP guarantee instead")
+    n.add_argument("--delta", "-d", type=_float_in("delta", lambda v: 0.0 <= v < 1.0, "in [0, 1)"),
+                   help="delta cap (default 0: pure-DP runs only)")
+    n.add_argument("--zcdp-delta", type=_delta, metavar="D",
+                   help="the share of --delta reserved to convert zCDP runs (quantiles --rho) to (epsilon, delta) "
+                        "(default delta/2)")
+    n.add_argument("--json", action="store_true", help="print the new file's state as JSON")
+    s = actions.add_parser("show", help="print a budget file's caps, totals and charges",
+                           description="Print the caps of FILE, what its charges add up to, what is left and "
+                                       "every charge (after checking the file's integrity).")
+    s.add_argument("file", metavar="FILE", help="the budget file")
+    s.add_argument("--json", action="store_true", help="print the state as JSON")
 
 
 # dpsketch.experiments.NAMES, spelled out so that parsing does not import the experiments
@@ -315,6 +360,7 @@ def _build_parser() -> _Parser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _top_parser(sub)
     _quantiles_parser(sub)
+    _budget_parser(sub)
 
     e = _command(sub, "experiment")
     e.formatter_class = argparse.RawTextHelpFormatter  # one sweep name a line, never split at a hyphen

@@ -13,6 +13,7 @@ EntropyError           RuntimeError        the OS entropy source fails
 ReadOnlyError          RuntimeError        a published (released) object is updated
 ReleaseBudgetError     RuntimeError        a summary is released twice without ``allow_repeat``
 BudgetExceededError    ReleaseBudgetError  a release would exceed its :class:`dpsketch.Budget`
+BudgetFileError        ValueError          a budget file is missing, damaged, edited or unusable
 =====================  ==================  =====================================================
 """
 
@@ -29,7 +30,7 @@ from ._core import (  # the C++ core's types (bindings/bind_errors.cpp)
 )
 
 __all__ = ["DPSketchError", "ParameterError", "CorruptBytesError", "StreamLimitError", "NoiseRangeError",
-           "EntropyError", "ReadOnlyError", "ReleaseBudgetError", "BudgetExceededError"]
+           "EntropyError", "ReadOnlyError", "ReleaseBudgetError", "BudgetExceededError", "BudgetFileError"]
 
 
 class ReleaseBudgetError(DPSketchError, RuntimeError):
@@ -38,3 +39,9 @@ class ReleaseBudgetError(DPSketchError, RuntimeError):
 
 class BudgetExceededError(ReleaseBudgetError):
     """A release would exceed its :class:`dpsketch.Budget`. Nothing was spent and no noise was drawn."""
+
+
+class BudgetFileError(DPSketchError, ValueError):
+    """A budget file (:meth:`dpsketch.Budget.open`) cannot be used: it is missing, not a budget
+    ledger, damaged, edited, of an unknown format version, or its caps differ from the ones given.
+    The message names the file and what to do; the file is never reset or repaired."""

@@ -12,6 +12,10 @@ Privacy unit: one row (add/remove one row), or with ``privacy_id=`` one unit (al
 :func:`heavy_hitters` and :func:`quantiles` then bound each unit's contribution in the JVM by a rule
 that reads only that unit's rows and calibrate the noise for the bounded unit (docs/privacy.md
 §Privacy unit). Requires ``pip install "dpsketch[spark]"``.
+
+Both releases take ``budget=``: a :class:`dpsketch.Budget`, or a budget file
+(``dpsketch.Budget.open(path)``) that other jobs and ``dpsketch --budget FILE`` runs on the same
+data draw from too. It is charged on the driver, before any noise is drawn; a refusal spends nothing.
 """
 
 from __future__ import annotations

@@ -4,10 +4,12 @@ never imported by pytest (it draws real noise)."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 import dpsketch
-from dpsketch import Budget, BudgetExceededError, PrivacyTotals, Release, Spend
+from dpsketch import Budget, BudgetExceededError, BudgetFileError, FileBudget, PrivacyTotals, Release, Spend
 
 
 def counters(stream: np.ndarray) -> list[str]:
@@ -55,3 +57,19 @@ def sketches(stream: np.ndarray) -> float:
 def datasets() -> int:
     z: np.ndarray = dpsketch.datasets.zipf(1000, 1.1, seed=1)
     return int(z.sum())
+
+
+def budget_file(path: str) -> float:
+    shared: FileBudget = Budget.open(path, epsilon=1.0, delta=1e-6)
+    shared.check("next release", epsilon=0.5, delta=1e-7)
+    ss = dpsketch.SpaceSaving(16)
+    ss.update_many(np.arange(100, dtype=np.int64))
+    ss.release(epsilon=0.5, delta=1e-7, k=4, budget=shared)
+    try:
+        FileBudget.create(path, rho=1.0)
+    except BudgetFileError as exc:
+        _ = str(exc)
+    where: str = shared.path
+    charges: list[tuple[str, Fraction, Fraction, Fraction]] = shared.exact_ledger()
+    _ = (where, charges, shared.to_dict()["ledger"])
+    return float(shared.spent().epsilon or 0.0)
