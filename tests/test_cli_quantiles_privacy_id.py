@@ -223,11 +223,11 @@ def test_parameters_are_checked_before_any_input_is_read(capsys, monkeypatch, lo
     assert needle in one_error_line(err)
 
 
-def test_row_level_noise_allocation_is_unchanged(capsys, log):
+def test_row_level_noise_allocation_default_and_choice(capsys, log):
     d = log[0]
     base = ["quantiles", d / "events.parquet", "--column", "query", "--universe-bits", 14, "--rho", 1,
             "--json", "--seed", 2]
-    for extra, allocation in (([], "joint"), (["--noise-allocation", "zhao"], "zhao")):
+    for extra, allocation in (([], "zhao"), (["--noise-allocation", "joint"], "joint")):
         code, out, err = run(capsys, *base, *extra)
         assert code == 0, err
         assert json.loads(out)["privacy"]["noise_allocation"] == allocation and f"{allocation} allocation" in err

@@ -312,7 +312,7 @@ def test_joint_never_worse_than_zhao():
 
 
 def test_laplace_scale():
-    p = dp.PrivateDyadicCountSketch(12, width=1000, depth=4, epsilon=2.0, seed=1)
+    p = dp.PrivateDyadicCountSketch(12, width=1000, depth=4, epsilon=2.0, noise_allocation="joint", seed=1)
     m = p.privacy()
     assert m["noise"] == "discrete_laplace" and m["l1_sensitivity_total"] == 11 + 4
     assert m["levels"][0]["laplace_scale"] == pytest.approx(15 / 2.0)

@@ -150,7 +150,7 @@ def dyadic(d):
     name = "PrivateDyadicCountSketch"
 
     def make(**kw):
-        p = d.PrivateDyadicCountSketch(6, width=4, depth=3, seed=23, **kw)
+        p = d.PrivateDyadicCountSketch(6, width=4, depth=3, seed=23, noise_allocation="joint", **kw)
         p.update_many(DYADIC_STREAM)
         return p
 

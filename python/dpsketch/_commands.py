@@ -685,7 +685,7 @@ def quantiles(args) -> int:
         raise UsageError("--delta goes with --rho (it reports the (epsilon, delta)-DP conversion of the zCDP "
                          "guarantee) or with --privacy-id; --epsilon alone is pure DP")
     if args.noise_allocation is None:
-        args.noise_allocation = "joint"
+        args.noise_allocation = "zhao"
     sketch, budget, budget_file, qs, bounds, bits = _quantile_sketch(args)
     src = _open_input(args, out, keys="str")
     budget_file.charge()

@@ -301,7 +301,8 @@ def _quantiles_parser(sub):
     m.add_argument("--gamma", type=_float_in("gamma", lambda v: 0 < v < 1, "strictly between 0 and 1"), default=0.01,
                    help="target rank error gamma of Zhao's shape (default 0.01)")
     m.add_argument("--noise-allocation", choices=("joint", "zhao"),
-                   help="joint sigma^2 over all levels (default) or Zhao's even split of rho")
+                   help="Zhao's even split of rho (or epsilon) over the levels (default: about half the "
+                        "rank-error variance) or one joint sigma^2 over all levels")
     m.add_argument("--seed", type=_seed, metavar="S", help="reproducible noise and hashes: NOT secret, for experiments only")
     u = _user_level_group(
         q,

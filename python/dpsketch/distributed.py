@@ -193,7 +193,7 @@ class SketchRoute:
 
         from .dyadic import PrivateDyadicCountSketch
 
-        noisy = PrivateDyadicCountSketch.from_sketch(merged, rho=self.rho, seed=self.seed)
+        noisy = PrivateDyadicCountSketch.from_sketch(merged, rho=self.rho, seed=self.seed, noise_allocation="joint")
         priv = noisy.privacy(delta=self.delta_zcdp)
         noise_bound = priv["noise_bound"]
         # The noisy total rank(2^L) is two exact level-1 cells, each + DGauss(σ²): their noise sum is

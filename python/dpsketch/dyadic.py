@@ -364,10 +364,13 @@ def _sensitivities(bits, exact, depth, neighbours):
 class PrivateDyadicCountSketch(Publishable, _DyadicBase):
     """Dyadic CountSketch with noise in every cell from construction (docs/algorithms.md §6).
 
-    ``rho`` → ρ-zCDP discrete Gaussian noise: ``noise_allocation="joint"`` (default) adds
-    DGauss(S/(2ρ)) to every cell, S = Σ_levels Δ2² (d per CountSketch level, 1 per exact level);
-    ``"zhao"`` splits ρ evenly over the L levels (σ_ℓ² = Δ2,ℓ²·L/(2ρ)), as in Zhao et al.
-    ``epsilon`` → ε-DP discrete Laplace noise DLap(S1/ε), S1 = Σ Δ1 (``"zhao"``: ε/L per level).
+    ``rho`` → ρ-zCDP discrete Gaussian noise: ``noise_allocation="zhao"`` (default) splits ρ
+    evenly over the L levels (σ_ℓ² = Δ2,ℓ²·L/(2ρ)), as in Zhao et al.; ``"joint"`` adds
+    DGauss(S/(2ρ)) to every cell, S = Σ_levels Δ2² (d per CountSketch level, 1 per exact level).
+    ``epsilon`` → ε-DP discrete Laplace noise, DLap(Δ1,ℓ·L/ε) per level (``"joint"``: DLap(S1/ε),
+    S1 = Σ Δ1). The split gives ranks and quantiles, which sum one node per level, about half the
+    noise variance of the joint allocation; the joint one is better for single nodes of CountSketch
+    levels (docs/algorithms.md §6).
     ``neighbours="replace"`` uses the replace-one sensitivities (docs/privacy.md).
     Queries are post-processing; quantile targets use the noisy total (so they need no public n).
     ``seed`` makes hash seeds and noise reproducible and NOT secret (experiments only).
@@ -379,7 +382,7 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
     _native = _D.PrivateDyadicCountSketch
 
     def __init__(self, universe_bits: int = 32, *, gamma: float = 0.01, width=None, depth=None, bounds=None,
-                 rho=None, epsilon=None, noise_allocation: str = "joint", beta: float = 0.01,
+                 rho=None, epsilon=None, noise_allocation: str = "zhao", beta: float = 0.01,
                  neighbours: str = "add_remove", seed=None, budget: Budget | None = None):
         bits, w, d, g = _shape(universe_bits, gamma, width, depth)
         b = _check_bounds(bounds)
@@ -437,7 +440,7 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
         return kind, allocation, neighbours, [tuple(p) for p in params]
 
     @classmethod
-    def from_sketch(cls, sketch: DyadicCountSketch, *, rho=None, epsilon=None, noise_allocation: str = "joint",
+    def from_sketch(cls, sketch: DyadicCountSketch, *, rho=None, epsilon=None, noise_allocation: str = "zhao",
                     beta: float = 0.01, neighbours: str = "add_remove", seed=None,
                     budget: Budget | None = None) -> "PrivateDyadicCountSketch":
         """Privatise a non-private (e.g. merged) sketch once: noise added at the aggregator
