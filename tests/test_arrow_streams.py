@@ -1,0 +1,126 @@
+"""update_many on Arrow streams: a real DuckDB query, real polars frames and lazy scans, pyarrow
+readers, datasets and iterators of arrays give byte for byte the state of one numpy batch of the
+same keys; nulls, mixed key types and a batch of several columns without column= are typed errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dpsketch as d
+from dpsketch.errors import DPSketchError, ParameterError
+
+pa = pytest.importorskip("pyarrow")
+duckdb = pytest.importorskip("duckdb")
+pl = pytest.importorskip("polars")
+
+N = 50_000
+RNG = np.random.default_rng(5)
+INTS = (RNG.zipf(1.2, size=N) % 5_000).astype(np.int64)
+STRS = np.array([f"/page/{v}" for v in INTS])
+MAKERS = [lambda: d.SpaceSaving(64), lambda: d.MisraGries(64), lambda: d.CountSketch(256, 5, seed=9),
+          lambda: d.PrivateCountMin(256, 4, epsilon=1.0, seed=3)]
+
+
+def fed(make, *args, **kwargs):
+    obj = make()
+    obj.update_many(*args, **kwargs)
+    return obj.to_bytes()
+
+
+@pytest.fixture(scope="module")
+def db():
+    con = duckdb.connect()
+    con.execute("CREATE TABLE logs (i BIGINT, q VARCHAR, n BIGINT)")
+    con.execute("INSERT INTO logs SELECT * FROM (SELECT unnest(range(?)) AS i, unnest(?) AS q, unnest(?) AS n)",
+                [N, STRS.tolist(), INTS.tolist()])
+    yield con
+    con.close()
+
+
+@pytest.mark.parametrize("make", MAKERS)
+def test_duckdb_reader_equals_numpy(db, make):
+    reader = db.sql("SELECT q, i FROM logs ORDER BY i").to_arrow_reader(4096)
+    assert fed(make, reader, column="q") == fed(make, STRS)
+
+
+def test_duckdb_reader_is_read_in_several_batches(db):
+    reader = db.sql("SELECT q FROM logs ORDER BY i").to_arrow_reader(4096)
+    seen = []
+
+    def counted():
+        for batch in reader:
+            seen.append(batch.num_rows)
+            yield batch
+
+    assert fed(MAKERS[0], counted()) == fed(MAKERS[0], STRS)
+    assert len(seen) >= N // 4096 and max(seen) <= 4096
+
+
+def test_duckdb_relation_and_int_column(db):
+    rel = db.sql("SELECT n FROM logs ORDER BY i")
+    assert fed(MAKERS[0], rel) == fed(MAKERS[0], INTS)
+    obj = d.DyadicCountSketch(16, seed=2)
+    obj.update_many(db.sql("SELECT n FROM logs ORDER BY i").to_arrow_reader(1000))
+    ref = d.DyadicCountSketch(16, seed=2)
+    ref.update_many(INTS)
+    assert obj.to_bytes() == ref.to_bytes()
+
+
+@pytest.mark.parametrize("make", MAKERS)
+def test_polars_batches_equal_numpy(tmp_path, make):
+    path = tmp_path / "logs.parquet"
+    pl.DataFrame({"q": STRS, "n": INTS}).write_parquet(path, row_group_size=5_000)
+    lazy = pl.scan_parquet(path)
+    assert fed(make, lazy, column="q") == fed(make, STRS)
+    assert fed(make, lazy.select("q").collect_batches()) == fed(make, STRS)
+    assert fed(make, lazy.collect_batches(), column="n") == fed(make, INTS)
+
+
+def test_record_batch_reader_and_dataset(tmp_path):
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    table = pa.table({"q": STRS, "n": INTS})
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=3000))
+    assert fed(MAKERS[1], reader, column="q") == fed(MAKERS[1], STRS)
+    pq.write_table(table, tmp_path / "t.parquet", row_group_size=7000)
+    assert fed(MAKERS[1], ds.dataset(tmp_path / "t.parquet"), column="n") == fed(MAKERS[1], INTS)
+
+
+def test_generator_of_arrays():
+    parts = np.array_split(STRS, 7)
+    gen = (pa.array(p) if i % 2 else p for i, p in enumerate(parts))
+    assert fed(MAKERS[0], gen) == fed(MAKERS[0], STRS)
+    # an iterator of single keys stays a batch of keys
+    assert fed(MAKERS[0], iter(STRS[:100].tolist())) == fed(MAKERS[0], STRS[:100])
+
+
+def test_nulls_are_refused(db):
+    rel = db.sql("SELECT CASE WHEN i = 20000 THEN NULL ELSE q END AS q FROM logs ORDER BY i")
+    obj = d.SpaceSaving(64)
+    with pytest.raises(ParameterError, match="nulls"):
+        obj.update_many(rel.to_arrow_reader(4096))
+    assert 0 < obj.n <= 20000  # the batches before the refused one stay added
+    with pytest.raises(ParameterError, match="nulls"):
+        d.SpaceSaving(64).update_many(pl.LazyFrame({"q": ["a", None]}), column="q")
+
+
+def test_mixed_key_types_are_refused():
+    obj = d.MisraGries(16)
+    with pytest.raises(TypeError, match="int keys"):
+        obj.update_many(iter([np.arange(5), pa.array(["a", "b"])]))
+
+
+def test_several_columns_need_column(db):
+    obj = d.SpaceSaving(16)
+    with pytest.raises(TypeError, match="column="):
+        obj.update_many(db.sql("SELECT q, n FROM logs").to_arrow_reader())
+    with pytest.raises(ParameterError, match="no column 'x'"):
+        obj.update_many(db.sql("SELECT q, n FROM logs"), column="x")
+    with pytest.raises(ParameterError, match="already is one column"):
+        obj.update_many(STRS, column="q")
+    with pytest.raises(ParameterError, match="counts="):
+        d.CountMin(16, 2).update_many(pa.table({"q": ["a"]}), counts=[1])
+    assert obj.n == 0 and obj.key_type is None
+    assert issubclass(ParameterError, DPSketchError)
