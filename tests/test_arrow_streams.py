@@ -124,3 +124,129 @@ def test_several_columns_need_column(db):
         d.CountMin(16, 2).update_many(pa.table({"q": ["a"]}), counts=[1])
     assert obj.n == 0 and obj.key_type is None
     assert issubclass(ParameterError, DPSketchError)
+
+
+# -- the command line: --format arrow ---------------------------------------------------------------
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+ENV = {**__import__("os").environ, "PYTHONPATH": str(__import__("pathlib").Path(d.__file__).parent.parent)}
+
+
+def _cli(*argv, stdin=None):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "dpsketch", *map(str, argv)], input=stdin, capture_output=True,
+                          env=ENV, timeout=300)
+
+
+def _ipc_stream(table, batch_rows):
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as out:
+        for batch in table.to_batches(max_chunksize=batch_rows):
+            out.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+@pytest.fixture(scope="module")
+def events(tmp_path_factory):
+    """The same rows as Parquet and as an Arrow IPC file, with a few nulls in the key column."""
+    import pyarrow.parquet as pq
+
+    folder = tmp_path_factory.mktemp("arrow")
+    q = pa.array([None if i % 997 == 0 else s for i, s in enumerate(STRS.tolist())])
+    table = pa.table({"query": q, "user_id": (np.arange(N) * 7919) % 5000, "n": INTS})
+    pq.write_table(table, folder / "events.parquet", row_group_size=8000)
+    with pa.ipc.new_file(folder / "events.arrow", table.schema) as out:
+        for batch in table.to_batches(max_chunksize=6000):
+            out.write_batch(batch)
+    return folder, table
+
+
+@pytest.mark.parametrize("extra", [
+    ("--column", "query"),
+    ("--column", "n", "-k", 20),
+    ("--column", "query", "--privacy-id", "user_id", "--max-keys-per-unit", 3),
+])
+def test_cli_arrow_stream_on_stdin_equals_parquet(events, extra):
+    """Arrow on stdin against Parquet on stdin, an Arrow file against the Parquet file (with
+    --privacy-id, stdin and files take different routes)."""
+    import json
+
+    folder, table = events
+    common = ("--seed", 4, "--json", *extra)
+    parquet_bytes = (folder / "events.parquet").read_bytes()
+    runs = {
+        "parquet stdin": _cli("top", "-", "--format", "parquet", *common, stdin=parquet_bytes),
+        "arrow stdin": _cli("top", "-", "--format", "arrow", "--chunk-size", 5000, *common,
+                            stdin=_ipc_stream(table, 7000)),
+        "parquet file": _cli("top", folder / "events.parquet", *common),
+        "arrow file": _cli("top", folder / "events.arrow", *common),
+    }
+    for name, r in runs.items():
+        assert r.returncode == 0, (name, r.stderr)
+    out = {name: json.loads(r.stdout) for name, r in runs.items()}
+    for kind in ("stdin", "file"):
+        want, got = out[f"parquet {kind}"], out[f"arrow {kind}"]
+        assert want["items"] and got["items"] == want["items"]
+        assert got["cli"]["keys"].split()[0] == want["cli"]["keys"].split()[0]
+    assert "Arrow column type" in out["arrow stdin"]["cli"]["keys"]
+
+
+def test_cli_arrow_quantiles_equal_parquet(events):
+    folder, table = events
+    common = ("--column", "n", "--universe-bits", 16, "--rho", 0.5, "--seed", 2, "--json")
+    want = _cli("quantiles", folder / "events.parquet", *common)
+    got = _cli("quantiles", "-", "--format", "arrow", *common, stdin=_ipc_stream(table, 9000))
+    assert want.returncode == 0 and got.returncode == 0, (want.stderr, got.stderr)
+    assert got.stdout == want.stdout
+
+
+def test_cli_arrow_errors(events):
+    folder, table = events
+    bad = _cli("top", "-", "--format", "arrow", "--column", "query", stdin=b"query\na\nb\n")
+    assert bad.returncode == 1 and b"as an Arrow IPC stream or file" in bad.stderr and b"Traceback" not in bad.stderr
+    several = _cli("top", "-", "--format", "arrow", stdin=_ipc_stream(table, 9000))
+    assert several.returncode == 2 and b"pick one with --column" in several.stderr
+    enc = _cli("top", folder / "events.arrow", "--column", "query", "--encoding", "latin-1")
+    assert enc.returncode == 2 and b"--encoding is only for text and CSV" in enc.stderr
+
+
+# -- the recipes of docs/cli.md, as written -------------------------------------------------------------
+
+def _recipes():
+    import re
+
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = text[text.index("### Pipelines: DuckDB, polars and Arrow streams"):]
+    section = section[: section.index("\n## ")]
+    return re.findall(r"```(python|bash)\n(.*?)```", section, re.S)
+
+
+def test_docs_pipeline_recipes_run_as_written(events, tmp_path, monkeypatch, capsys):
+    import shutil
+    import subprocess
+
+    folder, _ = events
+    shutil.copy(folder / "events.parquet", tmp_path / "events.parquet")
+    monkeypatch.chdir(tmp_path)
+    blocks = _recipes()
+    assert [lang for lang, _ in blocks] == ["python", "python", "bash"]
+    heaviest = "/page/1"  # the most frequent key of the Zipf stream
+    for lang, code in blocks:
+        if lang == "python":
+            scope: dict = {}
+            exec(compile(code, "docs/cli.md", "exec"), scope)
+            assert heaviest in dict(scope["release"].items)
+            assert capsys.readouterr().out.startswith("[(")
+        else:
+            # the `dpsketch` of this checkout: the bash block's `dpsketch` word runs this package
+            bindir = tmp_path / "bin"
+            bindir.mkdir()
+            exe = bindir / "dpsketch"
+            exe.write_text(f"#!/bin/sh\nexec {__import__('sys').executable} -m dpsketch \"$@\"\n")
+            exe.chmod(0o755)
+            env = {**ENV, "PATH": f"{bindir}:{ENV['PATH']}"}
+            r = subprocess.run(["bash", "-c", "set -o pipefail\n" + code], capture_output=True, env=env, timeout=300)
+            assert r.returncode == 0, r.stderr
+            assert heaviest in r.stdout.decode() and b"rank" in r.stdout
