@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -155,12 +155,12 @@ def _check_nulls(batch) -> None:
                              "drop_nulls()); in a stream, the batches before this one stay added")
 
 
-def streamed(method):
+def streamed(method: Callable[[Any, Any, Any], None]) -> Callable[..., None]:
     """Give a one-batch ``update_many(items, counts)`` the stream forms of :func:`batches` and the
     ``column=`` argument; one batch at a time goes to ``method``."""
 
-    @functools.wraps(method)
-    def update_many(self, items, counts=None, *, column=None):
+    @functools.wraps(method, assigned=("__module__", "__name__", "__qualname__", "__doc__"))
+    def update_many(self: Any, items: Any, counts: Any = None, *, column: str | None = None) -> None:
         stream = batches(items, column)
         if stream is None:
             return method(self, items, counts)
@@ -171,4 +171,5 @@ def streamed(method):
             method(self, batch, None)
         return None
 
+    del update_many.__wrapped__  # the signature shown (help, docs) is this one, with column=
     return update_many
