@@ -250,3 +250,26 @@ def test_docs_pipeline_recipes_run_as_written(events, tmp_path, monkeypatch, cap
             r = subprocess.run(["bash", "-c", "set -o pipefail\n" + code], capture_output=True, env=env, timeout=300)
             assert r.returncode == 0, r.stderr
             assert heaviest in r.stdout.decode() and b"rank" in r.stdout
+
+
+def test_flight_stream():
+    """A real Arrow Flight server on localhost: the client's stream reader feeds update_many."""
+    flight = pytest.importorskip("pyarrow.flight")
+    table = pa.table({"q": STRS, "n": INTS})
+
+    class Server(flight.FlightServerBase):
+        def do_get(self, context, ticket):
+            return flight.GeneratorStream(table.schema, iter(table.to_batches(max_chunksize=4000)))
+
+    with Server("grpc://127.0.0.1:0") as server:
+        client = flight.connect(f"grpc://127.0.0.1:{server.port}")
+        assert fed(MAKERS[0], client.do_get(flight.Ticket(b"logs")), column="q") == fed(MAKERS[0], STRS)
+        assert fed(MAKERS[2], client.do_get(flight.Ticket(b"logs")).to_reader(), column="n") == fed(MAKERS[2], INTS)
+        client.close()
+
+
+def test_pandas_frame_with_non_str_labels():
+    import pandas as pd
+
+    frame = pd.DataFrame({0: STRS[:500], 1: INTS[:500]})
+    assert fed(MAKERS[1], frame, column="1") == fed(MAKERS[1], INTS[:500])

@@ -123,7 +123,7 @@ class Keyed(Guarded):
 
         Streams, one batch at a time (memory: one batch): a ``pyarrow.RecordBatchReader`` (e.g.
         DuckDB's ``to_arrow_reader()``), anything with ``__arrow_c_stream__`` (a DuckDB relation),
-        a pyarrow dataset or scanner, a polars LazyFrame, or an iterator of arrays, Series or record
+        a pyarrow dataset or scanner, an Arrow Flight stream reader, a polars LazyFrame, or an iterator of arrays, Series or record
         batches (polars ``collect_batches()``). A table, data frame or batch with several columns
         needs ``column=`` (the name of the key column). Nulls are refused (ParameterError); in a
         stream the batches before a refused one stay added (dpsketch._streams)."""

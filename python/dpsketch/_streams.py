@@ -1,6 +1,6 @@
 """Streams of batches for ``update_many``: Arrow record batch readers, anything exporting the
 Arrow C stream interface (a DuckDB relation, ``pyarrow.RecordBatchReader.from_stream``), pyarrow
-datasets and scanners, polars LazyFrames, tables and data frames, and iterators of arrays or
+datasets and scanners, Arrow Flight stream readers, polars LazyFrames, tables and data frames, and iterators of arrays or
 batches. A stream is read one batch at a time and each batch goes to the summary's own one-batch
 ``update_many`` (C++ with the GIL released), so memory stays at one batch and no Python object is
 made per row.
@@ -124,7 +124,8 @@ def _pick(frame, column):
         return frame.column(_name(frame.schema.names, column))
     if mod == "polars":
         return frame.get_column(_name(frame.columns, column))
-    return frame[_name([str(c) for c in frame.columns], column)]
+    labels = {str(c): c for c in frame.columns}  # pandas labels need not be str
+    return frame[labels[_name(list(labels), column)]]
 
 
 def _reader(reader, column):
