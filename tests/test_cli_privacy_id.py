@@ -154,7 +154,7 @@ def test_text_input_and_a_missing_id_column_are_usage_errors(capsys, log, tmp_pa
     p.write_text("a\nb\n")
     code, out, err = run(capsys, "top", p, "--privacy-id", "user_id", "--max-keys-per-unit", 3)
     assert code == 2 and out == ""
-    assert "CSV or Parquet" in one_error_line(err)
+    assert "CSV, Parquet or Arrow" in one_error_line(err)
     for name in ("events.csv", "events.parquet"):
         code, out, err = run(capsys, "top", d / name, "--column", "query", "--privacy-id", "uid",
                              "--max-keys-per-unit", 3)

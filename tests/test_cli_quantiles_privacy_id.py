@@ -176,7 +176,7 @@ def test_text_input_and_a_missing_id_column_are_usage_errors(capsys, log, tmp_pa
     code, out, err = run(capsys, "quantiles", p, "--privacy-id", "user_id", "--max-rows-per-unit", 3,
                          "--universe-bits", 8, "--rho", 1)
     assert code == 2 and out == ""
-    assert "CSV or Parquet" in one_error_line(err)
+    assert "CSV, Parquet or Arrow" in one_error_line(err)
     for name in ("events.csv", "events.parquet"):
         code, out, err = run(capsys, "quantiles", d / name, "--column", "query", "--privacy-id", "uid",
                              "--max-rows-per-unit", 3, "--universe-bits", 14, "--rho", 1)

@@ -1,5 +1,5 @@
 """update_many takes the user's own containers (numpy, pandas, polars, pyarrow, lists) and gives
-exactly the state the plain numpy path gives; tables are a TypeError naming the fix; bad keys are
+exactly the state the plain numpy path gives; a table of several columns without column= is a TypeError naming the fix; bad keys are
 errors that never echo the key."""
 
 from __future__ import annotations
@@ -177,20 +177,35 @@ def test_numpy_str_lengths_at_every_scan_boundary(width):
 
 @pytest.mark.parametrize("table", [
     lambda: pd.DataFrame({"page": ["a", "b"], "user": [1, 2]}),
-    lambda: pa.table({"page": ["a", "b"]}),
-    lambda: pa.record_batch({"page": ["a", "b"]}),
+    lambda: pa.table({"page": ["a", "b"], "user": [1, 2]}),
+    lambda: pa.record_batch({"page": ["a", "b"], "user": [1, 2]}),
 ])
-def test_dataframe_without_column_is_a_type_error(table):
+def test_several_columns_without_column_is_a_type_error(table):
     obj = d.SpaceSaving(8)
-    with pytest.raises(TypeError, match="pass one column"):
+    with pytest.raises(TypeError, match="pick the key column with column="):
         obj.update_many(table())
     assert obj.n == 0 and obj.key_type is None  # nothing counted (not even the column names)
 
 
-def test_polars_dataframe_is_a_type_error():
+@pytest.mark.parametrize("table", [
+    lambda: pd.DataFrame({"page": ["a", "b", "a"]}),
+    lambda: pa.table({"page": ["a", "b", "a"]}),
+    lambda: pa.record_batch({"page": ["a", "b", "a"]}),
+])
+def test_one_column_table_is_its_column(table):
+    by_table, by_list = d.SpaceSaving(8), d.SpaceSaving(8)
+    by_table.update_many(table())
+    by_list.update_many(["a", "b", "a"])
+    assert by_table.to_bytes() == by_list.to_bytes()
+
+
+def test_polars_dataframe_needs_column_when_it_has_several():
     pl = pytest.importorskip("polars")
-    with pytest.raises(TypeError, match="pass one column"):
-        d.MisraGries(8).update_many(pl.DataFrame({"page": ["a", "b"]}))
+    obj = d.MisraGries(8)
+    with pytest.raises(TypeError, match="column="):
+        obj.update_many(pl.DataFrame({"page": ["a", "b"], "user": [1, 2]}))
+    obj.update_many(pl.DataFrame({"page": ["a", "b"], "user": [1, 2]}), column="user")
+    assert obj.key_type == "int" and obj.estimate(2) == 1
 
 
 @pytest.mark.parametrize("bad", [

@@ -208,6 +208,24 @@ def test_sketch_route_string_keys_lookup(str_df, words):
     assert rel.epsilon <= 2.0 + 1e-9
 
 
+def test_sketch_route_string_keys_at_delta_1e6_uses_128_bit_fingerprints(str_df, words):
+    """δ = 10^-6 on string keys: the lookup groups rows by a 128-bit fingerprint computed in the JVM,
+    and the collision term is the 128-bit bound of the route's own noisy n_up (docs/privacy.md
+    §Sketch route, Collisions), far below δ/3 here as it stays at 10^10 rows."""
+    rel = dps.heavy_hitters(str_df, "w", k=10, epsilon=2.0, delta=1e-6, route="sketch", width=256, depth=3, seed=5)
+    exact = Counter(words)
+    heavy = {x for x, f in exact.items() if f >= len(words) / 10}
+    assert heavy and heavy <= set(rel.keys())
+    assert all(exact[x] > 0 for x in rel.keys())
+    m = rel.metadata
+    assert m["fingerprint_bits"] == 128 and "salt2" in m["fingerprint"]
+    assert m["delta_fingerprint"] == dpd.fingerprint_delta(m["n_upper"]) <= 1e-6 / 3
+    assert m["n_upper"] > len(words) / 2
+    assert rel.delta == pytest.approx(1e-6)
+    # the released values are noisy counts of rows grouped by the 128-bit fingerprint
+    assert all(abs(v - exact[x]) <= 40 for x, v in rel.items)
+
+
 # -- quantiles ---------------------------------------------------------------------------------------
 
 def test_quantiles(spark):

@@ -71,3 +71,51 @@ def test_aggregated_feeding_rejects_negative_items_outside_the_sketch_route():
     with pytest.raises(ValueError, match="2\\^64"):
         dps._feed_aggregated(s, iter([batch]), twos_complement=False)
     assert s.n == 0
+
+
+def test_fingerprint_bound_admits_delta_1e6_at_1e10_rows():
+    """docs/privacy.md §Sketch route, Collisions: P(F) <= n_up²/2^(bits+1), refused above δ/3. With
+    64-bit fingerprints δ = 10^-6 stops near 3.5·10^6 rows (10^9 rows needs δ >= 0.08); with the
+    128-bit lookup fingerprint it admits 10^10 rows with room to spare."""
+    delta = 1e-6
+    assert dpd.FINGERPRINT_BITS == 128
+    assert dpd.fingerprint_delta(1e9, bits=64) == pytest.approx(1e18 / 2**65)
+    assert dpd.fingerprint_delta(1e9, bits=64) > delta / 3  # the 64-bit bound refuses at 10^9 rows
+    assert 3 * dpd.fingerprint_delta(1e8, bits=64) == pytest.approx(8.1e-4, rel=0.01)
+    assert dpd.fingerprint_delta(1e10) == pytest.approx(1e20 / 2**129)
+    assert dpd.fingerprint_delta(1e10) <= delta / 3
+    largest = math.sqrt(delta / 3 * 2.0**129)  # the most rows δ = 10^-6 admits
+    assert 1e16 < largest < 2e16
+    assert dpd.fingerprint_delta(largest * 1.001) > delta / 3 >= dpd.fingerprint_delta(largest * 0.999)
+
+
+def _lookup(found, seed=4):
+    return dpd.lookup_labels([7, 9], found, epsilon=1.0, delta=1e-6, n_hat=0.0, k=1, rng=_seeds.rng(seed, "lookup")[0])
+
+
+def test_lookup_separates_labels_that_share_the_sketch_fingerprint():
+    """Two labels with one 64-bit sketch fingerprint φ₁ and different 128-bit fingerprints: removing
+    the row of the count-1 label must not change what the other label releases (a 64-bit lookup
+    grouped them, saw two labels and released neither, so that one row decided the heavy label's
+    release)."""
+    heavy = {(7, 11): (500, 1, "heavy")}
+    with_light = {**heavy, (7, 12): (1, 1, "light")}
+    for seed in range(20):
+        got, _, tau = _lookup(with_light, seed)
+        want, _, _ = _lookup(heavy, seed)
+        assert [x for x in got if x[0] == "heavy"] == want and want and want[0][1] >= tau
+    # a true 128-bit collision (two labels on one fingerprint) still releases nothing for it
+    assert _lookup({(7, 11): (500, 2, "heavy")})[0] == []
+    # a fingerprint whose φ₁ is not a candidate is not looked up
+    assert _lookup({(8, 11): (500, 1, "other")})[0] == []
+
+
+def test_sketch_route_refusal_reads_the_128_bit_bound():
+    route = dpd.SketchRoute(k=10, epsilon=1.0, delta=1e-6, strings=True, seed=1)
+    assert route.salt != route.salt2 and 0 <= route.salt2 < 2**63
+    proto = route.prototype(width=64, depth=2)
+    proto.update_many(__import__("numpy").arange(1000, dtype=__import__("numpy").uint64) % 5)
+    route.candidates(proto)
+    assert route.delta_fingerprint == dpd.fingerprint_delta(route.n_up) <= 1e-6 / 3
+    m = route.release({}).metadata
+    assert m["fingerprint_bits"] == 128 and m["delta_fingerprint"] == route.delta_fingerprint

@@ -1,11 +1,13 @@
-"""The input of every ``dpsketch`` command: text lines, CSV/TSV columns and Parquet columns, plain or
-gzip-compressed, from a file or stdin, read by pyarrow's C++ readers in bounded blocks. A
+"""The input of every ``dpsketch`` command: text lines, CSV/TSV columns, Parquet columns and Arrow
+IPC columns (the stream format, e.g. from ``duckdb -arrow`` or a program writing
+``pyarrow.ipc.new_stream``, and the file format, Feather v2), plain or gzip-compressed, from a file or
+stdin, read by pyarrow's C++ readers in bounded blocks. A
 :class:`Source` hands a command
 
 - :meth:`Source.chunks`: key batches for ``update_many`` (``dpsketch top``), as Arrow string arrays
   or int64 numpy arrays -- no Python object per item;
 - :meth:`Source.pairs`: the key and the privacy id of each row, aligned (``dpsketch top
-  --privacy-id``; CSV and Parquet; the batches go to ``dpsketch.ContributionBounder`` as they come),
+  --privacy-id``; CSV, Parquet and Arrow; the batches go to ``dpsketch.ContributionBounder`` as they come),
   and :func:`column` to join batches into one column for the library;
 - :meth:`Source.values`: the numbers of ``dpsketch quantiles``, and :meth:`Source.number_pairs`: those
   numbers with the privacy id of each row, aligned (``dpsketch quantiles --privacy-id``).
@@ -13,12 +15,12 @@ gzip-compressed, from a file or stdin, read by pyarrow's C++ readers in bounded 
 Memory is bounded: text is decompressed by pyarrow in blocks of ``TEXT_BLOCK_BYTES`` and split
 into lines in C++ (``dpsketch._core.split_lines``); CSV rows are parsed by ``pyarrow.csv.open_csv``
 in blocks of ``max_line_bytes``. A line or row longer than ``max_line_bytes`` is an error (input
-without newlines, e.g. ``/dev/zero``, stops there instead of growing without bound). Parquet is
-read one record batch at a time.
+without newlines, e.g. ``/dev/zero``, stops there instead of growing without bound). Parquet and
+Arrow are read one record batch at a time (an Arrow batch is as large as its writer made it).
 
 Key typing never looks at the items: a type read off the data would be printed with the release
 and could be contradicted by a later item. ``keys='auto'``: text and CSV items are text, a Parquet
-column's type decides (integer column → int keys, except uint64, whose values may not fit int64 →
+or Arrow column's type decides (integer column → int keys, except uint64, whose values may not fit int64 →
 text). ``keys='int'`` parses a decimal integer with optional sign, surrounding space and leading
 zeros (``+7``, ``007`` and ``7`` are one key) and **drops** an item that is not one or is outside
 the signed 64-bit range: an error there would depend on the data. ``keys='str'`` keeps text.
@@ -51,7 +53,8 @@ __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
 ]
 
-FORMATS = ("text", "csv", "parquet")
+FORMATS = ("text", "csv", "parquet", "arrow")
+_COLUMNAR = ("parquet", "arrow")  # typed columns: the schema decides the key type
 DEFAULT_MAX_LINE_BYTES = 1 << 20  # also the CSV reader's block size: bounds memory in flight
 _LENIENT_INT = r"^[+-]?[0-9]+$"
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -92,7 +95,8 @@ def _pa():
 
 
 def detect_format(path: str | None) -> str:
-    """'csv' for .csv/.tsv, 'parquet' for .parquet/.pq/.parq, else 'text' (a .gz suffix is looked through)."""
+    """'csv' for .csv/.tsv, 'parquet' for .parquet/.pq/.parq, 'arrow' for .arrow/.arrows/.feather/.ipc, else
+    'text' (a .gz suffix is looked through)."""
     if path is None or path == "-":
         return "text"
     name = _base_name(path)
@@ -100,6 +104,8 @@ def detect_format(path: str | None) -> str:
         return "csv"
     if name.endswith((".parquet", ".pq", ".parq")):
         return "parquet"
+    if name.endswith((".arrow", ".arrows", ".feather", ".ipc")):
+        return "arrow"
     return "text"
 
 
@@ -142,8 +148,9 @@ class KeyTyper:
         self.chosen: str | None
         if mode != "auto":
             self.chosen, self.how = mode, "forced"
-        elif format == "parquet":
-            self.chosen, self.how = None, "from the Parquet column type"  # set when the file is opened
+        elif format in _COLUMNAR:
+            kind = "Parquet" if format == "parquet" else "Arrow"
+            self.chosen, self.how = None, f"from the {kind} column type"  # set when the input is opened
         else:
             self.chosen, self.how = "str", f"text input; {int_option}"
 
@@ -341,7 +348,7 @@ class Source:
     """One input, read by one of ``chunks()``, ``pairs()`` or ``values()`` (see the module doc).
 
     ``total``/``unit``/``position()`` drive a progress bar (compressed bytes read for text and CSV
-    files, rows for Parquet; None for stdin); ``skipped`` counts blank lines / empty values / nulls.
+    files, rows for Parquet and Arrow; None for stdin); ``skipped`` counts blank lines / empty values / nulls.
     ``privacy_id``: the column of privacy ids that ``pairs()`` reads next to ``column``.
     """
 
@@ -373,12 +380,14 @@ class Source:
         self.unit = "B"
         self._pos = lambda: None
         if self.format == "text" and column is not None:
-            raise InputUsageError("--column is only for CSV and Parquet input; pass --format csv or --format parquet")
+            raise InputUsageError("--column is only for CSV, Parquet and Arrow input; pass --format csv, parquet or arrow")
         if self.format == "text" and privacy_id is not None:
-            raise InputUsageError("--privacy-id needs CSV or Parquet input (a column of privacy ids next to the "
+            raise InputUsageError("--privacy-id needs CSV, Parquet or Arrow input (a column of privacy ids next to the "
                                   "item column); text input has one item per line")
         if self.format != "csv" and (delimiter is not None or no_header):
             raise InputUsageError("--delimiter and --no-header are only for CSV input")
+        if self.format in _COLUMNAR and not self.utf8:
+            raise InputUsageError("--encoding is only for text and CSV input (Parquet and Arrow strings are UTF-8)")
         if delimiter is not None and len(delimiter) != 1:
             if delimiter in ("\\t", "tab"):
                 delimiter = "\t"
@@ -440,17 +449,17 @@ class Source:
     def chunks(self):
         """Key batches (pyarrow large_string arrays or int64 numpy arrays) of at most chunk_size
         items; empty items are skipped. Read one batch ahead in a thread."""
-        gen = self._parquet_chunks() if self.format == "parquet" else self._keyed(self._items())
+        gen = self._parquet_chunks() if self.format in _COLUMNAR else self._keyed(self._items())
         yield from self._guard(_read_ahead(gen))
 
     def pairs(self, in_reader=None):
-        """(keys, privacy ids) batches aligned row by row (CSV and Parquet, ``privacy_id`` set). A
+        """(keys, privacy ids) batches aligned row by row (CSV, Parquet and Arrow, ``privacy_id`` set). A
         row is dropped when its item or its id is empty or null, or cannot be typed (``keys`` /
         ``ids`` 'int', as for chunks()). Read one batch ahead in a thread; ``in_reader(keys, ids)``,
         when given, runs in that thread on each batch and what it returns is yielded instead."""
         if self.privacy_id is None:  # pragma: no cover - the commands only call it with an id column
             raise InputUsageError("pairs() needs a privacy id column")
-        gen = self._parquet_pairs() if self.format == "parquet" else self._csv_pairs()
+        gen = self._parquet_pairs() if self.format in _COLUMNAR else self._csv_pairs()
         if in_reader is not None:
             gen = (in_reader(keys, ids) for keys, ids in gen)
         yield from self._guard(_read_ahead(gen))
@@ -459,9 +468,9 @@ class Source:
         """The numbers of ``dpsketch quantiles``, in batches: float64 arrays (``integer=False``), or
         uint64 arrays clamped into [0, 2^bits) (``integer=True``). Text and CSV items are parsed one
         by one (Python's float or int syntax) and an item that is not a number (or NaN) is dropped,
-        so a neighbouring input changes at most one value; a Parquet column must be numeric (in
+        so a neighbouring input changes at most one value; a Parquet or Arrow column must be numeric (in
         integer mode: of an integer type, decided by the schema) and its nulls and NaNs are dropped."""
-        if self.format == "parquet":
+        if self.format in _COLUMNAR:
             gen = self._parquet_numbers(integer, bits)
         else:
             gen = (_numbers(part.to_pylist(), integer, bits) for arr in self._items() for part in self._slices(arr))
@@ -470,14 +479,14 @@ class Source:
                 yield batch
 
     def number_pairs(self, *, integer: bool, bits: int):
-        """(values, privacy ids) batches aligned row by row (CSV and Parquet, ``privacy_id`` set):
+        """(values, privacy ids) batches aligned row by row (CSV, Parquet and Arrow, ``privacy_id`` set):
         the numbers of :meth:`values`, read and dropped by the same rules, next to the ids of
         :meth:`pairs`. A row is dropped when its value is not a number (or NaN, empty, null) or its
         id is empty, null or cannot be typed (``ids='int'``); nothing counts the dropped rows. Read
         one batch ahead in a thread."""
         if self.privacy_id is None:  # pragma: no cover - the commands only call it with an id column
             raise InputUsageError("number_pairs() needs a privacy id column")
-        gen = (self._parquet_number_pairs(integer, bits) if self.format == "parquet"
+        gen = (self._parquet_number_pairs(integer, bits) if self.format in _COLUMNAR
                else self._csv_number_pairs(integer, bits))
         yield from self._guard(_read_ahead(gen))
 
@@ -679,7 +688,7 @@ class Source:
         return f"malformed CSV in {self.where()} (check --delimiter and quoting)"
 
     def _pick_column(self, header):
-        """The index of the item column among the column names (CSV header or Parquet schema)."""
+        """The index of the item column among the column names (CSV header, Parquet or Arrow schema)."""
         if self.column is None:
             if len(header) == 1:
                 return 0
@@ -695,7 +704,7 @@ class Source:
         raise InputUsageError(f"no column {self.privacy_id!r} (--privacy-id) in {self.where()}; "
                               f"its columns are {_names(header)}")
 
-    # -- Parquet ------------------------------------------------------------------------------
+    # -- Parquet and Arrow ------------------------------------------------------------------------
     def parquet_file(self):
         pa, _ = _pa()
         import pyarrow.parquet as pq
@@ -723,12 +732,69 @@ class Source:
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"cannot read {self.where()} as Parquet: {first_line(exc)}") from None
 
+    def _columnar(self):
+        """(schema, read) of a Parquet file or an Arrow IPC input: ``read(columns)`` yields the
+        record batches of those columns as lists of arrays, dictionaries decoded."""
+        if self.format == "parquet":
+            pf = self.parquet_file()
+            return pf.schema_arrow, lambda columns: self._parquet_read(pf, columns)
+        reader, owned = self._arrow_reader()
+        return reader.schema, lambda columns: self._arrow_read(reader, owned, columns)
+
+    def _arrow_reader(self):
+        """(reader, file to close or None): the Arrow IPC file format (random access; a file
+        starting with ARROW1) or the stream format (a file or stdin, gzip detected as for text)."""
+        pa, _ = _pa()
+        import pyarrow.ipc as ipc
+
+        try:
+            if self.path != "-":
+                with open(self.path, "rb") as f:
+                    is_file_format = f.read(6) == b"ARROW1"
+                if is_file_format:
+                    src = pa.memory_map(self.path, "r")
+                    return ipc.open_file(src), src
+            stream, owned = self._open_bytes()
+            try:
+                return ipc.open_stream(stream), owned
+            except BaseException:
+                if owned is not None:
+                    owned.close()
+                raise
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise InputError(f"cannot read {self.where()} as an Arrow IPC stream or file: {first_line(exc)}") from None
+
+    def _arrow_read(self, reader, owned, columns):
+        """Record batches of the named columns, at most chunk_size rows each (slices of the
+        writer's batches: no copy)."""
+        pa, _ = _pa()
+        rows = 0
+        self.unit = " rows"
+        self._pos = lambda: rows
+        if isinstance(reader, pa.ipc.RecordBatchFileReader):
+            batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+        else:
+            batches = iter(reader)
+        try:
+            for batch in batches:
+                batch = batch.select(columns)
+                for start in range(0, batch.num_rows, self.chunk_size):
+                    part = batch.slice(start, self.chunk_size)
+                    rows += part.num_rows
+                    yield [arr.dictionary_decode() if pa.types.is_dictionary(arr.type) else arr
+                           for arr in part.columns]
+        except pa.ArrowException as exc:
+            raise InputError(f"cannot read {self.where()} as an Arrow IPC stream or file: {first_line(exc)}") from None
+        finally:
+            if owned is not None:
+                owned.close()
+
     def _parquet_chunks(self):
         _, pc = _pa()
-        pf = self.parquet_file()
-        name = pf.schema_arrow.names[self._pick_column(list(pf.schema_arrow.names))]
-        convert = _parquet_typing(pf.schema_arrow, name, self.keys, "items")
-        for (arr,) in self._parquet_read(pf, [name]):
+        schema, read = self._columnar()
+        name = schema.names[self._pick_column(list(schema.names))]
+        convert = _parquet_typing(schema, name, self.keys, "items")
+        for (arr,) in read([name]):
             if arr.null_count:
                 self.skipped += arr.null_count
                 arr = pc.drop_null(arr)
@@ -739,12 +805,12 @@ class Source:
 
     def _parquet_pairs(self):
         pa, pc = _pa()
-        pf = self.parquet_file()
-        names = list(pf.schema_arrow.names)
+        schema, read = self._columnar()
+        names = list(schema.names)
         key_name, id_name = names[self._pick_column(names)], names[self._pick_id_column(names)]
-        convert_key = _parquet_typing(pf.schema_arrow, key_name, self.keys, "items")
-        convert_id = _parquet_typing(pf.schema_arrow, id_name, self.ids, "privacy ids")
-        for keys, ids in self._parquet_read(pf, [key_name, id_name]):
+        convert_key = _parquet_typing(schema, key_name, self.keys, "items")
+        convert_id = _parquet_typing(schema, id_name, self.ids, "privacy ids")
+        for keys, ids in read([key_name, id_name]):
             if keys.null_count or ids.null_count:
                 both = pc.and_(keys.is_valid(), ids.is_valid())
                 keys, ids = keys.filter(both), ids.filter(both)
@@ -754,21 +820,21 @@ class Source:
                 yield keys, ids
 
     def _parquet_numbers(self, integer, bits):
-        pf = self.parquet_file()
-        name = pf.schema_arrow.names[self._pick_column(list(pf.schema_arrow.names))]
-        convert = _parquet_number_typing(pf.schema_arrow, name, integer, bits)
-        for (arr,) in self._parquet_read(pf, [name]):
+        schema, read = self._columnar()
+        name = schema.names[self._pick_column(list(schema.names))]
+        convert = _parquet_number_typing(schema, name, integer, bits)
+        for (arr,) in read([name]):
             values, _ = convert(arr)
             yield values
 
     def _parquet_number_pairs(self, integer, bits):
         pa, pc = _pa()
-        pf = self.parquet_file()
-        names = list(pf.schema_arrow.names)
+        schema, read = self._columnar()
+        names = list(schema.names)
         value_name, id_name = names[self._pick_column(names)], names[self._pick_id_column(names)]
-        convert_value = _parquet_number_typing(pf.schema_arrow, value_name, integer, bits)
-        convert_id = _parquet_typing(pf.schema_arrow, id_name, self.ids, "privacy ids")
-        for values, ids in self._parquet_read(pf, [value_name, id_name]):
+        convert_value = _parquet_number_typing(schema, value_name, integer, bits)
+        convert_id = _parquet_typing(schema, id_name, self.ids, "privacy ids")
+        for values, ids in read([value_name, id_name]):
             if ids.null_count:
                 ids_valid = ids.is_valid()
                 values, ids = values.filter(ids_valid), ids.filter(ids_valid)
@@ -810,7 +876,7 @@ def _trim(arr):
 
 
 def _parquet_typing(schema, name, typer, what):
-    """Check a Parquet column's type, settle ``typer`` on it (auto: the column type decides) and
+    """Check a Parquet or Arrow column's type, settle ``typer`` on it (auto: the column type decides) and
     return the converter of its batches (no nulls) to (values, kept) as KeyTyper.convert_kept."""
     pa, pc = _pa()
     typ = schema.field(name).type
@@ -828,7 +894,7 @@ def _parquet_typing(schema, name, typer, what):
         mode = "int" if is_int and not is_uint64 else "str"
         typer.chosen = mode
         if is_uint64:
-            typer.how = "from the Parquet column type: uint64 may exceed int64"
+            typer.how += ": uint64 may exceed int64"
 
     def convert(arr):
         if is_str and not pa.types.is_large_string(arr.type):
@@ -885,7 +951,7 @@ def _numbers_kept(texts, integer, bits):
 
 
 def _parquet_number_typing(schema, name, integer, bits):
-    """Check that a Parquet column is numeric (in integer mode: of an integer type; the schema
+    """Check that a Parquet or Arrow column is numeric (in integer mode: of an integer type; the schema
     decides, not the values) and return the converter of its batches to (numbers, kept) as
     :func:`_numbers_kept`: nulls and NaNs dropped, integers clamped into [0, 2^bits) (as --bounds
     clamps real values)."""

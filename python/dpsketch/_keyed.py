@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _core
 from ._guarded import Guarded, Serialized, locked  # noqa: F401  (locked: re-exported for the classes)
+from ._streams import streamed
 from ._keys import (
     as_int_key,
     batch_key_type,
@@ -112,13 +113,20 @@ class Keyed(Guarded):
             self._impl.update(key)
 
     @locked
+    @streamed
     def update_many(self, items: Any, counts: Any = None) -> None:
         """Add every item of a batch, in order. Fast paths: numpy int64 arrays, numpy str arrays
         (fixed-width ``U`` and numpy 2's ``StringDType``), pyarrow string arrays (no per-item Python
         work, GIL released); any sequence of int/str works.
         Linear sketches also take ``counts``: one signed int64 count per item (turnstile).
-        pandas/polars Series and pyarrow arrays are taken zero-copy where possible; a whole
-        DataFrame/Table is a TypeError asking for one column."""
+        pandas/polars Series and pyarrow arrays are taken zero-copy where possible.
+
+        Streams, one batch at a time (memory: one batch): a ``pyarrow.RecordBatchReader`` (e.g.
+        DuckDB's ``to_arrow_reader()``), anything with ``__arrow_c_stream__`` (a DuckDB relation),
+        a pyarrow dataset or scanner, an Arrow Flight stream reader, a polars LazyFrame, or an iterator of arrays, Series or record
+        batches (polars ``collect_batches()``). A table, data frame or batch with several columns
+        needs ``column=`` (the name of the key column). Nulls are refused (ParameterError); in a
+        stream the batches before a refused one stay added (dpsketch._streams)."""
         items = normalize_batch(items)
         if not isinstance(items, np.ndarray) and not hasattr(items, "__len__"):
             items = list(items)

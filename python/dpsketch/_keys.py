@@ -7,6 +7,8 @@ import numbers
 
 import numpy as np
 
+from .errors import ParameterError
+
 KEY_TYPES = ("int", "str")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -97,7 +99,7 @@ def _from_pandas(items):
     if isinstance(dtype, np.dtype):
         arr = np.asarray(values)
         if dtype.kind == "O" and len(arr) and pd.isna(arr).any():
-            raise ValueError("keys contain nulls (None/NaN); drop or fill them before updating")
+            raise ParameterError("keys contain nulls (None/NaN); drop or fill them before updating")
         if dtype.kind == "f":
             raise TypeError(f"cannot use values of dtype {dtype} as keys (floats are not keys); cast explicitly")
         return arr
@@ -106,10 +108,10 @@ def _from_pandas(items):
         # anyway and rejects a null with the same ValueError, so a separate NA pass would only cost time.
         arr = np.asarray(values.to_numpy(dtype=object))
         if len(arr) and arr[0] is pd.NA:  # the batch's key type is read from its first element
-            raise ValueError("keys contain nulls (NA); drop or fill them before updating")
+            raise ParameterError("keys contain nulls (NA); drop or fill them before updating")
         return arr
     if pd.isna(values).any():
-        raise ValueError("keys contain nulls (NA); drop or fill them before updating")
+        raise ParameterError("keys contain nulls (NA); drop or fill them before updating")
     if isinstance(dtype, pd.CategoricalDtype):
         import pyarrow as pa
 
@@ -141,7 +143,7 @@ def _from_arrow(arr):
         raise TypeError(f"cannot use a pyarrow {type(arr).__name__} as keys; pass an Array or ChunkedArray")
     if pa.types.is_dictionary(arr.type):
         if arr.null_count:
-            raise ValueError("keys contain nulls; drop or fill them before updating")
+            raise ParameterError("keys contain nulls; drop or fill them before updating")
         arr = arr.dictionary_decode()
     if _is_string_view(arr.type):
         arr = arr.cast(pa.large_string())
@@ -192,7 +194,7 @@ def int_batch(items) -> np.ndarray:
     """A C-contiguous int64 array with exactly the given values, or a clear error."""
     if _is_arrow(items):
         if items.null_count:
-            raise ValueError("keys contain nulls; drop or fill them before updating")
+            raise ParameterError("keys contain nulls; drop or fill them before updating")
         items = items.to_numpy(zero_copy_only=False)
     if not isinstance(items, np.ndarray):
         return _int_sequence(items)
@@ -246,12 +248,12 @@ def feed_str_batch(impl, items) -> None:
 
         if isinstance(items, pa.ChunkedArray):
             if items.null_count:  # checked up front: a bad later chunk must not leave earlier ones fed
-                raise ValueError("keys contain nulls; drop or fill them before updating")
+                raise ParameterError("keys contain nulls; drop or fill them before updating")
             for chunk in items.chunks:
                 feed_str_batch(impl, chunk)
             return
         if items.null_count:
-            raise ValueError("keys contain nulls; drop or fill them before updating")
+            raise ParameterError("keys contain nulls; drop or fill them before updating")
         items = _from_arrow(items)
         _validity, offsets_buf, data_buf = items.buffers()
         # string arrays have int32 offsets: widen those (n values), never copy the character data

@@ -167,9 +167,10 @@ def _input_options(p, what):
     g = p.add_argument_group("input")
     g.add_argument("--format", choices=FORMATS,
                    help="input format (default: from the extension: .csv/.tsv -> csv, .parquet/.pq -> "
-                        "parquet, anything else -> text; gzip is detected from the content)")
+                        "parquet, .arrow/.arrows/.feather -> arrow (an Arrow IPC stream or file), anything "
+                        "else -> text; gzip is detected from the content)")
     g.add_argument("--column", metavar="NAME",
-                   help=f"CSV/Parquet column holding the {what} (optional when there is only one); "
+                   help=f"CSV/Parquet/Arrow column holding the {what} (optional when there is only one); "
                         "with --no-header, a 0-based column index")
     g.add_argument("--delimiter", metavar="CHAR", help="CSV field delimiter (default ',' or tab for .tsv)")
     g.add_argument("--no-header", action="store_true", help="the CSV file has no header row")
@@ -187,7 +188,7 @@ def _user_level_group(parser, description):
     """A command's "user-level privacy" options: --privacy-id and --int-ids, and the group for the rest."""
     g = parser.add_argument_group("user-level privacy", description)
     g.add_argument("--privacy-id", metavar="COLUMN",
-                   help="CSV/Parquet column of privacy ids (e.g. a user id); with --no-header, a 0-based index")
+                   help="CSV/Parquet/Arrow column of privacy ids (e.g. a user id); with --no-header, a 0-based index")
     g.add_argument("--int-ids", action="store_true",
                    help="parse every privacy id as a 64-bit integer (rows whose id is not one are dropped); "
                         "default: CSV ids are text, a Parquet column's type decides")
@@ -254,7 +255,7 @@ def _top_parser(sub):
     u = _user_level_group(
         t,
         "With --privacy-id a neighbour adds or removes all rows of one privacy id (docs/privacy.md, Privacy "
-        "unit). CSV and Parquet only. A file takes the exact route (dpsketch.unit_heavy_hitters; "
+        "unit). CSV, Parquet and Arrow only. A file takes the exact route (dpsketch.unit_heavy_hitters; "
         "--algorithm, --k, --oversample and the length options do not apply); stdin, or "
         "--max-rows-per-unit, takes the bounded-memory route (dpsketch.UnitStream: the first R rows of "
         "each id into a SpaceSaving or MisraGries summary, released by DPSS or PMG for one id).")
@@ -308,7 +309,7 @@ def _quantiles_parser(sub):
         q,
         "With --privacy-id a neighbour adds or removes all rows of one privacy id: each id keeps at most "
         "--max-rows-per-unit rows and the noise is calibrated for that many (dpsketch.unit_quantiles, "
-        "docs/privacy.md, Privacy unit). CSV and Parquet only; --noise-allocation does not apply.")
+        "docs/privacy.md, Privacy unit). CSV, Parquet and Arrow only; --noise-allocation does not apply.")
     u.add_argument("--max-rows-per-unit", type=_int_at_least("max-rows-per-unit", 1), metavar="R",
                    help="r: the most rows one privacy id contributes (required with --privacy-id; an id with "
                         "more keeps r of them, chosen by a salted hash)")

@@ -7,6 +7,7 @@ partition's threshold reading one length bound computed for the whole data set (
 per-partition length), the union of the releases.
 :func:`lookup_labels` -- the sketch route's label lookup: candidate fingerprints (a DP output)
 mapped back to labels by a noisy exact count that a label of count 1 rarely clears.
+:func:`fingerprint_delta` -- the probability bound of a fingerprint collision among the labels.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .release import Release
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
 
-__all__ = ["release_partitions", "SketchRoute", "lookup_labels", "lookup_t"]
+__all__ = ["release_partitions", "SketchRoute", "lookup_labels", "lookup_t", "fingerprint_delta", "FINGERPRINT_BITS"]
 
 _MECHANISM = {"spacesaving": "DPSS", "misragries": "PMG"}
 
@@ -114,28 +115,43 @@ def lookup_t(epsilon: float, delta: float) -> int:
     return int(_core.release.length_t(float(epsilon), float(delta)))
 
 
-def lookup_labels(candidates: Sequence[int], found: Mapping[int, tuple[int, int, Any]], *, epsilon: float,
-                  delta: float, n_hat: float, k: int, rng) -> tuple[list, int, float]:
+def lookup_labels(candidates: Sequence[int], found: Mapping[tuple[int, int], tuple[int, int, Any]], *,
+                  epsilon: float, delta: float, n_hat: float, k: int, rng) -> tuple[list, int, float]:
     """The label lookup of the sketch route (docs/privacy.md §Sketch route), for candidate
-    fingerprints fixed before the lookup reads the data: ``found[φ] = (c, u, label)`` holds the
-    exact count c of rows with fingerprint φ, the number u of distinct labels among them and one
-    label. Every candidate (in sorted order, so the draws do not depend on the data) gets
-    v = c + DLap(1/ε); (label, v) is released iff c >= 1, u == 1 and v >= τ = max(1 + t, n̂/k − t),
-    t = :func:`lookup_t` (ε, δ): a label of count 1 is released with probability <= δ.
-    ``epsilon`` is used as given (round it down first, §1). Returns (items, 1 + t, τ)."""
+    fingerprints fixed before the lookup reads the data. ``candidates`` are 64-bit sketch
+    fingerprints φ₁; ``found[(φ₁, φ₂)] = (c, u, label)`` holds, for every 128-bit fingerprint
+    (φ₁, φ₂) of the data whose φ₁ is a candidate, the exact count c of its rows, the number u of
+    distinct labels among them and one label. Every such fingerprint (in sorted order) gets
+    v = c + DLap(1/ε), independent draws; (label, v) is released iff c >= 1, u == 1 and
+    v >= τ = max(1 + t, n̂/k − t), t = :func:`lookup_t` (ε, δ): a label of count 1 is released with
+    probability <= δ. A fingerprint absent from ``found`` has c = 0 and releases nothing whatever
+    its draw, so only the present ones draw. ``epsilon`` is used as given (round it down first,
+    §1). Returns (items, 1 + t, τ)."""
     t = lookup_t(epsilon, delta)
     threshold = max(1 + t, n_hat / k - t)
     num, den = _core.release.laplace_scale(1, epsilon)  # one row moves one count by 1
-    fps = sorted(candidates)
+    wanted = set(candidates)
+    fps = sorted(fp for fp in found if fp[0] in wanted)
     noise = _core.noise.discrete_laplace(rng, num, den, len(fps))
     items = []
     for fp, z in zip(fps, noise.tolist()):
-        c, u, label = found.get(fp, (0, 0, None))
+        c, u, label = found[fp]
         v = c + int(z)
         if c and u == 1 and v >= threshold:
             items.append((label, v))
     items.sort(key=lambda kv: (-kv[1], kv[0]))
     return items, 1 + t, threshold
+
+
+FINGERPRINT_BITS = 128  # the lookup's fingerprint: two salted 64-bit hashes of the label
+
+
+def fingerprint_delta(n_up: float, bits: int = FINGERPRINT_BITS) -> float:
+    """The bound n_up²/2^(bits+1) on P(two distinct labels share a ``bits``-bit fingerprint) when
+    there are at most n_up labels (docs/privacy.md §Sketch route, Collisions: U(U−1)/2 pairs, each
+    colliding with probability 2^−bits under the random-function assumption, U <= n <= n_up)."""
+    n = max(float(n_up), 0.0)
+    return n * n / 2.0 ** (bits + 1)
 
 
 FINGERPRINT_SALT_BITS = 63  # the salt is a non-negative int64 literal for Spark's xxhash64
@@ -144,15 +160,17 @@ FINGERPRINT_SALT_BITS = 63  # the salt is a non-negative int64 literal for Spark
 class SketchRoute:
     """The sketch route's mechanism without Spark (docs/privacy.md §Sketch route; docs/distributed.md
     §Sketch route): what a front end does is build one merged, non-private 64-bit DyadicCountSketch
-    of the keys (int64 keys as themselves, strings as salted 64-bit fingerprints) and, for strings,
-    count the rows of the candidate fingerprints. In order:
+    of the keys (int64 keys as themselves, strings as salted 64-bit fingerprints φ₁ = h(salt, key))
+    and, for strings, count the rows of the candidates by 128-bit fingerprint (φ₁, h(salt2, key)).
+    In order:
 
     1. ``SketchRoute(k=, epsilon=, delta=, strings=, rho_fraction=, seed=)`` splits the budget
        (strings: ρ-zCDP for the sketch at ``rho_fraction`` of ε and δ/3, DLap lookup at the rest
-       of ε and δ/3, δ/3 for fingerprint collisions) and draws the public salt;
+       of ε and δ/3, δ/3 for fingerprint collisions) and draws the two public salts;
     2. ``candidates(merged)`` adds the noise once and walks the noisy hierarchy: the leaves above
        n̂/k − noise bound, n̂ the sketch's own noisy total (post-processing);
-    3. ``release()`` for int keys, or ``release(found)`` with the exact lookup counts for strings.
+    3. ``release()`` for int keys, or ``release(found)`` with the exact lookup counts per 128-bit
+       fingerprint for strings (:func:`lookup_labels`).
     """
 
     def __init__(self, *, k: int, epsilon: float, delta: float, strings: bool, rho_fraction: float = 0.9,
@@ -174,8 +192,11 @@ class SketchRoute:
         self.epsilon_lookup = _core.release.epsilon_used(eps - self.epsilon_sketch) if strings else 0.0  # §1
         self.epsilon_total = zcdp_epsilon(self.rho, self.delta_zcdp) + self.epsilon_lookup
         self.mechanism = "spark.sketch[DyadicCountSketch+lookup]" if strings else "spark.sketch[DyadicCountSketch]"
-        # A fresh public salt per release, drawn before looking at the data (collision bound below).
-        self.salt = _seeds.rng(seed, "salt")[0].next_u64() & ((1 << FINGERPRINT_SALT_BITS) - 1)
+        # Fresh public salts per release, drawn before looking at the data (collision bound below):
+        # ``salt`` for the sketch's fingerprint φ₁, ``salt2`` for the lookup's second half φ₂.
+        salts = _seeds.rng(seed, "salt")[0]
+        self.salt = salts.next_u64() & ((1 << FINGERPRINT_SALT_BITS) - 1)
+        self.salt2 = salts.next_u64() & ((1 << FINGERPRINT_SALT_BITS) - 1)
         self._meta: dict = {}
         self._cands: list = []
 
@@ -220,21 +241,23 @@ class SketchRoute:
             "delta_requested": self.delta, "reproducible_not_secret": self.seed is not None, "partitions": parts,
         }
         if self.strings:
-            # The collision bound reads the noisy n_up: when n_up < n (probability <= δ/3) the route
-            # may run with P(collision) above the bound, and otherwise P(collision) <= n_up²/2^65 <= δ/3,
-            # so the collision term stays <= δ/3 either way and the refusal is post-processing.
-            n_up = max(self.n_up, 0.0)
-            self.delta_fingerprint = n_up * n_up / 2.0**65
+            # docs/privacy.md §Sketch route, Collisions: the bound reads the noisy n_up; when n_up < n
+            # (probability <= δ/3) the route may run with P(collision) above the bound, and otherwise
+            # P(collision) <= n_up²/2^129 <= δ/3, so the collision term stays <= δ/3 either way and the
+            # refusal is post-processing.
+            self.delta_fingerprint = fingerprint_delta(self.n_up)
             if self.delta_fingerprint > self.delta / 3:
                 raise ValueError(
-                    f"fingerprint collisions (probability <= n_up^2/2^65 = {self.delta_fingerprint:.3g}, from the noisy "
-                    f"length) exceed delta/3; raise delta to at least {3 * self.delta_fingerprint:.3g} or use route='counters'"
+                    f"fingerprint collisions (probability <= n_up^2/2^{FINGERPRINT_BITS + 1} = "
+                    f"{self.delta_fingerprint:.3g}, from the noisy length) exceed delta/3; raise delta to at least "
+                    f"{3 * self.delta_fingerprint:.3g} or use route='counters'"
                 )
         return sorted(fp for fp, _ in self._cands)
 
-    def release(self, found: Mapping[int, tuple[int, int, Any]] | None = None) -> Release:
+    def release(self, found: Mapping[tuple[int, int], tuple[int, int, Any]] | None = None) -> Release:
         """The release: int keys are their own leaves (post-processing of the noisy sketch); strings
-        go through :func:`lookup_labels` with ``found[φ] = (rows, distinct labels, a label)``."""
+        go through :func:`lookup_labels` with ``found[(φ₁, φ₂)] = (rows, distinct labels, a label)``
+        for the 128-bit fingerprints whose φ₁ is a candidate."""
         meta = dict(self._meta)
         if not self.strings:
             items = sorted(self._cands, key=lambda kv: (-kv[1], kv[0]))
@@ -247,7 +270,10 @@ class SketchRoute:
                                                 rng=_seeds.rng(self.seed, "lookup")[0])
         meta.update({"labels": "lookup pass: label released iff its exact count + DLap(1/epsilon_lookup) >= tau_lookup",
                      "epsilon_lookup": self.epsilon_lookup, "tau_lookup": tau_l, "delta_lookup": d_l,
-                     "delta_fingerprint": self.delta_fingerprint,
-                     "fingerprint": "xxhash64(salt, key), salt drawn per release"})
+                     "delta_fingerprint": self.delta_fingerprint, "n_upper": self.n_up,
+                     "fingerprint_bits": FINGERPRINT_BITS,
+                     "fingerprint": "sketch: xxhash64(salt, key); lookup: (xxhash64(salt, key), xxhash64(salt2, key)); "
+                                    "salts drawn per release",
+                     "delta_fingerprint_bound": f"n_upper^2/2^{FINGERPRINT_BITS + 1}"})
         return Release(items=items, threshold=threshold, epsilon=self.epsilon_total, delta=self.delta,
                        mechanism=self.mechanism, n=self.n_hat, metadata=meta, rho=self.rho)

@@ -25,6 +25,7 @@ from .budget import Budget, charging
 from .calibration import cell_sensitivities, noise_guarantee, used_value, zcdp_epsilon
 from ._validation import check_int
 from ._guarded import Serialized, locked
+from ._streams import streamed
 from . import _seeds
 from ._guarded import Publishable
 from .release import PRIVACY_UNIT, Release, check_privacy_params
@@ -335,6 +336,7 @@ class DyadicCountSketch(_DyadicBase):
         self._impl.update(self._one(item), c)
 
     @locked
+    @streamed
     def update_many(self, items, counts=None) -> None:
         """Add a batch (numpy int/uint array; floats with bounds), optionally with one signed int64
         count per item. All-or-nothing; the GIL is released during the C++ loop."""
@@ -492,6 +494,7 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
         self._impl.update(self._one(item), c)
 
     @locked
+    @streamed
     def update_many(self, items, counts=None) -> None:
         self._check_not_frozen()
         arr = self._items(items)

@@ -11,6 +11,7 @@ from .budget import Budget, charging
 from .calibration import cell_sensitivities, noise_guarantee, used_value, zcdp_epsilon
 from ._guarded import Publishable
 from ._keyed import Keyed, SerializedKeyed, locked
+from ._streams import streamed
 from . import _seeds
 from ._validation import check_int
 from .release import (
@@ -196,6 +197,7 @@ class _PrivateLinear(Publishable, SerializedKeyed):
         super().update(item, count)
 
     @locked
+    @streamed
     def update_many(self, items, counts=None) -> None:
         self._check_not_frozen()
         super().update_many(items, counts)
@@ -334,6 +336,7 @@ class SketchHeavyHitters(Keyed):
         )
 
     @locked
+    @streamed
     def update_many(self, items: Any, counts: Any = None) -> None:
         n = len(items)
         if self.n + n > self._n_max:

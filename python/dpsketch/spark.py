@@ -233,10 +233,11 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
     DyadicCountSketch over the keys (int64 keys as themselves, string keys as salted 64-bit
     fingerprints), merged on the driver, Gaussian noise once (ρ-zCDP, ρ from ``rho_fraction``·ε
     and δ/3), hierarchical descent with thresholds from the sketch's own noisy total (no length
-    budget needed); for string keys a lookup pass counts the candidate fingerprints and their
-    labels, and a label is released only if its count + DLap(1/ε_L) clears τ_L
-    (ε_L = (1 − rho_fraction)·ε, P(label of count 1 released) ≤ δ/3); fingerprint collisions are a
-    failure event bounded by δ/3.
+    budget needed); for string keys a lookup pass counts the rows of the candidates by 128-bit
+    fingerprint (a second salted xxhash64 next to the sketch's) with their labels, and a label is
+    released only if its count + DLap(1/ε_L) clears τ_L (ε_L = (1 − rho_fraction)·ε, P(label of
+    count 1 released) ≤ δ/3); 128-bit fingerprint collisions are a failure event of probability
+    ≤ n²/2^129, bounded by δ/3 (δ = 10^−6 admits about 10^16 rows).
 
     Sketch shape: ``width``/``depth`` per CountSketch level, or Zhao's rule from ``gamma``; by
     default width = max(1024, 8k) and depth = 3 (each of the 64 levels costs depth counter updates
@@ -416,11 +417,13 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
         return route.release()
     found = {}
     if fps:
+        # The 128-bit lookup fingerprint (φ1, φ2): φ2 is hashed only on the rows of candidate φ1.
         hits = (base.select(F.xxhash64(F.lit(route.salt), col).alias("fp"), col.alias("label"))
                 .where(F.col("fp").isin(fps))
-                .groupBy("fp").agg(F.count(F.lit(1)).alias("c"), F.countDistinct("label").alias("u"),
-                                   F.min("label").alias("label")))
-        found = {r["fp"]: (int(r["c"]), int(r["u"]), r["label"]) for r in hits.collect()}
+                .select("fp", F.xxhash64(F.lit(route.salt2), F.col("label")).alias("fp2"), "label")
+                .groupBy("fp", "fp2").agg(F.count(F.lit(1)).alias("c"), F.countDistinct("label").alias("u"),
+                                          F.min("label").alias("label")))
+        found = {(r["fp"], r["fp2"]): (int(r["c"]), int(r["u"]), r["label"]) for r in hits.collect()}
     return route.release(found)
 
 

@@ -285,7 +285,18 @@ def _lookup_sampler(ctx, sides, fp, epsilon, delta):
 def _lookup_plus_one(ctx):
     eps = ctx.eps(ctx.eps_used)
     t = 1 + math.ceil(30 / ctx.eps_used) + 60  # far above τ = 1 + t_L
-    sides = [{7: (t + 1, 1, "label")}, {7: (t, 1, "label")}]
+    sides = [{(7, 1): (t + 1, 1, "label")}, {(7, 1): (t, 1, "label")}]
+    return ctx.samplers(_lookup_sampler(ctx, sides, 7, eps, ctx.delta), epsilon=ctx.eps_used, delta=ctx.delta)
+
+
+@pair("spark.sketch[lookup]", "a light label on the heavy label's sketch fingerprint")
+def _lookup_shared_sketch_fingerprint(ctx):
+    # One row of another label whose 64-bit sketch fingerprint is the heavy label's but whose
+    # 128-bit lookup fingerprint differs: it must not decide the heavy label's release.
+    eps = ctx.eps(ctx.eps_used)
+    t = 1 + math.ceil(30 / ctx.eps_used) + 60
+    heavy = {(7, 1): (t, 1, "label")}
+    sides = [{**heavy, (7, 2): (1, 1, "other")}, heavy]
     return ctx.samplers(_lookup_sampler(ctx, sides, 7, eps, ctx.delta), epsilon=ctx.eps_used, delta=ctx.delta)
 
 
@@ -298,7 +309,7 @@ def _lookup_label(ctx):
     eps = ctx.eps(ctx.eps_used)
     hits = 0
     for _ in range(ctx.trials):
-        items, _, _ = lookup_labels([7], {7: (1, 1, "label")}, epsilon=eps, delta=ctx.label_delta, n_hat=0.0, k=1,
+        items, _, _ = lookup_labels([7], {(7, 1): (1, 1, "label")}, epsilon=eps, delta=ctx.label_delta, n_hat=0.0, k=1,
                                     rng=rng)
         hits += bool(items)
     return label_result(ctx.mechanism, ctx.case, hits, ctx.trials, ctx.label_delta, ctx.eps_used, ctx.confidence,
