@@ -307,7 +307,7 @@ def _quantiles_parser(sub):
 
 # dpsketch.experiments.NAMES, spelled out so that parsing does not import the experiments
 # (tests/test_cli.py checks the two agree)
-EXPERIMENT_NAMES = ("holland-synthetic", "holland-real", "zhao-frequency", "zhao-quantiles")
+EXPERIMENT_NAMES = ("holland-synthetic", "holland-real", "zhao-frequency", "zhao-quantiles", "dpss-precision")
 
 
 def _build_parser() -> _Parser:
