@@ -345,10 +345,28 @@ def test_counters_route_partitions_do_not_reveal_the_changed_row():
             parts = [dp.SpaceSaving(10), dp.SpaceSaving(10)]
             parts[0].update_many(sorted(p0))
             parts[1].update_many(sorted(p1))
-            rel = dpd.release_partitions(parts, k=5, epsilon=1.0, delta=1e-5, seed=seed)
+            rel = dpd.release_partitions(parts, k=5, epsilon=1.0, delta=1e-5, seed=seed, cut=None)
             out.append([kv for kv in rel.items if kv[0] == 2])
         differ += out[0] != out[1]
     assert differ == 0
+
+
+def test_counters_route_cut_keeps_the_values_at_or_above_n_hat_over_k():
+    (p0, p1), _ = _moved_one_row()
+    for seed in range(5):
+        rels = {}
+        for cut in ("n/k", None):
+            parts = [dp.SpaceSaving(10), dp.SpaceSaving(10)]
+            parts[0].update_many(sorted(p0))
+            parts[1].update_many(sorted(p1))
+            rels[cut] = dpd.release_partitions(parts, k=5, epsilon=1.0, delta=1e-5, seed=seed, cut=cut)
+        hh = rels["n/k"].n / 5
+        assert rels["n/k"].threshold == hh and rels["n/k"].metadata["cut"] == "n/k"
+        assert rels["n/k"].items == [kv for kv in rels[None].items if kv[1] >= hh]
+    mg = dp.MisraGries(10)
+    mg.update_many(sorted(p0))
+    with pytest.raises(dp.ParameterError, match="PMG"):
+        dpd.release_partitions([mg], k=5, epsilon=1.0, delta=1e-5, cut=None)
 
 
 def test_counters_route_default_partitions_come_from_configuration(spark, int_df, zipf_ints):
@@ -376,8 +394,8 @@ def test_counters_route_on_spark_uses_one_length_for_all_partitions(spark):
     a = spark.createDataFrame(pd.DataFrame({"x": np.array(a0 + a1, dtype=np.int64)}))
     b = spark.createDataFrame(pd.DataFrame({"x": np.array(b0 + b1, dtype=np.int64)}))
     for seed in (1, 2, 3):
-        ra = dps.heavy_hitters(a, "x", k=5, epsilon=1.0, delta=1e-5, num_partitions=2, seed=seed)
-        rb = dps.heavy_hitters(b, "x", k=5, epsilon=1.0, delta=1e-5, num_partitions=2, seed=seed)
+        ra = dps.heavy_hitters(a, "x", k=5, epsilon=1.0, delta=1e-5, num_partitions=2, seed=seed, cut=None)
+        rb = dps.heavy_hitters(b, "x", k=5, epsilon=1.0, delta=1e-5, num_partitions=2, seed=seed, cut=None)
         assert ra.threshold == rb.threshold and ra.n == rb.n
         assert [kv for kv in ra.items if kv[0] == 2] == [kv for kv in rb.items if kv[0] == 2]
 

@@ -21,6 +21,8 @@ from . import _seeds
 from .release import Release
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
+from .dpss import check_cut
+from .errors import ParameterError
 
 __all__ = ["release_partitions", "SketchRoute", "lookup_labels", "lookup_t"]
 
@@ -30,7 +32,8 @@ _MECHANISM = {"spacesaving": "DPSS", "misragries": "PMG"}
 def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, epsilon: float, delta: float,
                        public_length: bool = False, length_epsilon: float | None = None,
                        length_delta: float | None = None, seed: int | None = None,
-                       budget: Budget | None = None, partition_ids: Sequence[int] | None = None) -> Release:
+                       budget: Budget | None = None, partition_ids: Sequence[int] | None = None,
+                       cut: str | None = "n/k") -> Release:
     """(ε, δ)-DP heavy hitters from per-partition counter summaries of a stream partitioned **by
     key** (each key in one partition; docs/privacy.md §Counters route).
 
@@ -43,6 +46,9 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
     neighbours). The release is the union of the partitions' releases (parallel composition); its
     (ε, δ) are the ones asked for. ``seed`` makes all noise reproducible and NOT secret;
     ``partition_ids`` name the partitions for the per-partition seeds (default 0, 1, ...).
+    ``cut="n/k"`` (DPSS; the default) keeps only noisy values >= n̂/k, as ``SpaceSaving.release``
+    does (post-processing, docs/privacy.md §DPSS "The n/k cut"); ``cut=None`` keeps every value
+    above its partition's τ_p. PMG always cuts at n̂/k (``cut=None`` is refused for it).
     """
     parts = list(parts)
     kinds = {type(s) for s in parts}
@@ -50,6 +56,9 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
         raise TypeError("parts must be a non-empty list of SpaceSaving (DPSS) or MisraGries (PMG) summaries, one class")
     summary = "spacesaving" if SpaceSaving in kinds else "misragries"
     kk = check_int("k", k, 1, 2**63 - 1)
+    check_cut(cut)
+    if summary == "misragries" and cut is None:
+        raise ParameterError("PMG always keeps only values >= n̂/k; cut=None applies to DPSS (SpaceSaving parts)")
     for s in parts:
         if s.merged:
             raise ValueError("a partition's summary must not be merged: build one summary per key partition")
@@ -81,6 +90,9 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
     if summary == "spacesaving":
         g = _core.release.dpss_gamma(cal["epsilon_mechanism"], cal["delta_mechanism"]) if gamma is None else int(gamma)
         threshold = length.n_lo / kk - g  # every partition's τ_p is at least this
+        if cut == "n/k":  # post-processing of the union and n̂; n̂/k > n_lo/k − γ
+            threshold = length.n_hat / kk
+            items = [(key, v) for key, v in items if v >= threshold]
     else:
         threshold = max(1 + 2 * _core.release.pmg_t(cal["epsilon_mechanism"], cal["delta_mechanism"]), length.n_hat / kk)
     meta = {
@@ -102,6 +114,8 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
     }
     if summary == "spacesaving":
         meta["gamma"] = g
+        meta["cut"] = "none" if cut is None else cut
+        meta["threshold_inclusive"] = cut == "n/k"
     if cal["length"] == "private":
         meta.update(n_used=length.n_hat, n_lower=length.n_lo, n_upper=length.n_up, length_t=length.t)
     return Release(items=items, threshold=threshold, epsilon=cal["epsilon_total"], delta=cal["delta_total"],

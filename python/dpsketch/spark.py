@@ -201,7 +201,7 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
                   depth: int | None = None, public_length: bool = False, length_epsilon: float | None = None,
                   length_delta: float | None = None, seed: int | None = None, budget: Budget | None = None,
                   privacy_id: str | None = None, max_keys_per_unit: int | None = None, max_rows_per_key: int = 1,
-                  noise: str = "gaussian", selection: str | None = None) -> Release:
+                  noise: str = "gaussian", selection: str | None = None, cut: str | None = "n/k") -> Release:
     """(ε, δ)-DP heavy hitters of ``df[column]`` (nulls skipped). The reported (ε, δ) are the ones
     asked for; ``budget`` (a :class:`dpsketch.Budget`) is charged them before any noise is drawn.
 
@@ -224,6 +224,9 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
     core rather than Spark's 200 shuffle partitions; the count comes from configuration, never from
     the data (docs/privacy.md §Counters route). Seeded results are reproducible across clusters with
     the same count (set spark.default.parallelism, or pass ``num_partitions``).
+
+    ``cut`` (counters route with DPSS): ``"n/k"``, the default, keeps only noisy values >= n̂/k;
+    None keeps every value above its partition's τ_p (docs/privacy.md §DPSS "The n/k cut").
 
     ``route="sketch"``: see docs/distributed.md §Sketch route -- per-partition non-private
     DyadicCountSketch over the keys (int64 keys as themselves, string keys as salted 64-bit
@@ -253,6 +256,8 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
     if max_keys_per_unit is not None or selection is not None:
         raise ValueError("max_keys_per_unit and selection bound a privacy unit: pass privacy_id= (the unit's column) too")
     route = "counters" if route is None else route
+    if cut is None and (route != "counters" or summary != "spacesaving"):
+        raise ValueError("cut=None applies to route='counters' with summary='spacesaving' (DPSS) only")
     if k is None:
         raise ValueError(f"route={route!r} needs k= (the heavy-hitter cut n/k)")
     kk = check_int("k", k, 1, 2**40)
@@ -266,7 +271,7 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
         seed = check_int("seed", seed, 0, 2**64 - 1)
     if route == "counters":
         return _counters_route(df, column, kind, kk, eps, dlt, summary, capacity, num_partitions, seed, budget,
-                               public_length, length_epsilon, length_delta)
+                               public_length, length_epsilon, length_delta, cut)
     if route == "sketch":
         if public_length or length_epsilon is not None or length_delta is not None:
             raise ValueError("route='sketch' reads its length from the noisy sketch itself (no length budget); "
@@ -320,7 +325,7 @@ def _unit_route(df, column, privacy_id, m, c, epsilon, delta, noise, selection, 
 
 
 def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partitions, seed, budget,
-                    public_length, length_epsilon, length_delta) -> Release:
+                    public_length, length_epsilon, length_delta, cut="n/k") -> Release:
     from pyspark.sql import functions as F
 
     if summary not in ("spacesaving", "misragries"):
@@ -347,7 +352,7 @@ def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partit
         ids = [int(r["pid"]) for r in rows]
     return release_partitions(parts, k=k, epsilon=eps, delta=dlt, public_length=public_length,
                               length_epsilon=length_epsilon, length_delta=length_delta, seed=seed, budget=budget,
-                              partition_ids=ids)
+                              partition_ids=ids, cut=cut)
 
 
 _PROBE_ROWS = 1 << 16  # rows of the synthetic range that reads the session's default parallelism

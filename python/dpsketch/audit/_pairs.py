@@ -287,7 +287,8 @@ def _route_sampler(ctx, sides, key, k=5, at=None):
     eps = ctx.eps(ctx.epsilon)
 
     def run(parts):
-        rel = distributed.release_partitions(parts, k=k, epsilon=eps, delta=ctx.delta, seed=rng.next_u64())
+        # cut=None: the pairs probe the partitions' thresholds τ_p; the n/k cut is post-processing
+        rel = distributed.release_partitions(parts, k=k, epsilon=eps, delta=ctx.delta, seed=rng.next_u64(), cut=None)
         v = next((float(v) for x, v in rel.items if x == key), _NEG)
         return v if at is None else _near(v, at)
 
