@@ -36,13 +36,13 @@ DEFAULT_CUT = "n/k"
 TWO_PASS_MECHANISM = "DPSS[two-pass]"
 
 
-def check_cut(cut):
+def check_cut(cut: str | None) -> str | None:
     if cut not in CUTS:
         raise ParameterError(f"cut must be 'n/k' or None, got {cut!r}")
     return cut
 
 
-def apply_cut(raw, k: int, cut):
+def apply_cut(raw: tuple, k: int, cut: str | None) -> tuple:
     """The release tuple (items, threshold, inclusive, metadata) with the n/k cut applied:
     items whose noisy value is below n̂/k are dropped (docs/privacy.md §DPSS, "The n/k cut": a
     function of the released values and of n̂ only, so post-processing). n̂ is the length the
@@ -119,7 +119,7 @@ class CandidateCounts:
 
 
 def two_pass_release(keys: list, counts: list[int], *, epsilon: float, delta: float, k: int, capacity: int,
-                     length, rng):
+                     length: Any, rng: Any) -> tuple:
     """The release of the two-pass mechanism, as the tuple (items, threshold, inclusive, metadata)
     the native releases return. ``keys``: SpaceSaving's tracked set after the first pass;
     ``counts``: their exact counts; (ε, δ): the mechanism's share (``calibrate``); ``length``: the
@@ -148,7 +148,7 @@ def two_pass_release(keys: list, counts: list[int], *, epsilon: float, delta: fl
     return items, tau, False, meta
 
 
-def _check_reiterable(data, passes):
+def _check_reiterable(data: Any, passes: int) -> None:
     if passes == 2 and not isinstance(data, (str, os.PathLike)) and iter(data) is data:
         raise ParameterError(
             "passes=2 reads the data twice and got a one-shot iterator; pass a list, an array, a Series, a "
@@ -186,7 +186,7 @@ def _batches(data, *, column, format, keys, chunk_size):
 
 
 def heavy_hitters(
-    data, *, k: int, epsilon: float, delta: float, capacity: int | None = None, passes: int = 1,
+    data: Any, *, k: int, epsilon: float, delta: float, capacity: int | None = None, passes: int = 1,
     cut: str | None = DEFAULT_CUT, column: str | None = None, format: str | None = None, keys: str = "auto",
     seed: int | None = None, public_length: bool = False, length_epsilon: float | None = None,
     length_delta: float | None = None, budget: Budget | None = None, chunk_size: int = 1_000_000,
@@ -234,7 +234,7 @@ def heavy_hitters(
                                 length_delta=length_delta, budget=budget)
 
 
-def release_exact_counts(summary, counts: list[int], *, epsilon: float, delta: float, k: int,
+def release_exact_counts(summary: Any, counts: list[int], *, epsilon: float, delta: float, k: int,
                          cut: str | None = DEFAULT_CUT, seed: int | None = None, public_length: bool = False,
                          length_epsilon: float | None = None, length_delta: float | None = None,
                          allow_repeat: bool = False, budget: Budget | None = None) -> Release:
