@@ -381,6 +381,8 @@ def _row_header(args, out, rel, capacity, keys_desc, source_desc, released):
         parts.append(f"rho={num(rel.rho)}")
     parts.append(f"threshold={num(rel.threshold)}")
     meta = getattr(rel, "metadata", None) or {}
+    if meta.get("cut") == "n/k" and "tau" in meta:
+        parts.append(f"(the n/k cut; DPSS tau={num(meta['tau'])})")
     if meta.get("assumes_public_length"):
         parts += [f"n={num(rel.n)}", "(n treated as public; neighbours: replace one item)"]
     elif rel.n is not None:
