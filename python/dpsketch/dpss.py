@@ -165,7 +165,7 @@ def _batches(data, *, column, format, keys, chunk_size):
         src = _input.Source(data, format=format, column=column, keys=keys, chunk_size=chunk_size)
         yield from src.chunks()
         return
-    if type(data).__name__ in ("DataFrame", "Table", "RecordBatch", "LazyFrame"):
+    if type(data).__name__ in ("DataFrame", "Table", "RecordBatch"):
         if column is None:
             raise ParameterError(f"a {type(data).__name__} holds several columns; pass column= to name the items")
         yield data[column]
