@@ -33,13 +33,13 @@ def heavy(tmp_path_factory):
 
 
 def test_top_caps_the_printed_list(capsys, heavy):
-    code, out, err = run(capsys, "top", heavy, "-k", 10, "--seed", 1, "--top", 2, "--json")
+    code, out, err = run(capsys, "top", heavy, "-k", 12, "--seed", 1, "--top", 2, "--json")
     assert code == 0, err
     d = json.loads(out)
     assert [k for k, _ in d["items"]] == ["a", "b"]
     assert d["cli"]["released"] == 4 and d["cli"]["top"] == 2
     assert "showing the top 2 of 4 released items" in err
-    code, out, err = run(capsys, "top", heavy, "-k", 10, "--seed", 1, "--top", 0, "--csv")
+    code, out, err = run(capsys, "top", heavy, "-k", 12, "--seed", 1, "--top", 0, "--csv")
     assert [ln.split(",")[1] for ln in out.strip().splitlines()[1:]] == ["a", "b", "c", "d"]
     assert "showing the top" not in err
 

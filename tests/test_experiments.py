@@ -61,7 +61,8 @@ def _check_pngs(outdir, names):
 
 
 def test_names_and_errors(tmp_path):
-    assert experiments.NAMES == ("holland-synthetic", "holland-real", "zhao-frequency", "zhao-quantiles")
+    assert experiments.NAMES == ("holland-synthetic", "holland-real", "zhao-frequency", "zhao-quantiles",
+                                 "dpss-precision")
     with pytest.raises(ValueError, match="unknown experiment"):
         experiments.run("nope", tiny=True, out=tmp_path)
     with pytest.raises(ValueError, match="repeats"):
@@ -115,6 +116,37 @@ def test_holland_real_tiny_retail(tmp_path):
     assert {r["sweep"] for r in runs} == {"k", "epsilon", "factor"}
     assert {int(_num(r["factor"])) for r in runs if r["sweep"] == "factor"} == {1, 2}
     _check_pngs(out, ["fig12_retail.png"])
+
+
+def test_dpss_precision_tiny(tmp_path):
+    # An empty --data folder: the GCIDE windows are skipped, retail and the code stream run.
+    out = experiments.run("dpss-precision", tiny=True, out=tmp_path / "out", data=tmp_path, progress=False)
+    runs = _rows(out / "runs.csv")
+    assert {r["dataset"] for r in runs} == {"retail", "code"}
+    assert {r["algorithm"] for r in runs} == {"DPSS", "DPSS+cut", "DPSS-2pass", "DPSS-2pass+cut"}
+    assert len(runs) == 2 * 2 * 2 * 4  # data sets x k x epsilon x variants, one noise draw
+    by = {(r["dataset"], r["k"], r["epsilon"], r["algorithm"]): r for r in runs}
+    for (ds, k, eps, alg), r in by.items():
+        if alg.endswith("+cut"):  # the cut only removes released items
+            assert int(r["n_reported"]) <= int(by[(ds, k, eps, alg[:-4])]["n_reported"])
+    two_pass = [r for r in runs if "2pass" in r["algorithm"] and r["are"]]
+    assert two_pass and all(_num(r["are"]) < 0.05 for r in two_pass)
+    claims = _rows(out / "claims.csv")
+    assert {c["holds"] for c in claims} <= {"yes", "no", "n/a"} and len(claims) == 2 * 2 * 3
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["datasets"] == ["retail", "code"] and "standard library" in info["code_stream"]
+    _check_pngs(out, ["fig_dpss_precision.png"])
+
+
+def test_code_tokens_are_identifiers_in_file_order(tmp_path):
+    from dpsketch.experiments.precision import code_tokens
+    from dpsketch.experiments.realdata import hash32
+
+    (tmp_path / "b.py").write_text("import os  # x1\nos.path\n")
+    (tmp_path / "a.py").write_text("def f(_y): return _y\n")
+    toks = ["def", "f", "_y", "return", "_y", "import", "os", "x1", "os", "path"]
+    assert code_tokens(100, tmp_path).tolist() == [hash32(t) for t in toks]
+    assert code_tokens(3, tmp_path).tolist() == [hash32(t) for t in toks[:3]]
 
 
 def test_zhao_tiny(tmp_path):

@@ -165,11 +165,15 @@ def test_threshold_table_by_hand():
 def test_dpss_release_uses_documented_threshold():
     ss = d.SpaceSaving(20)
     ss.update_many(zipf(5000, 1.5, 1000, seed=1))
-    r = ss.release(epsilon=0.5, delta=1e-4, k=10, seed=3, public_length=True)
+    r = ss.release(epsilon=0.5, delta=1e-4, k=10, cut=None, seed=3, public_length=True, allow_repeat=True)
     g = R.dpss_gamma(0.25, 1e-4 / (1 + math.exp(0.25)))
     assert r.metadata["gamma"] == g
     assert r.threshold == pytest.approx(max(5000 / 10 - g, 5000 / 20 + 1 + g))
     assert all(v > r.threshold for _, v in r.items)
+    # the default n/k cut (public length: the exact n) keeps the values >= n/k = 500 of the same draw
+    c = ss.release(epsilon=0.5, delta=1e-4, k=10, seed=3, public_length=True, allow_repeat=True)
+    assert c.metadata["tau"] == r.threshold and c.threshold == 500 and c.metadata["threshold_inclusive"]
+    assert c.items == [(key, v) for key, v in r.items if v >= 500]
     assert r.metadata["assumes_public_length"] is True and r.metadata["neighbours"] == "replace"
     assert r.epsilon == pytest.approx(0.5) and r.delta == pytest.approx(1e-4)
 
@@ -187,7 +191,8 @@ def test_private_length_mode():
     assert r.delta == pytest.approx(1e-4)
     g = m["gamma"]
     assert g == R.dpss_gamma(0.3, 1e-4 - 1e-5)
-    assert r.threshold == pytest.approx(max(m["n_lower"] / 10 - g, m["n_upper"] / 20 + 1 + g))
+    assert m["tau"] == pytest.approx(max(m["n_lower"] / 10 - g, m["n_upper"] / 20 + 1 + g))
+    assert m["heavy_hitter_cut"] == m["n_used"] / 10 and r.threshold == max(m["tau"], m["heavy_hitter_cut"])
 
 
 # ---------------------------------------------------------------------- noise on the sketches --

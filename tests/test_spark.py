@@ -145,7 +145,7 @@ def test_dyadic_from_sketch_after_spark_merge(spark):
 
 # -- counters route ---------------------------------------------------------------------------------
 
-def _by_hand_counter_route(spark, df, column, k, eps, delta, seed, summary="spacesaving"):
+def _by_hand_counter_route(spark, df, column, k, eps, delta, seed, summary="spacesaving", **extra):
     """The counters route run by hand: Spark only tells which partition each row lands in."""
     from pyspark.sql import functions as F
 
@@ -160,7 +160,7 @@ def _by_hand_counter_route(spark, df, column, k, eps, delta, seed, summary="spac
         s.update_many(sorted(per[p]))
         parts.append(s)
         ids.append(p)
-    return dpd.release_partitions(parts, k=k, epsilon=eps, delta=delta, seed=seed, partition_ids=ids)
+    return dpd.release_partitions(parts, k=k, epsilon=eps, delta=delta, seed=seed, partition_ids=ids, **extra)
 
 
 @pytest.mark.parametrize("summary", ["spacesaving", "misragries"])
@@ -336,6 +336,34 @@ def test_counters_route_does_not_depend_on_row_order_or_input_partitioning(spark
     assert ra.items == rb.items and ra.n == rb.n
 
 
+@pytest.mark.parametrize("df_name,column,values", [("int_df", "x", "zipf_ints"), ("str_df", "w", "words")])
+def test_counters_route_two_passes(request, spark, df_name, column, values):
+    df, data = request.getfixturevalue(df_name), request.getfixturevalue(values)
+    exact = Counter(data.tolist() if hasattr(data, "tolist") else list(data))
+    rel = dps.heavy_hitters(df, column, k=20, epsilon=2.0, delta=1e-6, passes=2, cut=None, seed=5)
+    want = _by_hand_counter_route(spark, df, column, 20, 2.0, 1e-6, 5, exact_counts=exact, cut=None)
+    assert rel.items and rel.items == want.items and rel.threshold == want.threshold
+    assert rel.mechanism == "spark.counters[DPSS[two-pass]]" and rel.metadata["passes"] == 2
+    # ε large: the noise is 0, the released values are the exact counts
+    big = dps.heavy_hitters(df, column, k=20, epsilon=2000.0, delta=1e-6, passes=2, seed=5)
+    assert big.items and all(v == exact[key] for key, v in big.items)
+    with pytest.raises(ValueError, match="passes=2"):
+        dps.heavy_hitters(df, column, k=20, epsilon=1.0, delta=1e-6, passes=2, summary="misragries")
+    with pytest.raises(ValueError, match="passes"):
+        dps.heavy_hitters(df, column, k=20, epsilon=1.0, delta=1e-6, passes=3)
+
+
+def test_release_partitions_exact_counts_are_checked():
+    s = dp.SpaceSaving(4)
+    s.update_many([1, 1, 2, 3])
+    with pytest.raises(dp.ParameterError, match="every tracked key"):
+        dpd.release_partitions([s], k=2, epsilon=1.0, delta=1e-6, exact_counts={1: 2})
+    mg = dp.MisraGries(4)
+    mg.update_many([1, 1, 2])
+    with pytest.raises(dp.ParameterError, match="DPSS"):
+        dpd.release_partitions([mg], k=2, epsilon=1.0, delta=1e-6, exact_counts={1: 2})
+
+
 # -- every printed guarantee is true by default ---------------------------------------------------
 
 # Two hash partitions whose rows differ by moving one row across them (one `4` replaced by a `0`,
@@ -363,10 +391,28 @@ def test_counters_route_partitions_do_not_reveal_the_changed_row():
             parts = [dp.SpaceSaving(10), dp.SpaceSaving(10)]
             parts[0].update_many(sorted(p0))
             parts[1].update_many(sorted(p1))
-            rel = dpd.release_partitions(parts, k=5, epsilon=1.0, delta=1e-5, seed=seed)
+            rel = dpd.release_partitions(parts, k=5, epsilon=1.0, delta=1e-5, seed=seed, cut=None)
             out.append([kv for kv in rel.items if kv[0] == 2])
         differ += out[0] != out[1]
     assert differ == 0
+
+
+def test_counters_route_cut_keeps_the_values_at_or_above_n_hat_over_k():
+    (p0, p1), _ = _moved_one_row()
+    for seed in range(5):
+        rels = {}
+        for cut in ("n/k", None):
+            parts = [dp.SpaceSaving(10), dp.SpaceSaving(10)]
+            parts[0].update_many(sorted(p0))
+            parts[1].update_many(sorted(p1))
+            rels[cut] = dpd.release_partitions(parts, k=5, epsilon=1.0, delta=1e-5, seed=seed, cut=cut)
+        hh = rels["n/k"].n / 5
+        assert rels["n/k"].threshold == hh and rels["n/k"].metadata["cut"] == "n/k"
+        assert rels["n/k"].items == [kv for kv in rels[None].items if kv[1] >= hh]
+    mg = dp.MisraGries(10)
+    mg.update_many(sorted(p0))
+    with pytest.raises(dp.ParameterError, match="PMG"):
+        dpd.release_partitions([mg], k=5, epsilon=1.0, delta=1e-5, cut=None)
 
 
 def test_counters_route_default_partitions_come_from_configuration(spark, int_df, zipf_ints):
@@ -394,8 +440,8 @@ def test_counters_route_on_spark_uses_one_length_for_all_partitions(spark):
     a = spark.createDataFrame(pd.DataFrame({"x": np.array(a0 + a1, dtype=np.int64)}))
     b = spark.createDataFrame(pd.DataFrame({"x": np.array(b0 + b1, dtype=np.int64)}))
     for seed in (1, 2, 3):
-        ra = dps.heavy_hitters(a, "x", k=5, epsilon=1.0, delta=1e-5, num_partitions=2, seed=seed)
-        rb = dps.heavy_hitters(b, "x", k=5, epsilon=1.0, delta=1e-5, num_partitions=2, seed=seed)
+        ra = dps.heavy_hitters(a, "x", k=5, epsilon=1.0, delta=1e-5, num_partitions=2, seed=seed, cut=None)
+        rb = dps.heavy_hitters(b, "x", k=5, epsilon=1.0, delta=1e-5, num_partitions=2, seed=seed, cut=None)
         assert ra.threshold == rb.threshold and ra.n == rb.n
         assert [kv for kv in ra.items if kv[0] == 2] == [kv for kv in rb.items if kv[0] == 2]
 

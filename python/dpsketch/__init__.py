@@ -2,7 +2,8 @@
 
 Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
 :class:`CountMin`, :class:`CountSketch`. Private releases: ``MisraGries.release`` (PMG),
-``SpaceSaving.release`` (DPSS), :class:`PrivateCountMin`, :class:`PrivateCountSketch`,
+``SpaceSaving.release`` (DPSS), :func:`heavy_hitters` (DPSS in one or two passes over an array,
+DataFrame or file), :class:`PrivateCountMin`, :class:`PrivateCountSketch`,
 :class:`SketchHeavyHitters`; each returns or builds on a :class:`Release`. Ranks, quantiles,
 range counts and hierarchical heavy hitters: :class:`DyadicCountSketch`,
 :class:`PrivateDyadicCountSketch`. Several releases can draw from one :class:`Budget`, kept in a file shared by several processes with :meth:`Budget.open`. Every error is a :class:`DPSketchError`
@@ -25,6 +26,7 @@ from .errors import (
     ReleaseBudgetError,
     StreamLimitError,
 )
+from .dpss import heavy_hitters
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
 from .privacy_unit import (ContributionBounder, UnitStream, bound_contributions, bound_rows_per_unit,
@@ -41,6 +43,7 @@ __all__ = [
     "PrivateCountMin",
     "PrivateCountSketch",
     "SketchHeavyHitters",
+    "heavy_hitters",
     "DyadicCountSketch",
     "PrivateDyadicCountSketch",
     "Release",

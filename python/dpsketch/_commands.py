@@ -204,6 +204,7 @@ def _refuse_unit_options(args, names) -> None:
 def top(args) -> int:
     out = Output.for_args(args)
     if args.privacy_id is not None:
+        _refuse_options(args, ("cut", "passes"), "applies to the row-level release (without --privacy-id)")
         if args.max_rows_per_unit is not None or args.file in (None, "-"):
             return _top_units_bounded(args, out)
         return _top_units(args, out)
@@ -220,6 +221,10 @@ def top(args) -> int:
                 raise UsageError(f"--{opt} does not apply to --demo")
     if args.k is None:
         args.k = DEMO_DEFAULT_K if args.demo else DEFAULT_K
+    if args.algorithm != "spacesaving":
+        _refuse_options(args, ("cut", "passes"), "applies to --algorithm spacesaving (DPSS) only")
+    if args.passes == 2 and not args.demo and args.file in (None, "-"):
+        raise UsageError("--passes 2 reads the input twice; stdin can be read once: give a FILE")
     capacity = max(args.k, math.ceil(args.oversample * args.k - 1e-9))
     _check_row_parameters(args)
     budget_file = _BudgetFile(args, f"dpsketch top ({args.algorithm})", epsilon=args.epsilon, delta=args.delta)
@@ -291,8 +296,11 @@ def top(args) -> int:
         if src.skipped and not private_length:
             out.note(f"skipped {src.skipped:,} {src.skipped_what}")
 
+    counts = None
+    if args.passes == 2:  # the second pass: exact counts of the summary's tracked items
+        counts = _second_pass(est, stream if args.demo else _source(args), args)
     try:
-        rel = _row_release(args, est)
+        rel = _row_release(args, est, counts)
     except (ValueError, TypeError, RuntimeError) as exc:
         raise RunError(f"release failed: {first_line(exc)}") from None
 
@@ -374,12 +382,41 @@ def _checked_estimator(args, capacity, max_len):
         raise UsageError(first_line(exc)) from None
 
 
-def _row_release(args, est):
+def _second_pass(summary, data, args):
+    """Exact counts of ``summary``'s tracked items over ``data`` (the bundled stream, or a fresh
+    Source on the same file), in the order of ``summary.items()`` (dpsketch.dpss.CandidateCounts)."""
+    from .dpss import CandidateCounts
+
+    counter = CandidateCounts([key for key, _ in summary.items()], summary.key_type or "int")
+    if isinstance(data, np.ndarray):
+        counter.update_many(data)
+    else:
+        for batch in data.chunks():
+            try:
+                counter.update_many(batch)
+            except (TypeError, ValueError) as exc:
+                raise RunError(f"the second pass over {display(data.path)} failed: {first_line(exc)}") from None
+    if counter.n != summary.n:
+        raise RunError("the second pass read a different number of items than the first: the input changed "
+                       "between the passes")
+    return counter.counts()
+
+
+def _row_release(args, est, counts=None):
     from .budget import Budget
 
     # The run's budget is what was asked for (and what --budget FILE was charged); the release (its
     # length share included) is charged to it and the accountant's total is what 'spent:' prints.
     args.budget = Budget(args.epsilon, args.delta)
+    cut = None if args.cut == "none" else "n/k"
+    if counts is not None:
+        from .dpss import release_exact_counts
+
+        return release_exact_counts(est, counts, epsilon=args.epsilon, delta=args.delta, k=args.k, cut=cut,
+                                    seed=args.seed, budget=args.budget, **_length_options(args))
+    if args.algorithm == "spacesaving":
+        return est.release(epsilon=args.epsilon, delta=args.delta, k=args.k, cut=cut, seed=args.seed,
+                           budget=args.budget, **_length_options(args))
     if args.algorithm in ("spacesaving", "misragries"):
         return est.release(epsilon=args.epsilon, delta=args.delta, k=args.k, seed=args.seed, budget=args.budget,
                            **_length_options(args))
@@ -441,6 +478,8 @@ def _row_header(args, out, rel, capacity, keys_desc, source_desc, released):
         parts.append(f"rho={num(rel.rho)}")
     parts.append(f"threshold={num(rel.threshold)}")
     meta = getattr(rel, "metadata", None) or {}
+    if meta.get("cut") == "n/k" and "tau" in meta:
+        parts.append(f"(the n/k cut; DPSS tau={num(meta['tau'])})")
     if meta.get("assumes_public_length"):
         parts += [f"n={num(rel.n)}", "(n treated as public; neighbours: replace one item)"]
     elif rel.n is not None:

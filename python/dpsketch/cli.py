@@ -239,6 +239,14 @@ def _top_parser(sub):
                    help="privacy parameter delta in (0, 1) (default 1e-6)")
     m.add_argument("--oversample", type=_oversample,
                    help="capacity / k, i.e. counters or candidates per target item (default 2)")
+    m.add_argument("--cut", choices=("n/k", "none"), default=None,
+                   help="spacesaving: also drop released items whose noisy count is below the noisy n/k "
+                        "(n/k, the default; post-processing: higher precision) or keep all above DPSS's "
+                        "threshold n/k - gamma (none, the published DPSS)")
+    m.add_argument("--passes", type=int, choices=(1, 2), default=None,
+                   help="spacesaving: 2 reads FILE twice: the first pass picks the candidates, the second "
+                        "counts them exactly, and the release noises the exact counts (same memory, same "
+                        "privacy; files only, not stdin; default 1)")
     m.add_argument("--max-stream-length", type=_max_length, metavar="N|auto",
                    help="countmin/countsketch: public upper bound on the number of items, fixed "
                         "before reading ('auto', only with --public-length: count a file in a first "
@@ -347,7 +355,7 @@ def _budget_parser(sub):
 
 # dpsketch.experiments.NAMES, spelled out so that parsing does not import the experiments
 # (tests/test_cli.py checks the two agree)
-EXPERIMENT_NAMES = ("holland-synthetic", "holland-real", "zhao-frequency", "zhao-quantiles")
+EXPERIMENT_NAMES = ("holland-synthetic", "holland-real", "zhao-frequency", "zhao-quantiles", "dpss-precision")
 
 
 def _build_parser() -> _Parser:

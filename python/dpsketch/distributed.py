@@ -22,6 +22,8 @@ from . import _seeds
 from .release import Release
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
+from .dpss import check_cut, two_pass_release
+from .errors import ParameterError
 
 __all__ = ["release_partitions", "SketchRoute", "lookup_labels", "lookup_t", "fingerprint_delta", "FINGERPRINT_BITS"]
 
@@ -31,7 +33,8 @@ _MECHANISM = {"spacesaving": "DPSS", "misragries": "PMG"}
 def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, epsilon: float, delta: float,
                        public_length: bool = False, length_epsilon: float | None = None,
                        length_delta: float | None = None, seed: int | None = None,
-                       budget: Budget | None = None, partition_ids: Sequence[int] | None = None) -> Release:
+                       budget: Budget | None = None, partition_ids: Sequence[int] | None = None,
+                       cut: str | None = "n/k", exact_counts: Mapping[Any, int] | None = None) -> Release:
     """(ε, δ)-DP heavy hitters from per-partition counter summaries of a stream partitioned **by
     key** (each key in one partition; docs/privacy.md §Counters route).
 
@@ -44,6 +47,13 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
     neighbours). The release is the union of the partitions' releases (parallel composition); its
     (ε, δ) are the ones asked for. ``seed`` makes all noise reproducible and NOT secret;
     ``partition_ids`` name the partitions for the per-partition seeds (default 0, 1, ...).
+    ``cut="n/k"`` (DPSS; the default) keeps only noisy values >= n̂/k, as ``SpaceSaving.release``
+    does (post-processing, docs/privacy.md §DPSS "The n/k cut"); ``cut=None`` keeps every value
+    above its partition's τ_p. PMG always cuts at n̂/k (``cut=None`` is refused for it).
+    ``exact_counts`` (DPSS only; the second pass): key -> exact count over the whole data set for
+    at least every tracked key of every part; each partition then releases the exact counts of its
+    tracked keys instead of its SpaceSaving counts (docs/privacy.md §DPSS "Two passes": with key
+    partitions, a key's count over the data set is its count in its own partition).
     """
     parts = list(parts)
     kinds = {type(s) for s in parts}
@@ -51,6 +61,11 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
         raise TypeError("parts must be a non-empty list of SpaceSaving (DPSS) or MisraGries (PMG) summaries, one class")
     summary = "spacesaving" if SpaceSaving in kinds else "misragries"
     kk = check_int("k", k, 1, 2**63 - 1)
+    check_cut(cut)
+    if exact_counts is not None and summary != "spacesaving":
+        raise ParameterError("exact_counts (two passes) applies to DPSS (SpaceSaving parts) only")
+    if summary == "misragries" and cut is None:
+        raise ParameterError("PMG always keeps only values >= n̂/k; cut=None applies to DPSS (SpaceSaving parts)")
     for s in parts:
         if s.merged:
             raise ValueError("a partition's summary must not be merged: build one summary per key partition")
@@ -63,7 +78,12 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
         seed = check_int("seed", seed, 0, 2**64 - 1)
     cal = calibrate(epsilon, delta, "bounds" if summary == "spacesaving" else "estimate",
                     public_length=public_length, length_epsilon=length_epsilon, length_delta=length_delta)
-    mechanism = f"spark.counters[{_MECHANISM[summary]}]"
+    mechanism = f"spark.counters[{_MECHANISM[summary]}{'' if exact_counts is None else '[two-pass]'}]"
+    tracked = None
+    if exact_counts is not None:  # every count is checked before the budget is charged
+        tracked = [[key for key, _ in s.items()] for s in parts]
+        if any(key not in exact_counts for keys in tracked for key in keys):
+            raise ParameterError("exact_counts must hold every tracked key of every part (the second pass)")
     with charging(budget, mechanism, epsilon=used_value(cal["epsilon_total"]), delta=cal["delta_total"]):
         pass  # nothing has been drawn yet; a refusal spends nothing
     n = sum(s.n for s in parts)  # exact, on the driver only: it enters n̂ or (opt-in) the public n
@@ -71,17 +91,26 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
     native = _core.release.dpss if summary == "spacesaving" else _core.release.pmg
     items = []
     gamma = None
-    for p, s in zip(ids, parts):
+    for idx, (p, s) in enumerate(zip(ids, parts)):
         if s.n == 0:  # nothing is stored: the release would be empty whatever the noise
             continue
         rng, _ = _seeds.rng(seed, f"partition/{p}")
-        got, _, _, meta = native(s._impl, cal["epsilon_mechanism"], cal["delta_mechanism"], kk, length, rng)
+        if tracked is None:
+            got, _, _, meta = native(s._impl, cal["epsilon_mechanism"], cal["delta_mechanism"], kk, length, rng)
+        else:
+            keys = tracked[idx]
+            got, _, _, meta = two_pass_release(keys, [int(exact_counts[key]) for key in keys],  # type: ignore[index]
+                                               epsilon=cal["epsilon_mechanism"], delta=cal["delta_mechanism"], k=kk,
+                                               capacity=s.capacity, length=length, rng=rng)
         items += got
         gamma = meta.get("gamma", gamma)
     items.sort(key=lambda kv: (-kv[1], kv[0]))
     if summary == "spacesaving":
         g = _core.release.dpss_gamma(cal["epsilon_mechanism"], cal["delta_mechanism"]) if gamma is None else int(gamma)
         threshold = length.n_lo / kk - g  # every partition's τ_p is at least this
+        if cut == "n/k":  # post-processing of the union and n̂; n̂/k > n_lo/k − γ
+            threshold = length.n_hat / kk
+            items = [(key, v) for key, v in items if v >= threshold]
     else:
         threshold = max(1 + 2 * _core.release.pmg_t(cal["epsilon_mechanism"], cal["delta_mechanism"]), length.n_hat / kk)
     meta = {
@@ -103,6 +132,9 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
     }
     if summary == "spacesaving":
         meta["gamma"] = g
+        meta["cut"] = "none" if cut is None else cut
+        meta["passes"] = 1 if exact_counts is None else 2
+        meta["threshold_inclusive"] = cut == "n/k"
     if cal["length"] == "private":
         meta.update(n_used=length.n_hat, n_lower=length.n_lo, n_upper=length.n_up, length_t=length.t)
     return Release(items=items, threshold=threshold, epsilon=cal["epsilon_total"], delta=cal["delta_total"],

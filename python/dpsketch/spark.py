@@ -205,7 +205,8 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
                   depth: int | None = None, public_length: bool = False, length_epsilon: float | None = None,
                   length_delta: float | None = None, seed: int | None = None, budget: Budget | None = None,
                   privacy_id: str | None = None, max_keys_per_unit: int | None = None, max_rows_per_key: int = 1,
-                  noise: str = "gaussian", selection: str | None = None) -> Release:
+                  noise: str = "gaussian", selection: str | None = None, cut: str | None = "n/k",
+                  passes: int = 1) -> Release:
     """(ε, δ)-DP heavy hitters of ``df[column]`` (nulls skipped). The reported (ε, δ) are the ones
     asked for; ``budget`` (a :class:`dpsketch.Budget`) is charged them before any noise is drawn.
 
@@ -228,6 +229,13 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
     core rather than Spark's 200 shuffle partitions; the count comes from configuration, never from
     the data (docs/privacy.md §Counters route). Seeded results are reproducible across clusters with
     the same count (set spark.default.parallelism, or pass ``num_partitions``).
+
+    ``cut`` (counters route with DPSS): ``"n/k"``, the default, keeps only noisy values >= n̂/k;
+    None keeps every value above its partition's τ_p (docs/privacy.md §DPSS "The n/k cut").
+    ``passes=2`` (counters route with DPSS): a second Spark job counts every key the partitions'
+    SpaceSavings track exactly, and each partition releases those exact counts (docs/privacy.md
+    §DPSS "Two passes"; same threshold and (ε, δ)). The DataFrame must give the same rows twice
+    (a deterministic source, or cache it).
 
     ``route="sketch"``: see docs/distributed.md §Sketch route -- per-partition non-private
     DyadicCountSketch over the keys (int64 keys as themselves, string keys as salted 64-bit
@@ -258,6 +266,12 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
     if max_keys_per_unit is not None or selection is not None:
         raise ValueError("max_keys_per_unit and selection bound a privacy unit: pass privacy_id= (the unit's column) too")
     route = "counters" if route is None else route
+    if cut is None and (route != "counters" or summary != "spacesaving"):
+        raise ValueError("cut=None applies to route='counters' with summary='spacesaving' (DPSS) only")
+    if passes not in (1, 2) or isinstance(passes, bool):
+        raise ValueError(f"passes must be 1 or 2, got {passes!r}")
+    if passes == 2 and (route != "counters" or summary != "spacesaving"):
+        raise ValueError("passes=2 applies to route='counters' with summary='spacesaving' (DPSS) only")
     if k is None:
         raise ValueError(f"route={route!r} needs k= (the heavy-hitter cut n/k)")
     kk = check_int("k", k, 1, 2**40)
@@ -271,7 +285,7 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
         seed = check_int("seed", seed, 0, 2**64 - 1)
     if route == "counters":
         return _counters_route(df, column, kind, kk, eps, dlt, summary, capacity, num_partitions, seed, budget,
-                               public_length, length_epsilon, length_delta)
+                               public_length, length_epsilon, length_delta, cut, passes)
     if route == "sketch":
         if public_length or length_epsilon is not None or length_delta is not None:
             raise ValueError("route='sketch' reads its length from the noisy sketch itself (no length budget); "
@@ -325,7 +339,7 @@ def _unit_route(df, column, privacy_id, m, c, epsilon, delta, noise, selection, 
 
 
 def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partitions, seed, budget,
-                    public_length, length_epsilon, length_delta) -> Release:
+                    public_length, length_epsilon, length_delta, cut="n/k", passes=1) -> Release:
     from pyspark.sql import functions as F
 
     if summary not in ("spacesaving", "misragries"):
@@ -350,9 +364,28 @@ def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partit
         parts, ids = [cls(kt, key_type=kind)], [0]
     else:
         ids = [int(r["pid"]) for r in rows]
+    exact = _exact_counts(df, column, kind, parts) if passes == 2 else None
     return release_partitions(parts, k=k, epsilon=eps, delta=dlt, public_length=public_length,
                               length_epsilon=length_epsilon, length_delta=length_delta, seed=seed, budget=budget,
-                              partition_ids=ids)
+                              partition_ids=ids, cut=cut, exact_counts=exact)
+
+
+def _exact_counts(df, column, kind, parts) -> dict:
+    """The second pass: the exact count of every key some partition's summary tracks (a filter and a
+    groupBy in the JVM; keys of no row count 0)."""
+    from pyspark.sql import functions as F
+
+    keys = sorted({key for s in parts for key, _ in s.items()})
+    exact = dict.fromkeys(keys, 0)
+    if not keys:
+        return exact
+    col = F.col(column)
+    counted = df.select(column).where(col.isNotNull() & col.isin(keys)).groupBy(column).count().collect()
+    for row in counted:
+        key = int(row[0]) if kind == "int" else str(row[0])
+        if key in exact:
+            exact[key] = int(row[1])
+    return exact
 
 
 _PROBE_ROWS = 1 << 16  # rows of the synthetic range that reads the session's default parallelism

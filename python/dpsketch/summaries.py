@@ -9,6 +9,7 @@ from ._keyed import SerializedKeyed, locked
 from ._validation import check_int
 from . import _seeds
 from .release import Release, build_release, calibrate, make_length
+from .dpss import DEFAULT_CUT, apply_cut, check_cut
 
 __all__ = ["MisraGries", "SpaceSaving"]
 
@@ -60,7 +61,7 @@ class _CounterSummary(SerializedKeyed):
 
     @locked
     def _release(self, native_fn, mechanism, epsilon, delta, k, need, seed, public_length, length_epsilon,
-                 length_delta, allow_repeat, budget=None):
+                 length_delta, allow_repeat, budget=None, cut=None):
         if self._impl.merged:  # before the budget guard: a refused release spends nothing
             raise ValueError(
                 f"{mechanism} cannot release a merged {type(self).__name__}: the per-stream sensitivity argument "
@@ -77,6 +78,8 @@ class _CounterSummary(SerializedKeyed):
         rng, seeded = _seeds.rng(seed, "noise")
         length = make_length(cal, self._impl.n, rng)
         raw = native_fn(self._impl, cal["epsilon_mechanism"], cal["delta_mechanism"], k, length, rng)
+        if mechanism == "DPSS":
+            raw = apply_cut(raw, k, cut)
         return build_release(raw, mechanism=mechanism, cal=cal, epsilon=float(epsilon), delta=float(delta),
                              seeded=seeded, extra=extra)
 
@@ -194,15 +197,18 @@ class SpaceSaving(_CounterSummary):
         return self._impl.items()
 
     def release(
-        self, *, epsilon: float, delta: float, k: int, seed: int | None = None, public_length: bool = False,
-        length_epsilon: float | None = None, length_delta: float | None = None, allow_repeat: bool = False,
-        budget: Budget | None = None,
+        self, *, epsilon: float, delta: float, k: int, cut: str | None = DEFAULT_CUT, seed: int | None = None,
+        public_length: bool = False, length_epsilon: float | None = None, length_delta: float | None = None,
+        allow_repeat: bool = False, budget: Budget | None = None,
     ) -> Release:
         """DPSS: (ε, δ)-DP heavy hitters of this SpaceSaving (docs/algorithms.md §3, Holland Alg. 3).
 
         Each tracked count gets independent ``DLap(1/ε')`` noise; items whose noisy count exceeds
         ``τ = max(n_lo/k − γ, n_up/capacity + 1 + γ)`` are released. Needs ``capacity >= k``
-        (``capacity >= 2k`` for the recall guarantee). By default the length is private: n̂ =
+        (``capacity >= 2k`` for the recall guarantee). ``cut='n/k'`` (the default) also drops
+        released items whose noisy value is below n̂/k: post-processing that removes most items
+        with a true count in [n/k − γ, n/k) (docs/privacy.md §DPSS, "The n/k cut");
+        ``cut=None`` is Holland's release as published. By default the length is private: n̂ =
         n + DLap(1/ε_n) with n_lo, n_up = n̂ ∓ t_n; ε_n = ``length_epsilon`` (default ε/10) and
         δ_n = ``length_delta`` (default δ/10) are carved out of (ε, δ), and the counts use the rest.
         ``public_length=True`` reads the exact n as a public parameter instead (replace-one
@@ -212,6 +218,7 @@ class SpaceSaving(_CounterSummary):
         ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
         """
         kk = check_int("k", k, 1, 2**63 - 1)
+        check_cut(cut)
         if kk > self._capacity:
             raise ValueError(
                 f"DPSS needs capacity >= k, got capacity={self._capacity} < k={kk}; "
@@ -219,7 +226,7 @@ class SpaceSaving(_CounterSummary):
             )
         return self._release(
             _core.release.dpss, "DPSS", epsilon, delta, kk, "bounds", seed, public_length, length_epsilon,
-            length_delta, allow_repeat, budget,
+            length_delta, allow_repeat, budget, cut,
         )
 
     @locked

@@ -24,12 +24,13 @@ def counters(stream: np.ndarray) -> list[str]:
     again: dpsketch.SpaceSaving = dpsketch.SpaceSaving.from_bytes(blob)
     est: int | float = again.estimate(3)
     budget = Budget(1.0, 1e-6)
-    rel: Release = ss.release(epsilon=0.5, delta=1e-7, k=8, budget=budget)
+    rel: Release = ss.release(epsilon=0.5, delta=1e-7, k=8, cut=None, budget=budget)
+    two: Release = dpsketch.heavy_hitters(stream, k=8, epsilon=0.5, delta=1e-7, passes=2, cut="n/k")
     rel2: Release = mg.release(epsilon=0.25, delta=1e-7, budget=budget)
     spent: PrivacyTotals = budget.spent()
     left: float | None = budget.remaining().epsilon
     ledger: list[Spend] = budget.ledger
-    _ = (top, low, est, rel2, spent, left, ledger, len(ss), ss.n, ss.capacity)
+    _ = (top, low, est, rel2, two, spent, left, ledger, len(ss), ss.n, ss.capacity)
     return [rel.mechanism, rel.to_json()]
 
 

@@ -209,6 +209,60 @@ def _dpss_length(ctx):
     return ctx.samplers(sample, epsilon=ctx.eps_used, delta=ctx.delta)
 
 
+# DPSS two passes (docs/privacy.md §DPSS, "Two passes"): the release of the exact counts of pass 1's
+# tracked set, with the default private length, as dpsketch.dpss.heavy_hitters(passes=2) runs it.
+def _two_passes(stream, cap):
+    """(tracked set of pass 1, exact counts of pass 2, n) of ``stream`` with ``cap`` counters."""
+    ss = _space_saving(cap, stream)
+    tracked = [key for key, _ in ss.items()]
+    return tracked, [list(stream).count(key) for key in tracked], ss.n
+
+
+def _dpss_two_pass(passes, cap, eps, delta, k, rng):
+    from ..dpss import two_pass_release
+
+    tracked, exact, n = passes
+    cal = _R.calibrate(eps, delta, "bounds")
+    length = _R.Length.noisy(n, cal["length_epsilon"], cal["length_delta"], rng)
+    return two_pass_release(tracked, exact, epsilon=cal["epsilon_mechanism"], delta=cal["delta_mechanism"], k=k,
+                            capacity=cap, length=length, rng=rng)
+
+
+@pair("DPSS[two-pass]", "+1 on a released exact count")
+def _dpss_two_pass_plus_one(ctx):
+    rng = ctx.rng("dpss-two-pass")
+    # as the DPSS pair: capacity 4, k = 2, the key's count clears τ by 20/ε
+    gamma, t_n = _dpss_margins(ctx.epsilon, ctx.delta)
+    c = math.ceil(4 / 3 * (gamma + 3 + t_n / 2 + 20 / ctx.eps_used)) + 10
+    xp = [1] * c + [2] * 3 + [3] * 2
+    sides = [_two_passes(xp + [1], 4), _two_passes(xp, 4)]
+    _structure(sides[0][0] == sides[1][0], "DPSS two-pass +1 pair: the same tracked set on both sides")
+    eps = ctx.eps(ctx.epsilon)
+
+    def sample(m):
+        return tuple(np.array([_value_of(_dpss_two_pass(p, 4, eps, ctx.delta, 2, rng), 1) for _ in range(m)])
+                     for p in sides)
+
+    return ctx.samplers(sample, epsilon=ctx.eps_used, delta=ctx.delta)
+
+
+@pair("DPSS[two-pass]", "one-sided label (tracked on X only)")
+def _dpss_two_pass_label(ctx):
+    # capacity 2, X = 1 2 3: pass 1 tracks {1, 3} (3 replaced 2), pass 2 counts f(3) = 1;
+    # X' = 1 2 has no 3. P(release 3 | X) <= δ/4 (docs/privacy.md §DPSS "Two passes", fact 2).
+    t0 = time.perf_counter()
+    rng = ctx.rng("dpss-two-pass-label")
+    x, xp = [1, 2, 3], [1, 2]
+    _structure(3 in [k for k, _ in _space_saving(2, x).items()] and 3 not in [k for k, _ in _space_saving(2, xp).items()],
+               "DPSS two-pass pair: 3 tracked for X only")
+    eps = ctx.eps(ctx.epsilon)
+    passes = _two_passes(x, 2)
+    hits = sum(_value_of(_dpss_two_pass(passes, 2, eps, ctx.label_delta, 1, rng), 3) != _NEG
+               for _ in range(ctx.trials))
+    return label_result(ctx.mechanism, ctx.case, hits, ctx.trials, ctx.label_delta, ctx.eps_used, ctx.confidence,
+                        t0, {"X": x, "X'": xp, "capacity": 2})
+
+
 # Spark counters route (docs/privacy.md §Counters route), through the library function the driver
 # runs (dpsketch.distributed.release_partitions), on summaries built as the route builds them: one
 # per key partition, fed its rows sorted by key.
@@ -233,7 +287,8 @@ def _route_sampler(ctx, sides, key, k=5, at=None):
     eps = ctx.eps(ctx.epsilon)
 
     def run(parts):
-        rel = distributed.release_partitions(parts, k=k, epsilon=eps, delta=ctx.delta, seed=rng.next_u64())
+        # cut=None: the pairs probe the partitions' thresholds τ_p; the n/k cut is post-processing
+        rel = distributed.release_partitions(parts, k=k, epsilon=eps, delta=ctx.delta, seed=rng.next_u64(), cut=None)
         v = next((float(v) for x, v in rel.items if x == key), _NEG)
         return v if at is None else _near(v, at)
 

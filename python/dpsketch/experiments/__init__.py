@@ -15,7 +15,9 @@ bundled retail stream and, when found, the GCIDE word stream), ``zhao-frequency`
 Zipf panels and, when the GCIDE file is found, the real-stream panels on GCIDE tokens hashed to 32
 bits in place of CAIDA), ``zhao-quantiles`` (Zhao Fig. 2: average rank error of m evenly spaced
 quantiles for the dyadic CountSketch, private and not, on Zipf over 2^16 and the hashed GCIDE stream
-over 2^32). ``quick=True`` shrinks the Holland synthetic stream to 2^20 items and uses fewer
+over 2^32), ``dpss-precision`` (not a paper figure: DPSS against its n/k cut and its two-pass
+release at equal memory, on GCIDE windows, retail and a source-code token stream;
+:mod:`dpsketch.experiments.precision`). ``quick=True`` shrinks the Holland synthetic stream to 2^20 items and uses fewer
 repeats; ``tiny=True`` (for tests) runs a handful of small points in seconds.
 """
 
@@ -29,17 +31,18 @@ import time
 from pathlib import Path
 
 from . import claims as _claims
-from . import holland, plots, quantiles, realdata, zhao
+from . import holland, plots, precision, quantiles, realdata, zhao
 from ._common import log, read_csv, summary_rows, write_csv
 
 __all__ = ["run", "replot", "resummarize", "NAMES"]
 
-NAMES = ("holland-synthetic", "holland-real", "zhao-frequency", "zhao-quantiles")
+NAMES = ("holland-synthetic", "holland-real", "zhao-frequency", "zhao-quantiles", "dpss-precision")
 
 _GROUP = {
     "holland-synthetic": ["experiment", "dataset", "sweep", "x", "algorithm", "k", "factor", "epsilon", "skew", "n"],
     "holland-real": ["experiment", "dataset", "sweep", "x", "algorithm", "k", "factor", "epsilon", "n"],
     "zhao-frequency": ["experiment", "dataset", "sweep", "x", "algorithm", "rho", "width", "depth", "n"],
+    "dpss-precision": precision.GROUP,
     "zhao-quantiles": ["experiment", "dataset", "sweep", "x", "algorithm", "allocation", "rho", "n", "universe_bits",
                        "gamma", "width", "depth"],
 }
@@ -101,7 +104,18 @@ def run(name: str, *, quick: bool = False, out="results", repeats: int | None = 
     t0 = time.perf_counter()
     info: dict = {"experiment": name, "scale": scale, "seed": seed, "python": platform.python_version(),
                   "machine": platform.machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-    if name == "zhao-quantiles":
+    if name == "dpss-precision":
+        pcfg = precision.with_repeats(precision.CONFIGS[scale], repeats)
+        with _RowWriter(outdir / "runs.csv", precision.COLUMNS) as writer:
+            used = precision.precision(pcfg, seed=seed, writer=writer, data=data, progress=progress)
+        info.update(datasets=used, ks=list(pcfg.ks), epsilons=list(pcfg.epsilons), delta=pcfg.delta,
+                    factor=pcfg.factor, length="private (library default)",
+                    repeats_desc=(f"{pcfg.windows_1e5} windows (gcide-1e5), {pcfg.windows_2_20} windows "
+                                  f"(gcide-2^20), {pcfg.repeats} noise draws (retail, code)"),
+                    real_stream=_real_stream([realdata.REAL_DATASET] if any(d.startswith("gcide") for d in used) else []),
+                    code_stream=f"identifiers of the Python {platform.python_version()} standard library sources, "
+                                f"sorted paths, first {pcfg.code_limit} tokens, hashed to 32 bits")
+    elif name == "zhao-quantiles":
         cfg = quantiles.with_repeats(quantiles.CONFIGS[scale], repeats)
         with _RowWriter(outdir / "runs.csv", quantiles.COLUMNS) as writer:
             used = quantiles.quantiles(cfg, seed=seed, writer=writer, progress=progress, data=data)
@@ -142,6 +156,8 @@ def run(name: str, *, quick: bool = False, out="results", repeats: int | None = 
 
 
 def _summary(name: str, runs: list[dict]) -> list[dict]:
+    if name == "dpss-precision":
+        return summary_rows(runs, _GROUP[name], list(precision.METRICS))
     if name == "zhao-frequency":
         return summary_rows(runs, _GROUP[name], list(zhao.METRICS), {"distinct_items": lambda r: r.get("n_distinct")})
     if name == "zhao-quantiles":
@@ -172,6 +188,8 @@ def replot(outdir, *, progress: bool = True) -> list[Path]:
         claim_rows = _claims.zhao(rows)
     elif name == "zhao-quantiles":
         claim_rows = _claims.zhao_quantiles(rows)
+    elif name == "dpss-precision":
+        claim_rows = precision.claims(rows)
     else:
         claim_rows = _claims.holland(rows, name)
     write_csv(outdir / "claims.csv", claim_rows, _claims.COLUMNS)
@@ -186,4 +204,6 @@ def replot(outdir, *, progress: bool = True) -> list[Path]:
         return plots.holland_real(rows, outdir, holland.ALGORITHMS, info)
     if name == "zhao-quantiles":
         return plots.zhao_quantiles(rows, outdir, info)
+    if name == "dpss-precision":
+        return plots.dpss_precision(rows, outdir, info)
     return plots.zhao(rows, outdir, info)

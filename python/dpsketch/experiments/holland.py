@@ -111,8 +111,8 @@ def run_one(algorithm: str, stream, truth: Truth, *, k: int, factor: int, epsilo
     t0 = time.perf_counter()
     if algorithm == "MisraGries":
         rel = obj.release(epsilon=epsilon, delta=delta, k=k, seed=seed, public_length=public_length)
-    elif algorithm == "SpaceSaving":
-        rel = obj.release(epsilon=epsilon, delta=delta, k=k, seed=seed, public_length=public_length)
+    elif algorithm == "SpaceSaving":  # Holland's release as published: no n/k cut
+        rel = obj.release(epsilon=epsilon, delta=delta, k=k, cut=None, seed=seed, public_length=public_length)
     else:
         rel = obj.release()
     release_s = time.perf_counter() - t0

@@ -309,3 +309,43 @@ def zhao_quantiles(rows, out: Path, info: dict) -> list[Path]:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return [path]
+
+
+PRECISION_STYLE = {"DPSS": ("tab:orange", "-", "s"), "DPSS+cut": ("tab:orange", "--", "o"),
+                   "DPSS-2pass": ("tab:purple", "-", "^"), "DPSS-2pass+cut": ("tab:purple", "--", "v")}
+
+
+def dpss_precision(rows, out: Path, info: dict) -> list[Path]:
+    """One row of panels per data set: precision and recall against k at each ε, one line per
+    variant (DPSS as published, the n/k cut, two passes, both), 5th-95th percentile bands."""
+    plt = _plt()
+    datasets = [d for d in info.get("datasets", []) if any(r["dataset"] == d for r in rows)]
+    epsilons = sorted({float(r["epsilon"]) for r in rows})
+    if not datasets:
+        return []
+    ncols = 2 * len(epsilons)
+    fig, axes = plt.subplots(len(datasets), ncols, figsize=(3.2 * ncols, 2.6 * len(datasets)), squeeze=False)
+    for i, ds in enumerate(datasets):
+        for j, (eps, metric) in enumerate((e, m) for e in epsilons for m in ("precision", "recall")):
+            ax = axes[i][j]
+            for alg, (color, ls, marker) in PRECISION_STYLE.items():
+                sel = sorted((r for r in rows if r["dataset"] == ds and r["algorithm"] == alg
+                              and float(r["epsilon"]) == eps), key=lambda r: float(r["k"]))
+                if not sel:
+                    continue
+                x = np.array([float(r["k"]) for r in sel])
+                m, lo, hi = (np.array([float(r[f"{metric}_{s}"]) for r in sel]) for s in ("mean", "p5", "p95"))
+                _band(ax, x, m, lo, hi, alg, color, marker, ls)
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"{ds}: {YLABEL[metric]}, ε = {eps:g}", fontsize=8)
+            ax.set_xlabel("k (k̃ = 2k)", fontsize=7)
+            ax.tick_params(labelsize=6)
+            if i == 0 and j == 0:
+                ax.legend(fontsize=6)
+    fig.suptitle(f"DPSS options at equal memory: δ = {info.get('delta', 1e-3):g}, private length; "
+                 f"bands: 5th-95th percentile over {info.get('repeats_desc', 'repeats')}", fontsize=9)
+    fig.tight_layout()
+    path = out / "fig_dpss_precision.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
