@@ -41,6 +41,7 @@ import os
 import re
 import stat
 import sys
+import threading
 
 import numpy as np
 
@@ -48,10 +49,12 @@ from .errors import DPSketchError
 
 __all__ = [
     "FORMATS", "UsageError", "RunError", "InputError", "InputUsageError", "Source", "column", "detect_format",
-    "DEFAULT_MAX_LINE_BYTES",
+    "DEFAULT_MAX_LINE_BYTES", "ON_BAD_LINE",
 ]
 
 FORMATS = ("text", "csv", "parquet")
+ON_BAD_LINE = ("error", "skip", "replace")
+_ON_BAD_CODE = {"error": 0, "skip": 1, "replace": 2}  # dpsketch._core.split_lines(on_bad=)
 DEFAULT_MAX_LINE_BYTES = 1 << 20  # also the CSV reader's block size: bounds memory in flight
 _LENIENT_INT = r"^[+-]?[0-9]+$"
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -208,6 +211,23 @@ def _plain_ints(arr):
         return None
 
 
+def _append(buf, lo, hi, chunk):
+    """``buf[lo:hi]`` followed by ``chunk``, in ``buf`` or a buffer twice its size: (buf, lo, hi).
+    The live bytes move to the front only when the consumed space before them is as large, so
+    each byte is moved O(1) times on average."""
+    live = hi - lo
+    if hi + chunk.size > buf.size:
+        if lo >= live and live + chunk.size <= buf.size:
+            buf[:live] = buf[lo:hi]
+        else:
+            bigger = np.empty(max(2 * buf.size, live + chunk.size), dtype=np.uint8)
+            bigger[:live] = buf[lo:hi]
+            buf = bigger
+        lo, hi = 0, live
+    buf[hi : hi + chunk.size] = chunk
+    return buf, lo, hi + chunk.size
+
+
 def _take(values, mask):
     """The items of an Arrow array or numpy array where the numpy bool ``mask`` is True."""
     if isinstance(values, np.ndarray):
@@ -259,16 +279,16 @@ def _safe_position(f, size):
     return pos
 
 
-def _read_ahead(gen, depth: int = 2):
+def _read_ahead(gen, depth: int = 2, stop=None):
     """Run the generator `gen` in a thread, `depth` items ahead of the consumer. Reading,
     decompressing and splitting release the GIL, and so does the consumer's update_many, so
     the two overlap on two cores; memory grows by `depth` batches. Exceptions reach the consumer
-    in order; a consumer that stops early stops the reader."""
+    in order; a consumer that stops early (an error, Ctrl-C) sets `stop`, which the reader also
+    checks between blocks (a long line yields nothing for many blocks), and waits for it to end."""
     import queue
-    import threading
 
     q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
+    stop = threading.Event() if stop is None else stop
     done = object()
 
     def put(item):
@@ -343,11 +363,14 @@ class Source:
     ``total``/``unit``/``position()`` drive a progress bar (compressed bytes read for text and CSV
     files, rows for Parquet; None for stdin); ``skipped`` counts blank lines / empty values / nulls.
     ``privacy_id``: the column of privacy ids that ``pairs()`` reads next to ``column``.
+    ``on_bad_line`` ('error', 'skip', 'replace'): what a line or row that cannot be read as asked
+    does (see the module doc); ``bad_lines`` counts those skipped or replaced. ``name_positions``:
+    errors may name the line or row (only for a public stream length: a position is a count).
     """
 
     def __init__(self, path=None, *, format=None, column=None, privacy_id=None, no_header=False, delimiter=None,
                  encoding="utf-8", keys="auto", ids="auto", chunk_size=1_000_000,
-                 max_line_bytes=DEFAULT_MAX_LINE_BYTES):
+                 max_line_bytes=DEFAULT_MAX_LINE_BYTES, on_bad_line="error", name_positions=False):
         self.path = "-" if path is None else os.fspath(path)
         self.format = format or detect_format(self.path)
         if self.format not in FORMATS:
@@ -367,6 +390,12 @@ class Source:
         self.encoding = enc
         self.keys = KeyTyper(keys, self.format)
         self.ids = KeyTyper(ids, self.format, "--int-ids for integer ids")
+        if on_bad_line not in ON_BAD_LINE:
+            raise InputUsageError(f"on_bad_line must be one of {', '.join(ON_BAD_LINE)}, got {on_bad_line!r}")
+        self.on_bad_line = on_bad_line
+        self.name_positions = bool(name_positions)
+        self.bad_lines = 0
+        self._cancel = threading.Event()
         self.skipped = 0
         self.skipped_what = {"text": "blank lines", "csv": "empty values"}.get(self.format, "null values")
         self.total = None
@@ -441,7 +470,7 @@ class Source:
         """Key batches (pyarrow large_string arrays or int64 numpy arrays) of at most chunk_size
         items; empty items are skipped. Read one batch ahead in a thread."""
         gen = self._parquet_chunks() if self.format == "parquet" else self._keyed(self._items())
-        yield from self._guard(_read_ahead(gen))
+        yield from self._guard(_read_ahead(gen, stop=self._cancel))
 
     def pairs(self, in_reader=None):
         """(keys, privacy ids) batches aligned row by row (CSV and Parquet, ``privacy_id`` set). A
@@ -453,7 +482,7 @@ class Source:
         gen = self._parquet_pairs() if self.format == "parquet" else self._csv_pairs()
         if in_reader is not None:
             gen = (in_reader(keys, ids) for keys, ids in gen)
-        yield from self._guard(_read_ahead(gen))
+        yield from self._guard(_read_ahead(gen, stop=self._cancel))
 
     def values(self, *, integer: bool, bits: int):
         """The numbers of ``dpsketch quantiles``, in batches: float64 arrays (``integer=False``), or
@@ -479,14 +508,14 @@ class Source:
             raise InputUsageError("number_pairs() needs a privacy id column")
         gen = (self._parquet_number_pairs(integer, bits) if self.format == "parquet"
                else self._csv_number_pairs(integer, bits))
-        yield from self._guard(_read_ahead(gen))
+        yield from self._guard(_read_ahead(gen, stop=self._cancel))
 
     def _guard(self, gen):
         """``gen``, with the errors of reading and decoding turned into one-line InputErrors."""
         try:
             yield from gen
-        except UnicodeDecodeError:
-            raise InputError(f"{self.where()} is not valid {self.encoding} text; pass --encoding") from None
+        except UnicodeDecodeError:  # a transcoded --encoding: --on-bad-line covers UTF-8 only
+            raise InputError(f"{self.where()} is not valid {self.encoding} text; pass the right --encoding") from None
         except EOFError:
             raise InputError(f"{self.where()} is truncated (compressed stream ended early)") from None
         except OSError as exc:
@@ -556,47 +585,67 @@ class Source:
     def _text_lines(self):
         """Lines, split in C++ (dpsketch._core.split_lines) from decompressed blocks read by pyarrow:
         line ends \\n, \\r\\n or \\r; str.strip() whitespace; blank lines skipped; UTF-8 and the
-        line length checked. Memory: one block plus one partial line (at most max_line_bytes)."""
+        line length checked, a bad line handled by ``on_bad_line``. The unconsumed bytes (one
+        partial line) live in a buffer that doubles when full, and split_lines resumes its search
+        where the last call stopped, so a line of L bytes costs O(L) however many blocks it spans;
+        each call handles one block, so the loop sees a cancel (Ctrl-C) between blocks. Memory: a
+        block plus one partial line (at most max_line_bytes; under skip/replace the rest of an
+        overlong line is dropped as it comes)."""
         pa, _ = _pa()
         from . import _core
 
         stream, owned = self._open_bytes()
-        carry = np.zeros(0, dtype=np.uint8)
+        on_bad = _ON_BAD_CODE[self.on_bad_line]
+        buf = np.empty(2 * TEXT_BLOCK_BYTES, dtype=np.uint8)
+        lo = hi = 0  # buf[lo:hi]: bytes read and not yet consumed
+        scanned, discarding, lines_before = 0, False, 0
         bom_checked = not self.utf8
         try:
-            while True:
-                buf = stream.read_buffer(TEXT_BLOCK_BYTES)
-                eof = buf.size == 0
-                block = np.frombuffer(buf, dtype=np.uint8)
-                if carry.size:
-                    block = np.concatenate([carry, block])
-                if not bom_checked and (block.size >= 3 or eof):
+            while not self._cancel.is_set():
+                chunk = stream.read_buffer(TEXT_BLOCK_BYTES)
+                eof = chunk.size == 0
+                if chunk.size:
+                    buf, lo, hi = _append(buf, lo, hi, np.frombuffer(chunk, dtype=np.uint8))
+                if not bom_checked and (hi - lo >= 3 or eof):
                     bom_checked = True
-                    if block[:3].tobytes() == _BOM:
-                        block = block[3:]
-                r = _core.split_lines(block, eof, self.max_line_bytes)
-                if r["error"] == 1:
-                    raise InputError(
-                        f"{self.where()} is not valid {self.encoding} text; "
-                        f"pass --encoding, or check that it is a text file")
-                if r["error"] == 2:
-                    raise self._too_long()
+                    if buf[lo : lo + 3].tobytes() == _BOM:
+                        lo += 3
+                r = _core.split_lines(buf[lo:hi], eof, self.max_line_bytes, on_bad, scanned, discarding)
+                if r["error"]:
+                    line = lines_before + int(r["error_line"]) + 1
+                    if r["error"] == 1:
+                        raise InputError(
+                            f"{self._at('line', line)} is not valid {self.encoding} text; "
+                            f"--on-bad-line skip or replace goes on (or pass the right --encoding)")
+                    raise self._too_long(line)
                 offsets, blank = r["offsets"], r["blank"]
                 self.skipped += len(blank)
+                self.bad_lines += int(r["bad"])
+                lines_before += int(r["lines"])
                 if len(offsets) > 1:
                     yield pa.Array.from_buffers(pa.large_string(), len(offsets) - 1,
                                                 [None, pa.py_buffer(offsets), pa.py_buffer(r["data"])])
-                carry = block[r["consumed"]:]
+                lo += int(r["consumed"])
+                scanned, discarding = int(r["scanned"]), bool(r["discarding"])
+                if lo == hi:
+                    lo = hi = 0
+                    if buf.size > 4 * TEXT_BLOCK_BYTES:  # a long line has passed: give its memory back
+                        buf = np.empty(2 * TEXT_BLOCK_BYTES, dtype=np.uint8)
                 if eof:
                     return
         finally:
             if owned is not None:
                 owned.close()
 
-    def _too_long(self):
+    def _at(self, what, number):
+        """'line N of FILE' when positions may be named, else 'a line of FILE'."""
+        return f"{what} {number:,} of {self.where()}" if self.name_positions else f"a {what} of {self.where()}"
+
+    def _too_long(self, line=None, what="line"):
+        where = f"a {what} of {self.where()}" if line is None else self._at(what, line)
         return InputError(
-            f"a line of {self.where()} is longer than {self.max_line_bytes:,} bytes (no newline); "
-            f"raise --max-line-length if the input really has such lines"
+            f"{where} is longer than {self.max_line_bytes:,} bytes; --on-bad-line skip or replace goes on, "
+            f"or raise --max-line-length if the input really has such {what}s"
         )
 
     # -- CSV ----------------------------------------------------------------------------------
@@ -634,28 +683,45 @@ class Source:
                 body = head[len(first):]
             names = [f"f{i}" for i in range(len(fields))]  # unique names for Arrow; the pick is by index
             wanted = [names[i] for i in picked]
+            header_rows = 0 if self.no_header else 1
+            malformed_row = []
+
+            def on_malformed(row):
+                # a row with the wrong number of fields: skipped under skip and replace (a row
+                # cannot be mended); Arrow numbers it only when it parses on one thread
+                if self.on_bad_line == "error":
+                    malformed_row.append(None if row.number is None else row.number + header_rows)
+                    return "error"
+                self.bad_lines += 1
+                return "skip"
+
             try:
                 reader = pcsv.open_csv(
                     pa.PythonFile(_Chain(body, stream), mode="r"),
                     read_options=pcsv.ReadOptions(column_names=names, block_size=max(self.max_line_bytes, 1 << 16),
-                                                  use_threads=True),
-                    parse_options=pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=False),
+                                                  use_threads=not self.name_positions),
+                    parse_options=pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=False,
+                                                    invalid_row_handler=on_malformed),
                     convert_options=pcsv.ConvertOptions(include_columns=wanted,
                                                         column_types={n: pa.large_string() for n in wanted},
-                                                        strings_can_be_null=False, quoted_strings_can_be_null=False),
+                                                        strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                                        check_utf8=False),  # checked below, per on_bad_line
                 )
             except pa.ArrowInvalid as exc:
                 if "Empty CSV" in str(exc):
                     return  # a header and nothing else
-                raise InputError(self._csv_message(exc)) from None
-            while True:
+                raise InputError(self._csv_message(exc, malformed_row)) from None
+            rows_before = header_rows
+            while not self._cancel.is_set():
                 try:
                     batch = reader.read_next_batch()
                 except StopIteration:
                     return
                 except pa.ArrowInvalid as exc:
-                    raise InputError(self._csv_message(exc)) from None
-                yield batch.select(wanted)
+                    raise InputError(self._csv_message(exc, malformed_row)) from None
+                batch = self._checked_utf8(batch.select(wanted), rows_before)
+                rows_before += batch.num_rows
+                yield batch
         finally:
             if owned is not None:
                 owned.close()
@@ -665,18 +731,56 @@ class Source:
             raise InputUsageError(f"{self.where()} has {count} field(s) per row; {option} {idx} is field {idx + 1}")
         return idx
 
-    def _csv_message(self, exc):
-        """Arrow's CSV errors quote the offending row and its number; keep only what went wrong."""
+    def _csv_message(self, exc, malformed_row=()):
+        """Arrow's CSV errors quote the offending row; keep only what went wrong (and the row's
+        number, when positions may be named and Arrow knew it)."""
         msg = first_line(exc)
         if re.search(r"Expected \d+ columns, got \d+", msg):
-            return (f"malformed CSV in {self.where()}: a row has a different number of fields than "
-                    f"the header (check --delimiter and quoting)")
+            row = malformed_row[0] if malformed_row else None
+            where = self._at("row", row) if row is not None else f"a row of {self.where()}"
+            return (f"malformed CSV: {where} has a different number of fields than the header "
+                    f"(check --delimiter and quoting; --on-bad-line skip goes on)")
         if "straddl" in msg or "block size" in msg:
             return (f"a row of {self.where()} is longer than {self.max_line_bytes:,} bytes; raise "
                     f"--max-line-length if the input really has such rows")
         if "UTF8" in msg or "utf8" in msg.lower():
             return f"{self.where()} is not valid {self.encoding} text; pass --encoding"
         return f"malformed CSV in {self.where()} (check --delimiter and quoting)"
+
+    def _checked_utf8(self, batch, rows_before):
+        """``batch`` (the picked columns, unchecked) with its ill-formed UTF-8 cells handled by
+        ``on_bad_line``: an error, the row skipped, or the cell decoded with U+FFFD replacements.
+        Arrow checks a whole column at once; only a column that fails is looked at cell by cell."""
+        pa, _ = _pa()
+        bad_rows = None
+        columns = list(batch.columns)
+        for j, arr in enumerate(columns):
+            try:
+                arr.validate(full=True)
+                continue
+            except pa.ArrowInvalid:
+                pass
+            raw = arr.cast(pa.large_binary()).to_pylist()
+            bad = np.zeros(len(raw), dtype=bool)
+            fixed = []
+            for i, cell in enumerate(raw):
+                try:
+                    fixed.append(cell.decode("utf-8"))
+                except UnicodeDecodeError:
+                    bad[i] = True
+                    fixed.append(cell.decode("utf-8", errors="replace"))
+            if self.on_bad_line == "error":
+                row = rows_before + int(np.argmax(bad)) + 1
+                raise InputError(f"{self._at('row', row)} is not valid {self.encoding} text; "
+                                 f"--on-bad-line skip or replace goes on (or pass the right --encoding)")
+            bad_rows = bad if bad_rows is None else bad_rows | bad
+            if self.on_bad_line == "replace":
+                columns[j] = pa.array(fixed, type=pa.large_string())
+        if bad_rows is None:
+            return batch
+        self.bad_lines += int(np.count_nonzero(bad_rows))
+        batch = pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+        return batch.filter(pa.array(~bad_rows)) if self.on_bad_line == "skip" else batch
 
     def _pick_column(self, header):
         """The index of the item column among the column names (CSV header or Parquet schema)."""
