@@ -224,3 +224,28 @@ def test_errors_name_the_line_only_when_the_length_is_public(capsys, tmp_path):
     assert code == 1 and "row 22" in one_error_line(err)  # the header is row 1
     code, _, err = run(capsys, "top", q, "--column", "page")
     assert code == 1 and not re.search(r"\d", one_error_line(err).replace(str(q), ""))
+    q.write_bytes(b"page,user\n" + b"a,1\n" * 30 + b"caf\xe9,2\n")
+    code, _, err = run(capsys, "top", q, "--column", "page", "--public-length")
+    assert code == 1 and "row 32" in one_error_line(err)
+    code, _, err = run(capsys, "top", q, "--column", "page")
+    assert code == 1 and not re.search(r"\d", one_error_line(err).replace(str(q), "").replace("utf-8", ""))
+
+
+@pytest.mark.parametrize("policy", ["skip", "replace"])
+def test_the_reader_matches_python_on_long_and_bad_lines_across_blocks(tmp_path, policy):
+    # lines from a few bytes to several 1 MiB blocks, some with bad bytes at either end, CRLF and
+    # CR ends: what the Source yields is what Python's decoder makes of each line on its own
+    rng = random.Random(5)
+    parts = []
+    for _ in range(400):
+        size = rng.choice([0, 3, 50, 2999, 3000, 3001, 70_000, (1 << 20) + 7, 3 << 20])
+        body = bytes([rng.choice(b"abc \xc3\xa9")]) * size
+        if rng.random() < 0.2:
+            body = rng.choice([b"\xff", b"\xe2\x82", b""]) + body + rng.choice([b"\xed\xa0\x80", b"\xc3", b""])
+        parts.append(body + rng.choice([b"\n", b"\r\n", b"\r"]))
+    raw = b"".join(parts)
+    p = tmp_path / "mixed.log"
+    p.write_bytes(raw)
+    src = _input.Source(p, on_bad_line=policy, max_line_bytes=3000, chunk_size=10_000_000)
+    assert _keys(src) == _reference(raw, policy, 3000)
+    assert src.bad_lines > 0

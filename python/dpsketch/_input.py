@@ -12,9 +12,16 @@ gzip-compressed, from a file or stdin, read by pyarrow's C++ readers in bounded 
 
 Memory is bounded: text is decompressed by pyarrow in blocks of ``TEXT_BLOCK_BYTES`` and split
 into lines in C++ (``dpsketch._core.split_lines``); CSV rows are parsed by ``pyarrow.csv.open_csv``
-in blocks of ``max_line_bytes``. A line or row longer than ``max_line_bytes`` is an error (input
-without newlines, e.g. ``/dev/zero``, stops there instead of growing without bound). Parquet is
-read one record batch at a time.
+in blocks of ``max_line_bytes``. Parquet is read one record batch at a time.
+
+A bad line -- not valid UTF-8, longer than ``max_line_bytes`` or (CSV) with the wrong number of
+fields -- is handled by ``on_bad_line``: 'error' (the default) stops the read; 'skip' drops it;
+'replace' keeps it, ill-formed UTF-8 decoded to U+FFFD as ``bytes.decode(errors="replace")`` does
+and a text line cut to its first ``max_line_bytes`` bytes (a malformed CSV row or a CSV row too
+long for a block cannot be mended: the first is skipped, the second stays an error). Each line is
+kept, mended or dropped on its own bytes alone, so a neighbouring input still differs in at most
+one item. Input without newlines (``/dev/zero``) stops or is dropped at ``max_line_bytes``
+instead of growing without bound.
 
 Key typing never looks at the items: a type read off the data would be printed with the release
 and could be contradicted by a later item. ``keys='auto'``: text and CSV items are text, a Parquet
@@ -28,8 +35,9 @@ id's value, so the type of one unit's id must not depend on the other rows.
 Every error of a command is a :class:`UsageError` (exit status 2) or a :class:`RunError` (exit
 status 1); the reader raises :class:`InputUsageError` (the options do not fit the file, e.g. no
 such column) and :class:`InputError` (the input cannot be read as asked). Their messages name no
-item, line number, row number or count: every consumer is a private release, and a position is a
-count of the items before it.
+item or count, and a line or row number only when ``name_positions`` is set (the commands set it
+for a public stream length): a position is a count of the lines before it, and with a private
+length nothing exact about the data is printed.
 """
 
 from __future__ import annotations
@@ -469,6 +477,7 @@ class Source:
     def chunks(self):
         """Key batches (pyarrow large_string arrays or int64 numpy arrays) of at most chunk_size
         items; empty items are skipped. Read one batch ahead in a thread."""
+        self._cancel = threading.Event()  # this read's own: set when its consumer stops
         gen = self._parquet_chunks() if self.format == "parquet" else self._keyed(self._items())
         yield from self._guard(_read_ahead(gen, stop=self._cancel))
 
@@ -479,6 +488,7 @@ class Source:
         when given, runs in that thread on each batch and what it returns is yielded instead."""
         if self.privacy_id is None:  # pragma: no cover - the commands only call it with an id column
             raise InputUsageError("pairs() needs a privacy id column")
+        self._cancel = threading.Event()  # this read's own: set when its consumer stops
         gen = self._parquet_pairs() if self.format == "parquet" else self._csv_pairs()
         if in_reader is not None:
             gen = (in_reader(keys, ids) for keys, ids in gen)
@@ -506,6 +516,7 @@ class Source:
         one batch ahead in a thread."""
         if self.privacy_id is None:  # pragma: no cover - the commands only call it with an id column
             raise InputUsageError("number_pairs() needs a privacy id column")
+        self._cancel = threading.Event()  # this read's own: set when its consumer stops
         gen = (self._parquet_number_pairs(integer, bits) if self.format == "parquet"
                else self._csv_number_pairs(integer, bits))
         yield from self._guard(_read_ahead(gen, stop=self._cancel))
