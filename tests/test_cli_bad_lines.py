@@ -249,3 +249,15 @@ def test_the_reader_matches_python_on_long_and_bad_lines_across_blocks(tmp_path,
     src = _input.Source(p, on_bad_line=policy, max_line_bytes=3000, chunk_size=10_000_000)
     assert _keys(src) == _reference(raw, policy, 3000)
     assert src.bad_lines > 0
+
+
+def test_auto_keys_are_not_contradicted_by_a_text_key_after_two_million_integers(capsys, tmp_path):
+    # the key type is fixed before reading (text for text input), so a text key after two million
+    # integer ones is one more item, not a late error
+    p = tmp_path / "ids.txt"
+    p.write_bytes(b"\n".join(b"%d" % (i % 50) for i in range(2_000_000)) + b"\nuser-x\n")
+    code, out, err = run(capsys, "top", p, "--public-length", "--json", "--seed", 1, "--top", 0)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["n"] == 2_000_001 and d["cli"]["keys"].startswith("str")
+    assert all(isinstance(k, str) for k, _ in d["items"])

@@ -696,6 +696,7 @@ class Source:
             wanted = [names[i] for i in picked]
             header_rows = 0 if self.no_header else 1
             malformed_row = []
+            counting = threading.Lock()  # Arrow may call the handler from its parsing threads
 
             def on_malformed(row):
                 # a row with the wrong number of fields: skipped under skip and replace (a row
@@ -703,7 +704,8 @@ class Source:
                 if self.on_bad_line == "error":
                     malformed_row.append(None if row.number is None else row.number + header_rows)
                     return "error"
-                self.bad_lines += 1
+                with counting:
+                    self.bad_lines += 1
                 return "skip"
 
             try:
