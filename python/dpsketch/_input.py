@@ -652,11 +652,12 @@ class Source:
         """'line N of FILE' when positions may be named, else 'a line of FILE'."""
         return f"{what} {number:,} of {self.where()}" if self.name_positions else f"a {what} of {self.where()}"
 
-    def _too_long(self, line=None, what="line"):
+    def _too_long(self, line=None, what="line", skippable=True):
         where = f"a {what} of {self.where()}" if line is None else self._at(what, line)
+        go_on = "--on-bad-line skip or replace goes on, or " if skippable else ""
         return InputError(
-            f"{where} is longer than {self.max_line_bytes:,} bytes; --on-bad-line skip or replace goes on, "
-            f"or raise --max-line-length if the input really has such {what}s"
+            f"{where} is longer than {self.max_line_bytes:,} bytes; {go_on}raise --max-line-length "
+            f"if the input really has such {what}s"
         )
 
     # -- CSV ----------------------------------------------------------------------------------
@@ -671,7 +672,7 @@ class Source:
             head = stream.read(self.max_line_bytes + 1)
             nl = head.find(b"\n")
             if nl < 0 and len(head) > self.max_line_bytes:
-                raise self._too_long()
+                raise self._too_long(what="row", skippable=False)  # the header (or first row): no way past it
             if self.utf8 and head.startswith(_BOM):
                 head = head[3:]
                 nl = head.find(b"\n")
