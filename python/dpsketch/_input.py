@@ -365,6 +365,84 @@ class _Chain(io.RawIOBase):
         return len(data)
 
 
+class _LongRowFilter(io.RawIOBase):
+    """The bytes of ``raw`` without its lines longer than ``limit`` bytes (CSV under --on-bad-line
+    skip or replace: Arrow's parser cannot step over a row longer than its block, and a cut row
+    is not a row). Lines end at \\n, \\r or \\r\\n, as for the parser (CSV values hold no
+    newline); ``dropped()`` is called once per line dropped. Kept bytes pass through unchanged;
+    at most ``limit`` bytes of a partial line are held back."""
+
+    def __init__(self, raw, limit, dropped):
+        self._raw = raw
+        self._limit = limit
+        self._dropped = dropped
+        self._partial = b""  # the current line's bytes so far, when it is kept
+        self._dropping = False  # the current line is too long: its bytes are dropped up to its end
+        self._out = memoryview(b"")
+        self._eof = False
+
+    def readable(self):
+        return True
+
+    def read(self, n=-1):
+        while not self._out.nbytes and not self._eof:
+            block = self._raw.read(TEXT_BLOCK_BYTES)
+            self._out = memoryview(self._filter(block))
+        n = self._out.nbytes if n is None or n < 0 else min(n, self._out.nbytes)
+        out = bytes(self._out[:n])
+        self._out = self._out[n:]
+        return out
+
+    def readinto(self, b):
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+    def _filter(self, block):
+        if not block:
+            self._eof = True
+            out, self._partial = (b"" if self._dropping else self._partial), b""
+            return out
+        arr = np.frombuffer(block, dtype=np.uint8)
+        ends = np.flatnonzero((arr == 10) | (arr == 13))
+        if not ends.size:  # the current line goes on
+            if not self._dropping and len(self._partial) + len(block) > self._limit:
+                self._dropped()
+                self._dropping, self._partial = True, b""
+            elif not self._dropping:
+                self._partial += block
+            return b""
+        # lines of this block: [starts[i], ends[i]] with their line end; the first continues the partial one
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        lengths = ends - starts
+        lengths[0] += len(self._partial)
+        too_long = lengths > self._limit
+        if self._dropping:  # the first line is the tail of a dropped one
+            too_long[0] = False
+        pieces = []
+        keep_from = 0  # start of the kept run of bytes in `block`
+        if self._dropping:
+            keep_from = int(ends[0]) + 1
+            self._dropping = False
+        else:
+            pieces.append(self._partial)
+        for i in np.flatnonzero(too_long).tolist():
+            self._dropped()
+            if i == 0:
+                pieces = []  # the partial line goes too
+            else:
+                pieces.append(block[keep_from : int(starts[i])])
+            keep_from = int(ends[i]) + 1
+        pieces.append(block[keep_from : int(ends[-1]) + 1])
+        rest = block[int(ends[-1]) + 1 :]
+        if len(rest) > self._limit:
+            self._dropped()
+            self._dropping, self._partial = True, b""
+        else:
+            self._partial = rest
+        return b"".join(pieces)
+
+
 class Source:
     """One input, read by one of ``chunks()``, ``pairs()`` or ``values()`` (see the module doc).
 
@@ -403,6 +481,7 @@ class Source:
         self.on_bad_line = on_bad_line
         self.name_positions = bool(name_positions)
         self.bad_lines = 0
+        self._counting = threading.Lock()
         self._cancel = threading.Event()
         self.skipped = 0
         self.skipped_what = {"text": "blank lines", "csv": "empty values"}.get(self.format, "null values")
@@ -697,7 +776,6 @@ class Source:
             wanted = [names[i] for i in picked]
             header_rows = 0 if self.no_header else 1
             malformed_row = []
-            counting = threading.Lock()  # Arrow may call the handler from its parsing threads
 
             def on_malformed(row):
                 # a row with the wrong number of fields: skipped under skip and replace (a row
@@ -705,14 +783,17 @@ class Source:
                 if self.on_bad_line == "error":
                     malformed_row.append(None if row.number is None else row.number + header_rows)
                     return "error"
-                with counting:
-                    self.bad_lines += 1
+                self._count_bad()
                 return "skip"
 
+            body_stream = _Chain(body, stream)
+            if self.on_bad_line != "error":
+                body_stream = _LongRowFilter(body_stream, self.max_line_bytes, dropped=self._count_bad)
             try:
                 reader = pcsv.open_csv(
-                    pa.PythonFile(_Chain(body, stream), mode="r"),
-                    read_options=pcsv.ReadOptions(column_names=names, block_size=max(self.max_line_bytes, 1 << 16),
+                    pa.PythonFile(body_stream, mode="r"),
+                    # a row of max_line_bytes and its "\\r\\n" fit one block
+                    read_options=pcsv.ReadOptions(column_names=names, block_size=max(self.max_line_bytes + 2, 1 << 16),
                                                   use_threads=not self.name_positions),
                     parse_options=pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=False,
                                                     invalid_row_handler=on_malformed),
@@ -739,6 +820,10 @@ class Source:
         finally:
             if owned is not None:
                 owned.close()
+
+    def _count_bad(self):
+        with self._counting:  # Arrow may call the row handler from its parsing threads
+            self.bad_lines += 1
 
     def _field(self, count, option, idx):
         if idx >= count:
