@@ -17,8 +17,8 @@ in blocks of ``max_line_bytes``. Parquet is read one record batch at a time.
 A bad line -- not valid UTF-8, longer than ``max_line_bytes`` or (CSV) with the wrong number of
 fields -- is handled by ``on_bad_line``: 'error' (the default) stops the read; 'skip' drops it;
 'replace' keeps it, ill-formed UTF-8 decoded to U+FFFD as ``bytes.decode(errors="replace")`` does
-and a text line cut to its first ``max_line_bytes`` bytes (a malformed CSV row or a CSV row too
-long for a block cannot be mended: the first is skipped, the second stays an error). Each line is
+and a text line cut to its first ``max_line_bytes`` bytes (a CSV row with the wrong number of
+fields or longer than ``max_line_bytes`` cannot be mended and is skipped). Each line is
 kept, mended or dropped on its own bytes alone, so a neighbouring input still differs in at most
 one item. Input without newlines (``/dev/zero``) stops or is dropped at ``max_line_bytes``
 instead of growing without bound.

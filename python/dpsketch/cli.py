@@ -175,7 +175,7 @@ def _input_options(p, what):
                    help="a line or row that is not valid UTF-8, is longer than --max-line-length, or "
                         "(CSV) has the wrong number of fields: error (default) stops the run; skip "
                         "drops it; replace keeps it with U+FFFD for bad bytes, cut to --max-line-length "
-                        "(a malformed CSV row is skipped). How many is printed only with --public-length")
+                        "(a malformed or overlong CSV row is skipped). How many is printed only with --public-length")
     return g
 
 
