@@ -276,3 +276,4 @@ def test_auto_keys_are_not_contradicted_by_a_text_key_after_two_million_integers
     d = json.loads(out)
     assert d["n"] == 2_000_001 and d["cli"]["keys"].startswith("str")
     assert all(isinstance(k, str) for k, _ in d["items"])
+

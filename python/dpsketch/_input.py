@@ -696,7 +696,9 @@ class Source:
                 eof = chunk.size == 0
                 if chunk.size:
                     buf, lo, hi = _append(buf, lo, hi, np.frombuffer(chunk, dtype=np.uint8))
-                if not bom_checked and (hi - lo >= 3 or eof):
+                if not bom_checked:  # only at the start of the input, before any line is split
+                    if hi - lo < 3 and not eof:
+                        continue
                     bom_checked = True
                     if buf[lo : lo + 3].tobytes() == _BOM:
                         lo += 3
