@@ -136,13 +136,30 @@ py::array_t<T> to_numpy(std::vector<T>&& v) {
 
 enum OnBad : int { kError = 0, kSkip = 1, kReplace = 2 };
 
-// The end of the line starting at `from` (the first '\n' or '\r'), or `size` when there is none.
-inline std::size_t line_end(const u8* p, std::size_t from, std::size_t size) {
-  const void* nl = std::memchr(p + from, '\n', size - from);
-  std::size_t e = nl ? static_cast<std::size_t>(static_cast<const u8*>(nl) - p) : size;
-  if (const void* cr = std::memchr(p + from, '\r', e - from)) e = static_cast<std::size_t>(static_cast<const u8*>(cr) - p);
-  return e;
-}
+// Line ends of one block, found left to right. The next '\n' and the next '\r' are each remembered
+// until passed, so a block whose lines all end in one of them is still searched once in all (a
+// fresh memchr per line for the other byte would scan to the block end every time).
+class LineEnds {
+ public:
+  LineEnds(const u8* p, std::size_t size) : p_(p), size_(size) {}
+  // The end of the line starting at `from` (its first '\n' or '\r'), or `size` when there is none.
+  // Calls come with non-decreasing `from`.
+  std::size_t after(std::size_t from) { return std::min(next(nl_, '\n', from), next(cr_, '\r', from)); }
+
+ private:
+  static constexpr std::size_t kUnknown = static_cast<std::size_t>(-1);
+  // `at` is the first `ch` at or after some earlier `from`, so none lies in [from, at) either
+  std::size_t next(std::size_t& at, u8 ch, std::size_t from) {
+    if (at == kUnknown || at < from) {
+      const void* q = std::memchr(p_ + from, ch, size_ - from);
+      at = q ? static_cast<std::size_t>(static_cast<const u8*>(q) - p_) : size_;
+    }
+    return at;
+  }
+  const u8* p_;
+  std::size_t size_;
+  std::size_t nl_ = kUnknown, cr_ = kUnknown;
+};
 
 // split_lines(block, final, max_line_bytes, on_bad=0, scanned=0, discarding=False) -> dict with
 //   data, offsets: the non-blank stripped lines as an Arrow large_string layout
@@ -179,8 +196,9 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
     // sequence cannot span two lines); the first line, which may be a long carried one, and every
     // line of a block that fails are checked on their own, once each.
     int block_ok = -1;  // unknown until the first line is done
+    LineEnds ends(p, size);
     while (pos < size) {
-      const std::size_t e = line_end(p, pos + scanned, size);
+      const std::size_t e = ends.after(pos + scanned);
       scanned = 0;
       if (discarding) {  // the tail of an overlong line: drop it, up to its end
         if (e == size && !final) { pos = size; break; }
