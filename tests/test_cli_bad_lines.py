@@ -291,3 +291,17 @@ def test_lines_ending_in_a_carriage_return_cost_what_newline_lines_cost(tmp_path
         assert n == 1 << 19
         times[name] = t
     assert times["cr"] < 3 * times["lf"] + 0.1, times
+
+
+def test_the_csv_row_filter_drops_exactly_the_overlong_lines():
+    import io
+
+    rng = random.Random(9)
+    raw = b"".join(bytes([rng.choice(b"ab,")]) * rng.choice([0, 1, 999, 1000, 1001, 70_000, (1 << 20) + 5])
+                   + rng.choice([b"\n", b"\r\n", b"\r"]) for _ in range(120)) + b"tail"
+    dropped = []
+    out = _input._LongRowFilter(io.BytesIO(raw), 1000, dropped=lambda: dropped.append(1)).read()
+    rows = [r for r in re.split(rb"\r\n|\r|\n", out) if r]
+    want = [r for r in re.split(rb"\r\n|\r|\n", raw) if r and len(r) <= 1000]
+    assert rows == want
+    assert len(dropped) == sum(1 for r in re.split(rb"\r\n|\r|\n", raw) if len(r) > 1000)

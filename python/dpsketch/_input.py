@@ -385,10 +385,12 @@ class _LongRowFilter(io.RawIOBase):
         return True
 
     def read(self, n=-1):
+        if n is None or n < 0:  # everything to the end
+            return b"".join(iter(lambda: self.read(TEXT_BLOCK_BYTES), b""))
         while not self._out.nbytes and not self._eof:
             block = self._raw.read(TEXT_BLOCK_BYTES)
             self._out = memoryview(self._filter(block))
-        n = self._out.nbytes if n is None or n < 0 else min(n, self._out.nbytes)
+        n = min(n, self._out.nbytes)
         out = bytes(self._out[:n])
         self._out = self._out[n:]
         return out
