@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -89,6 +90,42 @@ inline void strip(const u8*& b, const u8*& e) {
   }
 }
 
+// Bytes of the ill-formed sequence at p (< end) that one U+FFFD replaces: the lead byte and the
+// continuation bytes that could still have completed it (Unicode's "maximal subpart", as Python's
+// bytes.decode(errors="replace") does).
+inline std::size_t bad_subpart(const u8* p, const u8* end) {
+  const u8 c = p[0];
+  if (c < 0xC2 || c > 0xF4) return 1;
+  const std::size_t n = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+  u8 lo = 0x80, hi = 0xBF;  // the second byte's range excludes overlong forms, surrogates, > U+10FFFF
+  if (c == 0xE0) lo = 0xA0;
+  if (c == 0xED) hi = 0x9F;
+  if (c == 0xF0) lo = 0x90;
+  if (c == 0xF4) hi = 0x8F;
+  std::size_t i = 1;
+  if (p + 1 < end && p[1] >= lo && p[1] <= hi) {
+    i = 2;
+    while (i < n && p + i < end && (p[i] & 0xC0) == 0x80) ++i;
+  }
+  return i;
+}
+
+// [b, e) with every ill-formed sequence replaced by U+FFFD (EF BF BD).
+void replace_invalid(const u8* b, const u8* e, std::vector<u8>& out) {
+  out.clear();
+  while (b < e) {
+    std::uint32_t cp;
+    const std::size_t n = utf8_seq(b, e, cp);
+    if (n) {
+      out.insert(out.end(), b, b + n);
+      b += n;
+    } else {
+      out.insert(out.end(), {0xEF, 0xBF, 0xBD});
+      b += bad_subpart(b, e);
+    }
+  }
+}
+
 // A numpy array that owns the vector's memory (no copy).
 template <class T>
 py::array_t<T> to_numpy(std::vector<T>&& v) {
@@ -97,37 +134,100 @@ py::array_t<T> to_numpy(std::vector<T>&& v) {
   return py::array_t<T>(static_cast<py::ssize_t>(heap->size()), heap->data(), owner);
 }
 
-// split_lines(block, final, max_line_bytes) -> dict with
+enum OnBad : int { kError = 0, kSkip = 1, kReplace = 2 };
+
+// Line ends of one block, found left to right. The next '\n' and the next '\r' are each remembered
+// until passed, so a block whose lines all end in one of them is still searched once in all (a
+// fresh memchr per line for the other byte would scan to the block end every time).
+class LineEnds {
+ public:
+  LineEnds(const u8* p, std::size_t size) : p_(p), size_(size) {}
+  // The end of the line starting at `from` (its first '\n' or '\r'), or `size` when there is none.
+  // Calls come with non-decreasing `from`.
+  std::size_t after(std::size_t from) { return std::min(next(nl_, '\n', from), next(cr_, '\r', from)); }
+
+ private:
+  static constexpr std::size_t kUnknown = static_cast<std::size_t>(-1);
+  // `at` is the first `ch` at or after some earlier `from`, so none lies in [from, at) either
+  std::size_t next(std::size_t& at, u8 ch, std::size_t from) {
+    if (at == kUnknown || at < from) {
+      const void* q = std::memchr(p_ + from, ch, size_ - from);
+      at = q ? static_cast<std::size_t>(static_cast<const u8*>(q) - p_) : size_;
+    }
+    return at;
+  }
+  const u8* p_;
+  std::size_t size_;
+  std::size_t nl_ = kUnknown, cr_ = kUnknown;
+};
+
+// split_lines(block, final, max_line_bytes, on_bad=0, scanned=0, discarding=False) -> dict with
 //   data, offsets: the non-blank stripped lines as an Arrow large_string layout
 //   consumed: bytes of `block` used (complete lines; all of it when final)
+//   scanned: bytes at the start of the unconsumed rest known to hold no line end; pass it back
+//     with the rest (and more bytes after it) so that a long line is searched once, not per call
+//   discarding: the rest of an overlong line is being dropped (on_bad skip/replace); pass it back
 //   lines: lines consumed; blank: indices (0-based, within this call) of the skipped blank lines
-//   error: 0 ok, 1 invalid UTF-8, 2 line longer than max_line_bytes; error_line: its index
-py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool final, std::int64_t max_line) {
+//   bad: lines skipped or replaced under on_bad (a line is counted once, when it starts)
+//   error: 0 ok, 1 invalid UTF-8, 2 line longer than max_line_bytes (on_bad error); error_line: its index
+// on_bad: 0 error, 1 skip the line, 2 replace: ill-formed UTF-8 becomes U+FFFD and a line longer
+// than max_line_bytes keeps its first max_line_bytes bytes (then decoded with replacement).
+// Every byte is searched and checked a bounded number of times over a whole stream, whatever the
+// line lengths (the caller appends blocks to the unconsumed rest and passes `scanned` back).
+py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool final, std::int64_t max_line,
+                     int on_bad, std::int64_t scanned_in, bool discarding) {
   if (block.ndim() != 1) throw py::value_error("expected a 1-D byte array");
   if (max_line < 1) throw py::value_error("max_line_bytes must be >= 1");
+  if (on_bad < kError || on_bad > kReplace) throw py::value_error("on_bad must be 0 (error), 1 (skip) or 2 (replace)");
   const u8* p = block.data();
   const auto size = static_cast<std::size_t>(block.shape(0));
+  if (scanned_in < 0 || static_cast<std::size_t>(scanned_in) > size) throw py::value_error("scanned out of range");
   std::vector<u8> data;
   std::vector<std::int64_t> offsets{0};
   std::vector<std::int64_t> blank;
-  std::size_t pos = 0, lines = 0;
+  std::size_t pos = 0, lines = 0, bad = 0, scanned = static_cast<std::size_t>(scanned_in);
   int error = 0;
   std::int64_t error_line = -1;
   {
     py::gil_scoped_release nogil;
-    data.reserve(size);
-    offsets.reserve(size / 4 + 2);
     const auto limit = static_cast<std::size_t>(max_line);
-    // UTF-8 is checked once over the whole block (line ends are ASCII, so a sequence cannot span
-    // two lines); only when that fails is it checked line by line, to name the line.
-    const bool block_ok = valid_utf8(p, p + size);
+    std::vector<u8> fixed;  // one replaced line
+    // UTF-8 is checked once over the complete lines after the first (line ends are ASCII, so a
+    // sequence cannot span two lines); the first line, which may be a long carried one, and every
+    // line of a block that fails are checked on their own, once each.
+    int block_ok = -1;  // unknown until the first line is done
+    LineEnds ends(p, size);
     while (pos < size) {
-      // the end of this line: the first '\n', or an earlier '\r'
-      const void* nl = std::memchr(p + pos, '\n', size - pos);
-      std::size_t e = nl ? static_cast<std::size_t>(static_cast<const u8*>(nl) - p) : size;
-      if (const void* cr = std::memchr(p + pos, '\r', e - pos)) e = static_cast<std::size_t>(static_cast<const u8*>(cr) - p);
+      const std::size_t e = ends.after(pos + scanned);
+      scanned = 0;
+      if (discarding) {  // the tail of an overlong line: drop it, up to its end
+        if (e == size && !final) { pos = size; break; }
+        if (e < size && p[e] == '\r' && e + 1 == size && !final) { pos = e; break; }  // maybe "\r\n"
+        pos = e == size ? size : (p[e] == '\r' && e + 1 < size && p[e + 1] == '\n') ? e + 2 : e + 1;
+        discarding = false;
+        continue;
+      }
       if (e == size && !final) {
-        if (e - pos > limit) { error = 2; error_line = static_cast<std::int64_t>(lines); }
+        if (e - pos > limit) {
+          if (on_bad == kError) { error = 2; error_line = static_cast<std::int64_t>(lines); break; }
+          // skip/replace: settle the line now and drop the rest of it as it comes (memory stays bounded)
+          ++bad;
+          if (on_bad == kReplace) {
+            const u8* b = p + pos;
+            const u8* f = p + pos + limit;
+            replace_invalid(b, f, fixed);
+            b = fixed.data();
+            f = b + fixed.size();
+            strip(b, f);
+            if (b == f) blank.push_back(static_cast<std::int64_t>(lines));
+            else { data.insert(data.end(), b, f); offsets.push_back(static_cast<std::int64_t>(data.size())); }
+          }
+          ++lines;
+          discarding = true;
+          pos = size;
+          break;
+        }
+        scanned = e - pos;
         break;  // incomplete last line: left for the next call
       }
       std::size_t next = e;
@@ -135,31 +235,64 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
         if (p[e] == '\r') {
           if (e + 1 < size) next = (p[e + 1] == '\n') ? e + 2 : e + 1;
           else if (final) next = e + 1;
-          else break;  // a '\r' at the block end may be half of "\r\n": wait for more
+          else { scanned = e - pos; break; }  // a '\r' at the block end may be half of "\r\n": wait for more
         } else {
           next = e + 1;
         }
       }
-      if (e - pos > limit) { error = 2; error_line = static_cast<std::int64_t>(lines); break; }
       const u8* b = p + pos;
       const u8* f = p + e;
-      if (!block_ok && !valid_utf8(b, f)) { error = 1; error_line = static_cast<std::int64_t>(lines); break; }
+      bool replaced = false;
+      if (e - pos > limit) {
+        if (on_bad == kError) { error = 2; error_line = static_cast<std::int64_t>(lines); break; }
+        ++bad;
+        ++lines;
+        pos = next;
+        if (on_bad == kSkip) continue;
+        replace_invalid(b, b + limit, fixed);
+        replaced = true;
+      } else {
+        if (block_ok < 0 && lines > 0) {
+          // the complete lines from here on: up to the last line end of the block
+          std::size_t last = size;
+          while (last > pos && p[last - 1] != '\n' && p[last - 1] != '\r') --last;
+          block_ok = valid_utf8(p + pos, p + last) ? 1 : 0;
+        }
+        if (block_ok != 1 && !valid_utf8(b, f)) {
+          if (on_bad == kError) { error = 1; error_line = static_cast<std::int64_t>(lines); break; }
+          ++bad;
+          ++lines;
+          pos = next;
+          if (on_bad == kSkip) continue;
+          replace_invalid(b, f, fixed);
+          replaced = true;
+        } else {
+          ++lines;
+          pos = next;
+        }
+      }
+      if (replaced) {
+        b = fixed.data();
+        f = b + fixed.size();
+      }
       strip(b, f);
       if (b == f) {
-        blank.push_back(static_cast<std::int64_t>(lines));
+        blank.push_back(static_cast<std::int64_t>(lines - 1));
       } else {
+        if (data.empty()) data.reserve(std::min(size, static_cast<std::size_t>(f - b) + (size - pos)));
         data.insert(data.end(), b, f);
         offsets.push_back(static_cast<std::int64_t>(data.size()));
       }
-      ++lines;
-      pos = next;
     }
   }
   py::dict out;
   out["data"] = to_numpy(std::move(data));
   out["offsets"] = to_numpy(std::move(offsets));
   out["consumed"] = pos;
+  out["scanned"] = scanned;
+  out["discarding"] = discarding;
   out["lines"] = lines;
+  out["bad"] = bad;
   out["blank"] = py::array_t<std::int64_t>(static_cast<py::ssize_t>(blank.size()), blank.data());
   out["error"] = error;
   out["error_line"] = error_line;
@@ -170,5 +303,6 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
 
 void bind_lines(py::module_& m) {
   m.def("split_lines", &split_lines, py::arg("block"), py::arg("final"), py::arg("max_line_bytes"),
+        py::arg("on_bad") = 0, py::arg("scanned") = 0, py::arg("discarding") = false,
         "Split a UTF-8 block into stripped, non-blank lines (Arrow large_string layout); see _input.py.");
 }

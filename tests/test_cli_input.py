@@ -178,7 +178,7 @@ def test_reader_errors_name_no_line_or_row(capsys, tmp_path):
     code, _, err = run(capsys, "top", p)
     assert code == 1
     line = one_error_line(err)
-    assert "not valid utf-8" in line and "line" not in line.replace("--", "")
+    assert "not valid utf-8" in line and not re.search(r"\d", line.replace(str(p), "").replace("utf-8", ""))
     p = tmp_path / "long.txt"
     p.write_bytes(b"a\nb\nc\n" + b"x" * 5000 + b"\n")
     code, _, err = run(capsys, "top", p, "--max-line-length", 1000)

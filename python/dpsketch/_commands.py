@@ -59,7 +59,9 @@ def _source(args, *, keys=None, privacy_id=None, ids="auto"):
     return _input.Source(
         args.file, format=args.format, column=args.column, privacy_id=privacy_id, no_header=args.no_header,
         delimiter=args.delimiter, encoding=args.encoding, keys=keys or args.keys, ids=ids,
-        chunk_size=args.chunk_size, max_line_bytes=args.max_line_length,
+        chunk_size=args.chunk_size, max_line_bytes=args.max_line_length, on_bad_line=args.on_bad_line,
+        # a position is a count of the rows before it: named only when the length is public
+        name_positions=getattr(args, "public_length", False),
     )
 
 
@@ -295,6 +297,9 @@ def top(args) -> int:
             raise RunError(f"{source_desc} has no items{what}")
         if src.skipped and not private_length:
             out.note(f"skipped {src.skipped:,} {src.skipped_what}")
+        if src.bad_lines and not private_length:
+            done = "skipped" if args.on_bad_line == "skip" else "replaced"
+            out.note(f"{done} {src.bad_lines:,} bad line{'s' if src.bad_lines != 1 else ''} (--on-bad-line {args.on_bad_line})")
 
     counts = None
     if args.passes == 2:  # the second pass: exact counts of the summary's tracked items
@@ -323,7 +328,8 @@ def top(args) -> int:
         if private_length:
             obj["cli"]["exact_counts_withheld"] = True  # items read / skipped would reveal n
         else:
-            obj["cli"].update(items_read=n, skipped=0 if src is None else src.skipped)
+            obj["cli"].update(items_read=n, skipped=0 if src is None else src.skipped,
+                              bad_lines=0 if src is None else src.bad_lines)
         if evaluation is not None:
             obj["evaluation"] = evaluation
     _items_release(out, released, args.top, json_obj=obj, threshold=rel.threshold)

@@ -14,9 +14,17 @@ stdin, read by pyarrow's C++ readers in bounded blocks. A
 
 Memory is bounded: text is decompressed by pyarrow in blocks of ``TEXT_BLOCK_BYTES`` and split
 into lines in C++ (``dpsketch._core.split_lines``); CSV rows are parsed by ``pyarrow.csv.open_csv``
-in blocks of ``max_line_bytes``. A line or row longer than ``max_line_bytes`` is an error (input
-without newlines, e.g. ``/dev/zero``, stops there instead of growing without bound). Parquet and
-Arrow are read one record batch at a time (an Arrow batch is as large as its writer made it).
+in blocks of ``max_line_bytes``. Parquet and Arrow are read one record batch at a time (an Arrow
+batch is as large as its writer made it).
+
+A bad line -- not valid UTF-8, longer than ``max_line_bytes`` or (CSV) with the wrong number of
+fields -- is handled by ``on_bad_line``: 'error' (the default) stops the read; 'skip' drops it;
+'replace' keeps it, ill-formed UTF-8 decoded to U+FFFD as ``bytes.decode(errors="replace")`` does
+and a text line cut to its first ``max_line_bytes`` bytes (a CSV row with the wrong number of
+fields or longer than ``max_line_bytes`` cannot be mended and is skipped). Each line is
+kept, mended or dropped on its own bytes alone, so a neighbouring input still differs in at most
+one item. Input without newlines (``/dev/zero``) stops or is dropped at ``max_line_bytes``
+instead of growing without bound.
 
 Key typing never looks at the items: a type read off the data would be printed with the release
 and could be contradicted by a later item. ``keys='auto'``: text and CSV items are text, a Parquet
@@ -30,8 +38,9 @@ id's value, so the type of one unit's id must not depend on the other rows.
 Every error of a command is a :class:`UsageError` (exit status 2) or a :class:`RunError` (exit
 status 1); the reader raises :class:`InputUsageError` (the options do not fit the file, e.g. no
 such column) and :class:`InputError` (the input cannot be read as asked). Their messages name no
-item, line number, row number or count: every consumer is a private release, and a position is a
-count of the items before it.
+item or count, and a line or row number only when ``name_positions`` is set (the commands set it
+for a public stream length): a position is a count of the lines before it, and with a private
+length nothing exact about the data is printed.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ import os
 import re
 import stat
 import sys
+import threading
 
 import numpy as np
 
@@ -50,11 +60,13 @@ from .errors import DPSketchError
 
 __all__ = [
     "FORMATS", "UsageError", "RunError", "InputError", "InputUsageError", "Source", "column", "detect_format",
-    "DEFAULT_MAX_LINE_BYTES",
+    "DEFAULT_MAX_LINE_BYTES", "ON_BAD_LINE",
 ]
 
 FORMATS = ("text", "csv", "parquet", "arrow")
 _COLUMNAR = ("parquet", "arrow")  # typed columns: the schema decides the key type
+ON_BAD_LINE = ("error", "skip", "replace")
+_ON_BAD_CODE = {"error": 0, "skip": 1, "replace": 2}  # dpsketch._core.split_lines(on_bad=)
 DEFAULT_MAX_LINE_BYTES = 1 << 20  # also the CSV reader's block size: bounds memory in flight
 _LENIENT_INT = r"^[+-]?[0-9]+$"
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -215,6 +227,23 @@ def _plain_ints(arr):
         return None
 
 
+def _append(buf, lo, hi, chunk):
+    """``buf[lo:hi]`` followed by ``chunk``, in ``buf`` or a buffer twice its size: (buf, lo, hi).
+    The live bytes move to the front only when the consumed space before them is as large, so
+    each byte is moved O(1) times on average."""
+    live = hi - lo
+    if hi + chunk.size > buf.size:
+        if lo >= live and live + chunk.size <= buf.size:
+            buf[:live] = buf[lo:hi]
+        else:
+            bigger = np.empty(max(2 * buf.size, live + chunk.size), dtype=np.uint8)
+            bigger[:live] = buf[lo:hi]
+            buf = bigger
+        lo, hi = 0, live
+    buf[hi : hi + chunk.size] = chunk
+    return buf, lo, hi + chunk.size
+
+
 def _take(values, mask):
     """The items of an Arrow array or numpy array where the numpy bool ``mask`` is True."""
     if isinstance(values, np.ndarray):
@@ -266,16 +295,16 @@ def _safe_position(f, size):
     return pos
 
 
-def _read_ahead(gen, depth: int = 2):
+def _read_ahead(gen, depth: int = 2, stop=None):
     """Run the generator `gen` in a thread, `depth` items ahead of the consumer. Reading,
     decompressing and splitting release the GIL, and so does the consumer's update_many, so
     the two overlap on two cores; memory grows by `depth` batches. Exceptions reach the consumer
-    in order; a consumer that stops early stops the reader."""
+    in order; a consumer that stops early (an error, Ctrl-C) sets `stop`, which the reader also
+    checks between blocks (a long line yields nothing for many blocks), and waits for it to end."""
     import queue
-    import threading
 
     q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
+    stop = threading.Event() if stop is None else stop
     done = object()
 
     def put(item):
@@ -344,17 +373,100 @@ class _Chain(io.RawIOBase):
         return len(data)
 
 
+class _LongRowFilter(io.RawIOBase):
+    """The bytes of ``raw`` without its lines longer than ``limit`` bytes (CSV under --on-bad-line
+    skip or replace: Arrow's parser cannot step over a row longer than its block, and a cut row
+    is not a row). Lines end at \\n, \\r or \\r\\n, as for the parser (CSV values hold no
+    newline); ``dropped()`` is called once per line dropped. Kept bytes pass through unchanged;
+    at most ``limit`` bytes of a partial line are held back."""
+
+    def __init__(self, raw, limit, dropped):
+        self._raw = raw
+        self._limit = limit
+        self._dropped = dropped
+        self._partial = b""  # the current line's bytes so far, when it is kept
+        self._dropping = False  # the current line is too long: its bytes are dropped up to its end
+        self._out = memoryview(b"")
+        self._eof = False
+
+    def readable(self):
+        return True
+
+    def read(self, n=-1):
+        if n is None or n < 0:  # everything to the end
+            return b"".join(iter(lambda: self.read(TEXT_BLOCK_BYTES), b""))
+        while not self._out.nbytes and not self._eof:
+            block = self._raw.read(TEXT_BLOCK_BYTES)
+            self._out = memoryview(self._filter(block))
+        n = min(n, self._out.nbytes)
+        out = bytes(self._out[:n])
+        self._out = self._out[n:]
+        return out
+
+    def readinto(self, b):
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+    def _filter(self, block):
+        if not block:
+            self._eof = True
+            out, self._partial = (b"" if self._dropping else self._partial), b""
+            return out
+        arr = np.frombuffer(block, dtype=np.uint8)
+        ends = np.flatnonzero((arr == 10) | (arr == 13))
+        if not ends.size:  # the current line goes on
+            if not self._dropping and len(self._partial) + len(block) > self._limit:
+                self._dropped()
+                self._dropping, self._partial = True, b""
+            elif not self._dropping:
+                self._partial += block
+            return b""
+        # lines of this block: [starts[i], ends[i]] with their line end; the first continues the partial one
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        lengths = ends - starts
+        lengths[0] += len(self._partial)
+        too_long = lengths > self._limit
+        if self._dropping:  # the first line is the tail of a dropped one
+            too_long[0] = False
+        pieces = []
+        keep_from = 0  # start of the kept run of bytes in `block`
+        if self._dropping:
+            keep_from = int(ends[0]) + 1
+            self._dropping = False
+        else:
+            pieces.append(self._partial)
+        for i in np.flatnonzero(too_long).tolist():
+            self._dropped()
+            if i == 0:
+                pieces = []  # the partial line goes too
+            else:
+                pieces.append(block[keep_from : int(starts[i])])
+            keep_from = int(ends[i]) + 1
+        pieces.append(block[keep_from : int(ends[-1]) + 1])
+        rest = block[int(ends[-1]) + 1 :]
+        if len(rest) > self._limit:
+            self._dropped()
+            self._dropping, self._partial = True, b""
+        else:
+            self._partial = rest
+        return b"".join(pieces)
+
+
 class Source:
     """One input, read by one of ``chunks()``, ``pairs()`` or ``values()`` (see the module doc).
 
     ``total``/``unit``/``position()`` drive a progress bar (compressed bytes read for text and CSV
     files, rows for Parquet and Arrow; None for stdin); ``skipped`` counts blank lines / empty values / nulls.
     ``privacy_id``: the column of privacy ids that ``pairs()`` reads next to ``column``.
+    ``on_bad_line`` ('error', 'skip', 'replace'): what a line or row that cannot be read as asked
+    does (see the module doc); ``bad_lines`` counts those skipped or replaced. ``name_positions``:
+    errors may name the line or row (only for a public stream length: a position is a count).
     """
 
     def __init__(self, path=None, *, format=None, column=None, privacy_id=None, no_header=False, delimiter=None,
                  encoding="utf-8", keys="auto", ids="auto", chunk_size=1_000_000,
-                 max_line_bytes=DEFAULT_MAX_LINE_BYTES):
+                 max_line_bytes=DEFAULT_MAX_LINE_BYTES, on_bad_line="error", name_positions=False):
         self.path = "-" if path is None else os.fspath(path)
         self.format = format or detect_format(self.path)
         if self.format not in FORMATS:
@@ -374,6 +486,13 @@ class Source:
         self.encoding = enc
         self.keys = KeyTyper(keys, self.format)
         self.ids = KeyTyper(ids, self.format, "--int-ids for integer ids")
+        if on_bad_line not in ON_BAD_LINE:
+            raise InputUsageError(f"on_bad_line must be one of {', '.join(ON_BAD_LINE)}, got {on_bad_line!r}")
+        self.on_bad_line = on_bad_line
+        self.name_positions = bool(name_positions)
+        self.bad_lines = 0
+        self._counting = threading.Lock()
+        self._cancel = threading.Event()
         self.skipped = 0
         self.skipped_what = {"text": "blank lines", "csv": "empty values"}.get(self.format, "null values")
         self.total = None
@@ -449,8 +568,9 @@ class Source:
     def chunks(self):
         """Key batches (pyarrow large_string arrays or int64 numpy arrays) of at most chunk_size
         items; empty items are skipped. Read one batch ahead in a thread."""
+        self._cancel = threading.Event()  # this read's own: set when its consumer stops
         gen = self._parquet_chunks() if self.format in _COLUMNAR else self._keyed(self._items())
-        yield from self._guard(_read_ahead(gen))
+        yield from self._guard(_read_ahead(gen, stop=self._cancel))
 
     def pairs(self, in_reader=None):
         """(keys, privacy ids) batches aligned row by row (CSV, Parquet and Arrow, ``privacy_id`` set). A
@@ -459,10 +579,11 @@ class Source:
         when given, runs in that thread on each batch and what it returns is yielded instead."""
         if self.privacy_id is None:  # pragma: no cover - the commands only call it with an id column
             raise InputUsageError("pairs() needs a privacy id column")
+        self._cancel = threading.Event()  # this read's own: set when its consumer stops
         gen = self._parquet_pairs() if self.format in _COLUMNAR else self._csv_pairs()
         if in_reader is not None:
             gen = (in_reader(keys, ids) for keys, ids in gen)
-        yield from self._guard(_read_ahead(gen))
+        yield from self._guard(_read_ahead(gen, stop=self._cancel))
 
     def values(self, *, integer: bool, bits: int):
         """The numbers of ``dpsketch quantiles``, in batches: float64 arrays (``integer=False``), or
@@ -486,16 +607,17 @@ class Source:
         one batch ahead in a thread."""
         if self.privacy_id is None:  # pragma: no cover - the commands only call it with an id column
             raise InputUsageError("number_pairs() needs a privacy id column")
+        self._cancel = threading.Event()  # this read's own: set when its consumer stops
         gen = (self._parquet_number_pairs(integer, bits) if self.format in _COLUMNAR
                else self._csv_number_pairs(integer, bits))
-        yield from self._guard(_read_ahead(gen))
+        yield from self._guard(_read_ahead(gen, stop=self._cancel))
 
     def _guard(self, gen):
         """``gen``, with the errors of reading and decoding turned into one-line InputErrors."""
         try:
             yield from gen
-        except UnicodeDecodeError:
-            raise InputError(f"{self.where()} is not valid {self.encoding} text; pass --encoding") from None
+        except UnicodeDecodeError:  # a transcoded --encoding: --on-bad-line covers UTF-8 only
+            raise InputError(f"{self.where()} is not valid {self.encoding} text; pass the right --encoding") from None
         except EOFError:
             raise InputError(f"{self.where()} is truncated (compressed stream ended early)") from None
         except OSError as exc:
@@ -565,47 +687,70 @@ class Source:
     def _text_lines(self):
         """Lines, split in C++ (dpsketch._core.split_lines) from decompressed blocks read by pyarrow:
         line ends \\n, \\r\\n or \\r; str.strip() whitespace; blank lines skipped; UTF-8 and the
-        line length checked. Memory: one block plus one partial line (at most max_line_bytes)."""
+        line length checked, a bad line handled by ``on_bad_line``. The unconsumed bytes (one
+        partial line) live in a buffer that doubles when full, and split_lines resumes its search
+        where the last call stopped, so a line of L bytes costs O(L) however many blocks it spans;
+        each call handles one block, so the loop sees a cancel (Ctrl-C) between blocks. Memory: a
+        block plus one partial line (at most max_line_bytes; under skip/replace the rest of an
+        overlong line is dropped as it comes)."""
         pa, _ = _pa()
         from . import _core
 
         stream, owned = self._open_bytes()
-        carry = np.zeros(0, dtype=np.uint8)
+        on_bad = _ON_BAD_CODE[self.on_bad_line]
+        buf = np.empty(2 * TEXT_BLOCK_BYTES, dtype=np.uint8)
+        lo = hi = 0  # buf[lo:hi]: bytes read and not yet consumed
+        scanned, discarding, lines_before = 0, False, 0
         bom_checked = not self.utf8
         try:
-            while True:
-                buf = stream.read_buffer(TEXT_BLOCK_BYTES)
-                eof = buf.size == 0
-                block = np.frombuffer(buf, dtype=np.uint8)
-                if carry.size:
-                    block = np.concatenate([carry, block])
-                if not bom_checked and (block.size >= 3 or eof):
+            while not self._cancel.is_set():
+                chunk = stream.read_buffer(TEXT_BLOCK_BYTES)
+                eof = chunk.size == 0
+                if chunk.size:
+                    buf, lo, hi = _append(buf, lo, hi, np.frombuffer(chunk, dtype=np.uint8))
+                if not bom_checked:  # only at the start of the input, before any line is split
+                    if hi - lo < 3 and not eof:
+                        continue
                     bom_checked = True
-                    if block[:3].tobytes() == _BOM:
-                        block = block[3:]
-                r = _core.split_lines(block, eof, self.max_line_bytes)
-                if r["error"] == 1:
-                    raise InputError(
-                        f"{self.where()} is not valid {self.encoding} text; "
-                        f"pass --encoding, or check that it is a text file")
-                if r["error"] == 2:
-                    raise self._too_long()
+                    if buf[lo : lo + 3].tobytes() == _BOM:
+                        lo += 3
+                r = _core.split_lines(buf[lo:hi], eof, self.max_line_bytes, on_bad, scanned, discarding)
+                if r["error"]:
+                    line = lines_before + int(r["error_line"]) + 1
+                    if r["error"] == 1:
+                        raise InputError(
+                            f"{self._at('line', line)} is not valid {self.encoding} text; "
+                            f"--on-bad-line skip or replace goes on (or pass the right --encoding)")
+                    raise self._too_long(line)
                 offsets, blank = r["offsets"], r["blank"]
                 self.skipped += len(blank)
+                self.bad_lines += int(r["bad"])
+                lines_before += int(r["lines"])
                 if len(offsets) > 1:
                     yield pa.Array.from_buffers(pa.large_string(), len(offsets) - 1,
                                                 [None, pa.py_buffer(offsets), pa.py_buffer(r["data"])])
-                carry = block[r["consumed"]:]
+                lo += int(r["consumed"])
+                scanned, discarding = int(r["scanned"]), bool(r["discarding"])
+                if lo == hi:
+                    lo = hi = 0
+                    if buf.size > 4 * TEXT_BLOCK_BYTES:  # a long line has passed: give its memory back
+                        buf = np.empty(2 * TEXT_BLOCK_BYTES, dtype=np.uint8)
                 if eof:
                     return
         finally:
             if owned is not None:
                 owned.close()
 
-    def _too_long(self):
+    def _at(self, what, number):
+        """'line N of FILE' when positions may be named, else 'a line of FILE'."""
+        return f"{what} {number:,} of {self.where()}" if self.name_positions else f"a {what} of {self.where()}"
+
+    def _too_long(self, line=None, what="line", skippable=True):
+        where = f"a {what} of {self.where()}" if line is None else self._at(what, line)
+        go_on = "--on-bad-line skip or replace goes on, or " if skippable else ""
         return InputError(
-            f"a line of {self.where()} is longer than {self.max_line_bytes:,} bytes (no newline); "
-            f"raise --max-line-length if the input really has such lines"
+            f"{where} is longer than {self.max_line_bytes:,} bytes; {go_on}raise --max-line-length "
+            f"if the input really has such {what}s"
         )
 
     # -- CSV ----------------------------------------------------------------------------------
@@ -620,7 +765,7 @@ class Source:
             head = stream.read(self.max_line_bytes + 1)
             nl = head.find(b"\n")
             if nl < 0 and len(head) > self.max_line_bytes:
-                raise self._too_long()
+                raise self._too_long(what="row", skippable=False)  # the header (or first row): no way past it
             if self.utf8 and head.startswith(_BOM):
                 head = head[3:]
                 nl = head.find(b"\n")
@@ -643,49 +788,112 @@ class Source:
                 body = head[len(first):]
             names = [f"f{i}" for i in range(len(fields))]  # unique names for Arrow; the pick is by index
             wanted = [names[i] for i in picked]
+            header_rows = 0 if self.no_header else 1
+            malformed_row = []
+
+            def on_malformed(row):
+                # a row with the wrong number of fields: skipped under skip and replace (a row
+                # cannot be mended); Arrow numbers it only when it parses on one thread
+                if self.on_bad_line == "error":
+                    malformed_row.append(None if row.number is None else row.number + header_rows)
+                    return "error"
+                self._count_bad()
+                return "skip"
+
+            body_stream = _Chain(body, stream)
+            if self.on_bad_line != "error":
+                body_stream = _LongRowFilter(body_stream, self.max_line_bytes, dropped=self._count_bad)
             try:
                 reader = pcsv.open_csv(
-                    pa.PythonFile(_Chain(body, stream), mode="r"),
-                    read_options=pcsv.ReadOptions(column_names=names, block_size=max(self.max_line_bytes, 1 << 16),
-                                                  use_threads=True),
-                    parse_options=pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=False),
+                    pa.PythonFile(body_stream, mode="r"),
+                    # a row of max_line_bytes and its "\\r\\n" fit one block
+                    read_options=pcsv.ReadOptions(column_names=names, block_size=max(self.max_line_bytes + 2, 1 << 16),
+                                                  use_threads=not self.name_positions),
+                    parse_options=pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=False,
+                                                    invalid_row_handler=on_malformed),
                     convert_options=pcsv.ConvertOptions(include_columns=wanted,
                                                         column_types={n: pa.large_string() for n in wanted},
-                                                        strings_can_be_null=False, quoted_strings_can_be_null=False),
+                                                        strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                                        check_utf8=False),  # checked below, per on_bad_line
                 )
             except pa.ArrowInvalid as exc:
                 if "Empty CSV" in str(exc):
                     return  # a header and nothing else
-                raise InputError(self._csv_message(exc)) from None
-            while True:
+                raise InputError(self._csv_message(exc, malformed_row)) from None
+            rows_before = header_rows
+            while not self._cancel.is_set():
                 try:
                     batch = reader.read_next_batch()
                 except StopIteration:
                     return
                 except pa.ArrowInvalid as exc:
-                    raise InputError(self._csv_message(exc)) from None
-                yield batch.select(wanted)
+                    raise InputError(self._csv_message(exc, malformed_row)) from None
+                batch = self._checked_utf8(batch.select(wanted), rows_before)
+                rows_before += batch.num_rows
+                yield batch
         finally:
             if owned is not None:
                 owned.close()
+
+    def _count_bad(self):
+        with self._counting:  # Arrow may call the row handler from its parsing threads
+            self.bad_lines += 1
 
     def _field(self, count, option, idx):
         if idx >= count:
             raise InputUsageError(f"{self.where()} has {count} field(s) per row; {option} {idx} is field {idx + 1}")
         return idx
 
-    def _csv_message(self, exc):
-        """Arrow's CSV errors quote the offending row and its number; keep only what went wrong."""
+    def _csv_message(self, exc, malformed_row=()):
+        """Arrow's CSV errors quote the offending row; keep only what went wrong (and the row's
+        number, when positions may be named and Arrow knew it)."""
         msg = first_line(exc)
         if re.search(r"Expected \d+ columns, got \d+", msg):
-            return (f"malformed CSV in {self.where()}: a row has a different number of fields than "
-                    f"the header (check --delimiter and quoting)")
+            row = malformed_row[0] if malformed_row else None
+            where = self._at("row", row) if row is not None else f"a row of {self.where()}"
+            return (f"malformed CSV: {where} has a different number of fields than the header "
+                    f"(check --delimiter and quoting; --on-bad-line skip goes on)")
         if "straddl" in msg or "block size" in msg:
             return (f"a row of {self.where()} is longer than {self.max_line_bytes:,} bytes; raise "
                     f"--max-line-length if the input really has such rows")
         if "UTF8" in msg or "utf8" in msg.lower():
             return f"{self.where()} is not valid {self.encoding} text; pass --encoding"
         return f"malformed CSV in {self.where()} (check --delimiter and quoting)"
+
+    def _checked_utf8(self, batch, rows_before):
+        """``batch`` (the picked columns, unchecked) with its ill-formed UTF-8 cells handled by
+        ``on_bad_line``: an error, the row skipped, or the cell decoded with U+FFFD replacements.
+        Arrow checks a whole column at once; only a column that fails is looked at cell by cell."""
+        pa, _ = _pa()
+        bad_rows = None
+        columns = list(batch.columns)
+        for j, arr in enumerate(columns):
+            try:
+                arr.validate(full=True)
+                continue
+            except pa.ArrowInvalid:
+                pass
+            raw = arr.cast(pa.large_binary()).to_pylist()
+            bad = np.zeros(len(raw), dtype=bool)
+            fixed = []
+            for i, cell in enumerate(raw):
+                try:
+                    fixed.append(cell.decode("utf-8"))
+                except UnicodeDecodeError:
+                    bad[i] = True
+                    fixed.append(cell.decode("utf-8", errors="replace"))
+            if self.on_bad_line == "error":
+                row = rows_before + int(np.argmax(bad)) + 1
+                raise InputError(f"{self._at('row', row)} is not valid {self.encoding} text; "
+                                 f"--on-bad-line skip or replace goes on (or pass the right --encoding)")
+            bad_rows = bad if bad_rows is None else bad_rows | bad
+            if self.on_bad_line == "replace":
+                columns[j] = pa.array(fixed, type=pa.large_string())
+        if bad_rows is None:
+            return batch
+        self.bad_lines += int(np.count_nonzero(bad_rows))
+        batch = pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+        return batch.filter(pa.array(~bad_rows)) if self.on_bad_line == "skip" else batch
 
     def _pick_column(self, header):
         """The index of the item column among the column names (CSV header, Parquet or Arrow schema)."""

@@ -181,6 +181,11 @@ def _input_options(p, what):
                    default=_input.DEFAULT_MAX_LINE_BYTES, metavar="BYTES",
                    help="longest line (text) or row (CSV) accepted; longer input is an error, so "
                         f"input without newlines cannot exhaust memory (default {_input.DEFAULT_MAX_LINE_BYTES:,})")
+    g.add_argument("--on-bad-line", choices=_input.ON_BAD_LINE, default="error",
+                   help="a line or row that is not valid UTF-8, is longer than --max-line-length, or "
+                        "(CSV) has the wrong number of fields: error (default) stops the run; skip "
+                        "drops it; replace keeps it with U+FFFD for bad bytes, cut to --max-line-length "
+                        "(a malformed or overlong CSV row is skipped). How many is printed only with --public-length")
     return g
 
 

@@ -506,7 +506,7 @@ def make_fast_state(impl: typing.Any, lock: typing.Any) -> typing.Any:
     ...
 def register_keyed(cls: typing.Any) -> None:
     ...
-def split_lines(block: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], final: bool, max_line_bytes: typing.SupportsInt | typing.SupportsIndex) -> dict:
+def split_lines(block: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], final: bool, max_line_bytes: typing.SupportsInt | typing.SupportsIndex, on_bad: typing.SupportsInt | typing.SupportsIndex = 0, scanned: typing.SupportsInt | typing.SupportsIndex = 0, discarding: bool = False) -> dict:
     """
     Split a UTF-8 block into stripped, non-blank lines (Arrow large_string layout); see _input.py.
     """
