@@ -29,9 +29,17 @@ class PairCoder:
         """
         (bounded count per key code, tie), as bound_counts.
         """
+    def key_array(self, codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int64]) -> typing.Any:
+        """
+        The key values of these codes as an int64 or 'U' numpy array (None if a value is not UTF-8).
+        """
     def key_values(self, codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int64]) -> typing.Any:
         """
         The key values of these codes: an int64 array or a list of str.
+        """
+    def positive_codes(self, counts: typing.Annotated[numpy.typing.ArrayLike, numpy.int64]) -> numpy.typing.NDArray[numpy.int64]:
+        """
+        The key codes with a positive count, in the order of their values (ints numerically, strs by code point).
         """
     @property
     def distinct_keys(self) -> int:
