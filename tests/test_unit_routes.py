@@ -109,7 +109,7 @@ def test_calibration_is_computed_once_from_the_unit_sensitivities():
     num, den = m["noise_param"]
     assert m["rho"] == pytest.approx(m["l2_sensitivity_squared_total"] * den / (2 * num)) and m["rho"] <= 0.3
     # group privacy on ρ would run the row-level sketch at ρ/r², rounded down to 2^-32 again: never less noise
-    per_row = d.PrivateDyadicCountSketch(10, rho=0.3 / 49, seed=1)
+    per_row = d.PrivateDyadicCountSketch(10, rho=0.3 / 49, noise_allocation="joint", seed=1)
     assert per_row.privacy()["sigma2"] >= m["sigma2"]
     lap = d.unit_quantiles([1, 2, 3], [1, 1, 2], [0.5], max_rows_per_unit=7, universe_bits=10, epsilon=0.5, seed=1)
     assert lap.metadata["l1_sensitivity_total"] == 7 * sum(a for a, _ in row)
