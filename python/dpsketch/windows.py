@@ -48,7 +48,7 @@ from .budget import Budget, DisjointScope
 from .release import Release, calibrate
 from .summaries import MisraGries, SpaceSaving
 
-__all__ = ["Windowed", "window_seed", "parse_duration", "parse_instant", "CLOCKS"]
+__all__ = ["Windowed", "assign", "window_seed", "parse_duration", "parse_instant", "CLOCKS"]
 
 NS = 1_000_000_000
 CLOCKS = ("input", "wall")
@@ -161,6 +161,13 @@ def times_ns(times: Any) -> tuple[np.ndarray, Optional[np.ndarray]]:
     else:
         raise TypeError(f"times must be numbers (epoch seconds) or datetime64, got dtype {arr.dtype}")
     return t, (None if ok.all() else ok)
+
+
+def assign(t_ns: np.ndarray, period_ns: int, origin_ns: int = 0) -> np.ndarray:
+    """The window index of each instant (int64 ns): floor((t − origin) / period), so window i is
+    the half-open ``[origin + i·period, origin + (i+1)·period)`` and every instant is in exactly
+    one window (an event at a boundary belongs to the window that starts there)."""
+    return np.floor_divide(np.asarray(t_ns, dtype=np.int64) - np.int64(origin_ns), np.int64(period_ns))
 
 
 class Windowed:
@@ -316,7 +323,7 @@ class Windowed:
         return (now_ns - self.origin - self.allowed_lateness) // self.period
 
     def _route(self, items, t, ok, lo: int, hi: Optional[int]) -> None:
-        w = np.floor_divide(t - self.origin, self.period)
+        w = assign(t, self.period, self.origin)
         keep = w >= lo
         if hi is not None:
             keep &= w <= hi
@@ -453,7 +460,10 @@ class Windowed:
         try:
             while True:
                 due = self.next_deadline()
-                timeout = None if due is None else max(0.0, due - self._now())
+                if due is None:  # every window through ``end`` is released: nothing more to read
+                    yield from self.close()
+                    return
+                timeout = max(0.0, due - self._now())
                 try:
                     ok, item = q.get(timeout=timeout)
                 except queue.Empty:
