@@ -195,6 +195,68 @@ def test_parameters_are_checked():
     assert parse_instant("1970-01-01T01:00:00Z") == parse_instant(3600) == parse_instant("1970-01-01T02:00:00+01:00")
 
 
+# -- one privacy id as the unit -----------------------------------------------------------------
+
+def _unit_windowed(**kw):
+    opts = dict(period=10, make=lambda: dpsketch.MisraGries(64), epsilon=1.0, delta=1e-6, start=0, end=50,
+                max_rows_per_unit=2, seed=1)
+    opts.update(kw)
+    return Windowed(**opts)
+
+
+def _kept(w):
+    return {i: dict(s.items()) for i, s in sorted(w._open.items())}
+
+
+def test_a_unit_keeps_its_first_r_rows_over_the_whole_series():
+    w = _unit_windowed()
+    # unit 7 has one row in each of the five windows, in input order 4, 0, 3, 1, 2; unit 8 one row
+    w.update(np.array([40, 0, 30, 10, 20, 99], dtype=np.int64), np.array([45.0, 5, 35, 15, 25, 5]),
+             np.array([7, 7, 7, 7, 7, 8], dtype=np.int64))
+    assert _kept(w) == {0: {0: 1, 99: 1}, 4: {40: 1}}  # its first two rows: at most r = 2 windows
+    w.update(np.array([11], dtype=np.int64), np.array([15.0]), np.array([7], dtype=np.int64))
+    assert 1 not in _kept(w)
+
+
+def test_adding_a_unit_changes_at_most_r_windows_by_its_own_rows():
+    rng = np.random.default_rng(4)
+    n = 3000
+    items, times, ids = rng.integers(0, 30, n), rng.uniform(0, 50, n), rng.integers(0, 200, n)
+    unit = np.full(12, 1000)  # the added unit: 12 rows spread over all windows
+    u_items, u_times = np.full(12, 31), np.linspace(0, 49, 12)
+    pos = np.sort(rng.choice(n, 12, replace=False))
+    with_unit = [np.insert(a, pos, b) for a, b in ((items, u_items), (times, u_times), (ids, unit))]
+    a, b = _unit_windowed(), _unit_windowed()
+    a.update(*with_unit)
+    b.update(items, times, ids)
+    ka, kb = _kept(a), _kept(b)
+    changed = [i for i in set(ka) | set(kb) if ka.get(i) != kb.get(i)]
+    assert 1 <= len(changed) <= 2  # at most r windows
+    total = 0
+    for i in changed:  # the difference is the unit's own key: the other units keep what they kept
+        diff = {key: ka[i].get(key, 0) - kb.get(i, {}).get(key, 0) for key in set(ka[i]) | set(kb.get(i, {}))}
+        diff = {key: d for key, d in diff.items() if d}
+        assert set(diff) == {31}
+        total += diff[31]
+    assert total == 2  # its first r = 2 rows
+
+
+def test_unit_series_reports_the_unit_level_guarantee_and_is_charged_once():
+    b = Budget(1.0, 1e-6)
+    w = _unit_windowed(budget=b, max_rows_per_unit=4)
+    rels = list(w.releases([(np.arange(100) % 7, np.arange(100) / 2.0, np.arange(100) % 13)]))
+    assert len(rels) == 5 and len(b.ledger) == 1 and b.spent().epsilon <= 1.0
+    for r in rels:
+        m = r.metadata
+        assert r.mechanism == "unit.bounded_memory[PMG]" and r.epsilon <= 1.0 and r.delta <= 1e-6
+        assert m["privacy_unit"] == "privacy_id" and m["neighbours"] == "add_remove_unit"
+        assert m["max_rows_per_unit"] == 4 and "whole series" in m["bounding"]
+        assert m["per_row_calibration"]["epsilon_per_row"] == 0.25
+        assert "group privacy" in m["composition"]["rule"]
+    with pytest.raises(ValueError, match="privacy_id"):
+        _unit_windowed().update(np.arange(3), np.arange(3.0))
+
+
 # -- the command line --------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -205,9 +267,9 @@ def event_csv(tmp_path_factory):
     q = np.minimum(rng.zipf(1.3, n), 300)
     path = tmp_path_factory.mktemp("win") / "events.csv"
     with open(path, "w") as f:
-        f.write("query,ts\n")
-        for qi, ti in zip(q.tolist(), t.tolist()):
-            f.write(f"q{qi},{ti}\n")
+        f.write("query,ts,user\n")
+        for qi, ti, ui in zip(q.tolist(), t.tolist(), rng.integers(0, 2000, n).tolist()):
+            f.write(f"q{qi},{ti},u{ui}\n")
     return path
 
 
@@ -237,7 +299,8 @@ def test_cli_json_lines_parse_back_one_per_window(capsys, event_csv):
 def test_cli_refusals(capsys, event_csv):
     for extra, needle in (
         (["--column", "query", "--time-column", "ts", "--window", "1h"], "--start TIME and --end TIME"),
-        ([*WINDOW_ARGS, "--privacy-id", "query"], "--privacy-id cannot be combined with --window"),
+        ([*WINDOW_ARGS, "--privacy-id", "user"], "needs --max-rows-per-unit R"),
+        ([*WINDOW_ARGS, "--max-rows-per-unit", "3"], "applies to the user-level release"),
         ([*WINDOW_ARGS, "--allowed-lateness", "5s"], "--allowed-lateness applies with --follow"),
         ([*WINDOW_ARGS, "--algorithm", "countmin"], "no windowed release"),
         ([*WINDOW_ARGS, "--public-length"], "--public-length does not apply"),
@@ -246,6 +309,18 @@ def test_cli_refusals(capsys, event_csv):
     ):
         code, out, err = run(capsys, "top", event_csv, *extra)
         assert code == 2 and out == "" and needle in one_error_line(err), (extra, err)
+
+
+def test_cli_privacy_id_series(capsys, event_csv):
+    code, out, err = run(capsys, "top", event_csv, *WINDOW_ARGS, "--privacy-id", "user", "--max-rows-per-unit", 2,
+                         "--json", "--seed", 1)
+    assert code == 0, err
+    objs = [json.loads(line) for line in out.splitlines()]
+    assert len(objs) == 3
+    for o in objs:
+        assert o["mechanism"] == "unit.bounded_memory[DPSS]" and o["metadata"]["max_rows_per_unit"] == 2
+        assert o["metadata"]["privacy_unit"] == "privacy_id"
+    assert "bound per unit: r=2 rows over the whole series" in err
 
 
 def test_cli_budget_file_charged_once(capsys, event_csv, tmp_path):

@@ -35,7 +35,7 @@ _EXACT_ROUTE_ONLY = ("noise", "top_k", "selection")
 _BOUNDED_ROUTE_REFUSES = ("demo", "max_stream_length", "length_epsilon", "public_length")
 # options of the windowed release only, and the row-level options it does not take
 _WINDOW_ONLY = ("start", "end", "follow", "allowed_lateness")
-_WINDOW_REFUSES = ("demo", "max_stream_length", "public_length", "privacy_id", *_UNIT_LEVEL_ONLY)
+_WINDOW_REFUSES = ("demo", "max_stream_length", "public_length")
 # the same split for dpsketch quantiles
 _QUANTILES_ROW_LEVEL_ONLY = ("noise_allocation",)
 _QUANTILES_UNIT_LEVEL_ONLY = ("max_rows_per_unit", "int_ids")
@@ -472,11 +472,21 @@ def _top_windowed(args, out) -> int:
     from .summaries import MisraGries, SpaceSaving
     from .windows import Windowed, iso
 
-    if args.privacy_id is not None:
-        raise UsageError("--privacy-id cannot be combined with --window: a privacy id active in h windows "
-                         "composes h-fold and no per-id window cap is implemented (docs/privacy.md, Windows); "
-                         "release each window's rows with --privacy-id on their own and add up the cost")
     _refuse_options(args, _WINDOW_REFUSES, "does not apply to windowed releases (--window)")
+    rows_per_unit = None
+    if args.privacy_id is None:
+        _refuse_unit_options(args, _UNIT_LEVEL_ONLY)
+    else:
+        # a unit keeps its first R rows over the whole series, so it is in at most R windows
+        _refuse_options(args, _EXACT_ROUTE_ONLY, "does not apply to windowed releases (--window)")
+        if args.max_rows_per_unit is not None:
+            rows_per_unit = args.max_rows_per_unit
+        elif args.max_keys_per_unit is not None:
+            rows_per_unit = args.max_keys_per_unit * (args.max_rows_per_key or 1)
+        else:
+            raise UsageError("--privacy-id with --window needs --max-rows-per-unit R (or --max-keys-per-unit M and "
+                             "--max-rows-per-key C for R = M*C): how many rows one privacy id may contribute to "
+                             "the whole series, so it is in at most R windows")
     if args.time_column is None or args.window is None:
         raise UsageError("--time-column NAME and --window DURATION go together: the event time of each row "
                          "and the window length")
@@ -502,11 +512,11 @@ def _top_windowed(args, out) -> int:
         period=args.window, make=lambda: summary_class(capacity), epsilon=args.epsilon, delta=args.delta, k=k,
         start=args.start, end=args.end, origin=args.origin, clock="wall" if args.follow else "input",
         allowed_lateness=args.allowed_lateness or 0, length_epsilon=args.length_epsilon, seed=args.seed,
-        budget=budget))
+        budget=budget, max_rows_per_unit=rows_per_unit))
     if args.format is None and _input.detect_format(args.file) != "parquet":
         args.format = "csv"  # an event-time column: CSV whatever the file is called, stdin included
     budget_file.check()
-    src = _open_input(args, out)
+    src = _open_input(args, out, privacy_id=args.privacy_id, ids=_unit_ids(args))
     budget_file.charge()
 
     mechanism = windowed.mechanism
@@ -518,6 +528,11 @@ def _top_windowed(args, out) -> int:
     out.note(f"windows of {args.window} from {iso(windowed.bounds(windowed.first)[0])} to {last}, released "
              f"{close}; epsilon={num(args.epsilon)} delta={num(args.delta)} for the whole series (parallel "
              "composition: each event lies in one window; each window has its own noisy length)")
+    if rows_per_unit is not None:
+        out.note(f"privacy unit: privacy_id = column {args.privacy_id!r} (ids: {src.ids.describe()}); neighbours: "
+                 f"all rows of one id; bound per unit: r={rows_per_unit} rows over the whole series (its first r in "
+                 f"input order, so at most r windows); each window runs at the per-row epsilon/r, and group "
+                 "privacy gives the epsilon, delta above for one privacy id")
 
     source_desc = display(src.path)
     writer = csv.writer(sys.stdout, lineterminator="\n") if out.fmt == "csv" else None

@@ -232,6 +232,17 @@ def _aligned(a, a_kept, b, b_kept):
             _take(b, both if b_kept is None else both[b_kept]))
 
 
+def _aligned_columns(converted) -> list:
+    """Columns converted apart, each ``(values, kept)`` as KeyTyper.convert_kept returns it,
+    reduced to the rows every one of them kept."""
+    every = None
+    for _, kept in converted:
+        every = _both(every, kept)
+    if every is None:
+        return [values for values, _ in converted]
+    return [_take(values, every if kept is None else every[kept]) for values, kept in converted]
+
+
 def column(batches, typer) -> np.ndarray:
     """One column from the batches of :meth:`Source.pairs`, as the library's privacy-unit functions
     take it: an int64 array for int keys or ids, else an array of str."""
@@ -699,7 +710,9 @@ class Source:
     # -- CSV with an event-time column (dpsketch top --window) ---------------------------------
     def timed(self, time_column, *, follow: bool = False):
         """(keys, times) batches aligned row by row from a CSV file or stdin: the item column and
-        the event-time column ``time_column``, times as numpy datetime64[ns] (UTC).
+        the event-time column ``time_column``, times as numpy datetime64[ns] (UTC); with
+        ``privacy_id`` set, (keys, times, privacy ids), a row also dropped when its id is empty or
+        cannot be typed (``ids``, as for pairs()).
         A time is epoch seconds (a decimal number) or ISO 8601 text (no zone: UTC), each value
         read on its own; a row is dropped when its item is empty or cannot be typed, or its time
         is empty or neither form. ``follow``: complete lines are handed over as soon as they are
@@ -794,8 +807,11 @@ class Source:
                 raise InputUsageError(f"no column {time_column!r} (--time-column) in {self.where()}; "
                                       f"its columns are {_names(names_in_file)}")
             picked = [self._pick_column(names_in_file), names_in_file.index(time_column)]
-        if picked[0] == picked[1]:
-            raise InputUsageError("--time-column must name another column than the items' --column")
+        if self.privacy_id is not None:
+            picked.append(self._field(len(fields), "--privacy-id", self.id_index) if self.no_header
+                          else self._pick_id_column([h.strip() for h in fields]))
+        if len(set(picked)) != len(picked):
+            raise InputUsageError("--time-column must name another column than the items' --column and --privacy-id")
         names = [f"f{i}" for i in range(len(fields))]
         wanted = [names[i] for i in picked]
         read_options = pcsv.ReadOptions(column_names=names, use_threads=True,
@@ -806,7 +822,8 @@ class Source:
                                               strings_can_be_null=False, quoted_strings_can_be_null=False)
 
         int_times = pcsv.ConvertOptions(include_columns=wanted,
-                                        column_types={wanted[0]: pa.large_string(), wanted[1]: pa.int64()},
+                                        column_types={n: pa.int64() if n == wanted[1] else pa.large_string()
+                                                      for n in wanted},
                                         strings_can_be_null=False, quoted_strings_can_be_null=False)
 
         def read(block, options):
@@ -834,36 +851,41 @@ class Source:
                 table = read(block, convert_options)
             if table is None:
                 return
-            items_chunks, times_chunks = (table.column(n).chunks for n in wanted)
-            for items_col, times_col in zip(items_chunks, times_chunks):
-                yield from converted(items_col, times_col, int_column)
+            for columns in zip(*(table.column(n).chunks for n in wanted)):
+                yield from converted(int_column, *columns)
 
-        def converted(items_col, times_col, int_column):
+        def converted(int_column, items_col, times_col, ids_col=None):
             items, items_nonempty = _trim(items_col)
+            ids, ids_nonempty = (None, None) if ids_col is None else _trim(ids_col)
             if int_column:
                 secs = times_col.to_numpy(zero_copy_only=False)
                 usable = times_col.is_valid().to_numpy(zero_copy_only=False) if times_col.null_count else None
                 usable = _both(usable, np.abs(np.where(usable, secs, 0) if usable is not None else secs)
                                < _MAX_EPOCH_SECONDS)
-                if usable is not None and usable.all():
-                    usable = None
-                both = _both(items_nonempty, usable)
-                if both is not None:
-                    items, secs = _take(items, both), secs[both]
-                if not len(items):
-                    return
-                keys, kept = self.keys.convert_kept(items)
-                times = (secs if kept is None else secs[kept]).astype(np.int64) * 1_000_000_000
+                texts = None
             else:
-                texts, times_nonempty = _trim(times_col)
-                if items_nonempty is not None or times_nonempty is not None:
-                    both = _both(items_nonempty, times_nonempty)
-                    items, texts = _take(items, both), _take(texts, both)
-                if not len(items):
-                    return
-                keys, times = _aligned(*self.keys.convert_kept(items), *_event_times(texts))
-            if len(keys):
-                yield keys, times.view("datetime64[ns]")
+                texts, usable = _trim(times_col)
+            both = _both(_both(items_nonempty, usable), ids_nonempty)
+            if both is not None and not both.all():
+                items = _take(items, both)
+                ids = None if ids is None else _take(ids, both)
+                if int_column:
+                    secs = secs[both]
+                else:
+                    texts = _take(texts, both)
+            if not len(items):
+                return
+            converted_columns = [self.keys.convert_kept(items)]
+            if int_column:
+                converted_columns.append((secs.astype(np.int64) * 1_000_000_000, None))
+            else:
+                converted_columns.append(_event_times(texts))
+            if ids is not None:
+                converted_columns.append(self.ids.convert_kept(ids))
+            out = _aligned_columns(converted_columns)
+            if len(out[0]):
+                out[1] = out[1].view("datetime64[ns]")
+                yield tuple(out)
 
         def complete_lines(last, data=b""):
             nonlocal carry

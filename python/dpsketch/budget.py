@@ -297,14 +297,23 @@ class Budget:
         with self.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho):
             pass
 
-    def disjoint(self, mechanism: str, *, epsilon: Number, delta: Number = 0) -> "DisjointScope":
+    def disjoint(self, mechanism: str, *, epsilon: Number, delta: Number = 0, part_epsilon: Optional[Number] = None,
+                 part_delta: Optional[Number] = None) -> "DisjointScope":
         """Charge one (ε, δ)-DP spend now and return a :class:`DisjointScope` whose parts -- one
         per disjoint slice of the data, e.g. one per event-time window -- may each spend up to
-        (ε, δ) without further charges: parallel composition (docs/privacy.md §Windows). Raises
-        :class:`BudgetExceededError` and records nothing if (ε, δ) does not fit."""
+        (``part_epsilon``, ``part_delta``), default (ε, δ), without further charges: parallel
+        composition (docs/privacy.md §Windows). Smaller part caps are for a privacy unit that
+        spans several parts, where (ε, δ) is what group privacy makes of the parts' figures (the
+        caller's argument). Raises :class:`BudgetExceededError` and records nothing if (ε, δ)
+        does not fit."""
+        pe = epsilon if part_epsilon is None else part_epsilon
+        pd = delta if part_delta is None else part_delta
+        if self._amount("part_epsilon", pe) > self._amount("epsilon", epsilon) or \
+                self._amount("part_delta", pd) > self._amount("delta", delta):
+            raise ValueError("a part cannot spend more than the whole series is charged")
         self.spend(f"{mechanism} (parallel composition: disjoint parts, charged once)",
                    epsilon=epsilon, delta=delta)
-        return DisjointScope(mechanism, epsilon, delta)
+        return DisjointScope(mechanism, pe, pd)
 
     @staticmethod
     def _amount(name: str, v: Number) -> Fraction:

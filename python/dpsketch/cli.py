@@ -267,7 +267,7 @@ def _top_parser(sub):
                    help="c: the most rows one privacy id contributes to one item (default 1)")
     u.add_argument("--max-rows-per-unit", type=_int_at_least("max-rows-per-unit", 1), metavar="R",
                    help="the bounded-memory route: the most rows one privacy id contributes (its first R in "
-                        "the input's order; default with stdin: m*c)")
+                        "the input's order; default with stdin: m*c); with --window, over the whole series")
     u.add_argument("--noise", choices=("gaussian", "laplace"),
                    help="discrete Gaussian (default; l2-sensitivity c*sqrt(m)) or discrete Laplace "
                         "(l1-sensitivity m*c) noise on the bounded counts")
@@ -288,7 +288,8 @@ def _top_parser(sub):
         "windows",
         "With --window, one release per tumbling event-time window, each released once when it closes; "
         "the series is (epsilon, delta)-DP for one event by parallel composition (docs/privacy.md, Windows). "
-        "The windows released are fixed by --start, --end, --window and --origin, never by the data.")
+        "The windows released are fixed by --start, --end, --window and --origin, never by the data. With "
+        "--privacy-id, each id keeps its first --max-rows-per-unit R rows over the whole series.")
     w.add_argument("--time-column", metavar="NAME",
                    help="CSV column of event times: epoch seconds or ISO 8601 (no zone: UTC); with --no-header, "
                         "a 0-based index")

@@ -24,9 +24,13 @@ on public parameters and on each event's own fields only (docs/privacy.md §Wind
     its window's deadline (late) or before its window began (early) is dropped; nothing
     publishes how many were.
 
-Events outside ``[start, end)`` are dropped the same way. The user-level privacy unit is not
-supported here: one unit active in h windows would compose h-fold (docs/privacy.md §Windows).
-The class is the event-level, one-release-per-window form; a release schedule over the same
+Events outside ``[start, end)`` are dropped the same way.
+
+With ``max_rows_per_unit=r`` one privacy id (all of its rows) is the privacy unit: each unit keeps
+its first r rows in input order over the whole series (so it is in at most r windows), each
+window's release runs at the per-row (ε', δ') of :func:`dpsketch.privacy_unit.unit_calibration`,
+and group privacy over the unit's r events of the (ε', δ')-DP series gives the requested (ε, δ)
+for one unit (docs/privacy.md §Windows). The class is the event-level, one-release-per-window form; a release schedule over the same
 windows (for example cumulative releases by a binary tree) would plug in at ``_release_window``.
 """
 
@@ -45,6 +49,7 @@ import numpy as np
 
 from . import _seeds
 from .budget import Budget, DisjointScope
+from .privacy_unit import _ROW_LEVEL_KEYS, PRIVACY_UNIT_ID, UnitRowLimiter, _bounded_memory_plan
 from .release import Release, calibrate
 from .summaries import MisraGries, SpaceSaving
 
@@ -188,6 +193,8 @@ class Windowed:
       ``end_i + allowed_lateness`` on ``now()``, default ``time.time``).
     * ``seed``: window i's release uses the user seed :func:`window_seed` ``(seed, i)``.
     * ``budget``: charged (ε, δ) once, at construction, for the whole series (:meth:`Budget.disjoint`).
+    * ``max_rows_per_unit``: r; one privacy id is the unit, :meth:`update` takes ``privacy_id``,
+      and every release reports the unit-level (ε, δ) (module docstring).
 
     Feed with :meth:`update` ``(items, times)``, or drive the whole thing with :meth:`releases`
     over an iterable of ``(items, times)`` batches. Each release is a :class:`~dpsketch.Release`
@@ -199,7 +206,8 @@ class Windowed:
                  k: Optional[int] = None, start: Any = None, end: Any = None, origin: Any = 0,
                  clock: str = "input", allowed_lateness: Any = 0, length_epsilon: Optional[float] = None,
                  length_delta: Optional[float] = None, seed: Optional[int] = None,
-                 budget: Optional[Budget] = None, now: Optional[Callable[[], float]] = None) -> None:
+                 budget: Optional[Budget] = None, now: Optional[Callable[[], float]] = None,
+                 max_rows_per_unit: Optional[int] = None) -> None:
         if clock not in CLOCKS:
             raise ValueError(f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
         self.period = parse_duration(period)
@@ -230,6 +238,16 @@ class Windowed:
         if len(probe.items()):
             raise ValueError("make must return an empty summary (one per window)")
         self._make = make
+        # With a privacy unit, each window's element-level release runs at the per-row (ε', δ')
+        # whose group-privacy chain over r rows is the requested (ε, δ) (docs/privacy.md §Windows).
+        self._limiter: Optional[UnitRowLimiter] = None
+        self._unit_plan: Optional[dict] = None
+        self._series = self._requested = (float(epsilon), float(delta))
+        if max_rows_per_unit is not None:
+            self._limiter = UnitRowLimiter(max_rows_per_unit)
+            self._unit_plan = _bounded_memory_plan(epsilon, delta, self._limiter.max_rows_per_unit)
+            self._series = (self._unit_plan["epsilon"], self._unit_plan["delta"])
+            epsilon, delta = self._unit_plan["epsilon_row"], self._unit_plan["delta_row"]
         calibrate(epsilon, delta, need, public_length=False, length_epsilon=length_epsilon,
                   length_delta=length_delta if need == "bounds" else None)  # parameter errors now
         self._options: dict[str, Any] = {"epsilon": epsilon, "delta": delta}
@@ -265,7 +283,17 @@ class Windowed:
         if budget is not None:
             if not isinstance(budget, Budget):
                 raise TypeError(f"budget must be a dpsketch.Budget, got {type(budget).__name__}")
-            self._scope = budget.disjoint(f"Windowed[{self.mechanism}]", epsilon=epsilon, delta=delta)
+            self._scope = budget.disjoint(self._mechanism_name(), epsilon=self._series[0], delta=self._series[1],
+                                          part_epsilon=epsilon, part_delta=delta)
+
+    def _mechanism_name(self) -> str:
+        return (f"Windowed[{self.mechanism}]" if self._limiter is None
+                else f"Windowed[unit.bounded_memory[{self.mechanism}]]")
+
+    @property
+    def max_rows_per_unit(self) -> Optional[int]:
+        """r: rows one privacy unit keeps over the whole series (None: one event is the unit)."""
+        return None if self._limiter is None else self._limiter.max_rows_per_unit
 
     # -- windows ----------------------------------------------------------------------------
     def index(self, t_ns: int) -> int:
@@ -291,15 +319,18 @@ class Windowed:
         return self._closed
 
     # -- feeding ----------------------------------------------------------------------------
-    def update(self, items: Any, times: Any, *, now: Optional[float] = None) -> list[Release]:
+    def update(self, items: Any, times: Any, privacy_id: Any = None, *, now: Optional[float] = None) -> list[Release]:
         """Add a batch of events (``items[j]`` at event time ``times[j]``: epoch seconds,
-        datetime64 or a pyarrow timestamp array). With ``clock='wall'`` the batch arrives at
-        ``now`` (default ``now()``): windows whose deadline passed are released first (returned),
-        then each event is kept iff its window is open at ``now``. Events outside the windows
-        released are dropped."""
+        datetime64 or a pyarrow timestamp array; with ``max_rows_per_unit``, the privacy id of
+        each row in ``privacy_id``). With ``clock='wall'`` the batch arrives at ``now`` (default
+        ``now()``): windows whose deadline passed are released first (returned), then each event
+        is kept iff its window is open at ``now``. Events outside the windows released are
+        dropped."""
         with self._lock:
             if self._closed:
                 raise ValueError("this Windowed was closed; its windows are released")
+            if (privacy_id is None) != (self._limiter is None):
+                raise ValueError("privacy_id= goes with max_rows_per_unit= (one privacy id per row), and only with it")
             out: list[Release] = []
             lo, hi = self._next, self.last
             if self.clock == "wall":
@@ -313,6 +344,15 @@ class Windowed:
             t, ok = times_ns(times)
             if len(t) != len(items):
                 raise ValueError(f"items and times differ in length ({len(items)} vs {len(t)})")
+            if self._limiter is not None:
+                ids = privacy_id.to_numpy(zero_copy_only=False) if type(privacy_id).__module__.startswith(
+                    "pyarrow") else privacy_id
+                if len(ids) != len(items):
+                    raise ValueError("items and privacy_id differ in length (one privacy id per row)")
+                # a unit's first r rows in input order, over the whole series: what is kept of a
+                # unit depends on that unit's rows alone
+                kept = self._limiter.keep(ids)
+                ok = kept if ok is None else ok & kept
             if len(t) and (hi is None or lo <= hi):
                 self._route(items, t, ok, lo, hi)
             return out
@@ -406,27 +446,48 @@ class Windowed:
         s, e = self.bounds(i)
         meta = dict(rel.metadata)
         meta["window"] = {"index": i, "start": iso(s), "end": iso(e), "start_ns": s, "end_ns": e}
-        meta["composition"] = {
+        composition = {
             "rule": "parallel",
             "reason": "each event lies in exactly one event-time window (docs/privacy.md §Windows)",
-            "series_epsilon": rel.epsilon, "series_delta": rel.delta,
+            "series_epsilon": self._series[0], "series_delta": self._series[1],
             "neighbours": "add or remove one event", "clock": self.clock,
             "period_ns": self.period, "origin": iso(self.origin),
             "allowed_lateness_ns": self.allowed_lateness,
             "dropped_events": "late, early and out-of-range events are dropped and never counted in any output",
         }
-        return replace(rel, metadata=meta)
+        meta["composition"] = composition
+        if self._unit_plan is None:
+            return replace(rel, metadata=meta)
+        # One privacy unit: the figures above are per row; the release reports the unit's.
+        r = self.max_rows_per_unit
+        per_row = {key: meta.pop(key) for key in _ROW_LEVEL_KEYS if key in meta}
+        per_row.update(mechanism=self.mechanism, epsilon_per_row=rel.epsilon, delta_per_row=rel.delta,
+                       privacy_unit_of_these_figures="one stream element")
+        composition.update(
+            rule="parallel at the event level, then group privacy over the unit's at most r rows",
+            reason=("each event lies in exactly one window and a unit keeps at most r rows over the whole "
+                    "series, so it is in at most r windows (docs/privacy.md §Windows)"),
+            neighbours="add or remove all rows of one privacy id")
+        meta.update(privacy_unit=PRIVACY_UNIT_ID, neighbours="add_remove_unit", route="bounded_memory",
+                    max_rows_per_unit=r, max_windows_per_unit=r,
+                    bounding="per unit: its first r rows in input order over the whole series (all windows)",
+                    epsilon=self._series[0], delta=self._series[1],
+                    epsilon_requested=self._requested[0], delta_requested=self._requested[1],
+                    group_privacy="(r·ε', δ'·Σ_{i<r} e^{iε'}) from the per-row (ε', δ')",
+                    per_row_calibration=per_row, reference="docs/privacy.md §Windows")
+        return replace(rel, epsilon=self._series[0], delta=self._series[1],
+                       mechanism=f"unit.bounded_memory[{self.mechanism}]", metadata=meta)
 
     # -- driving ----------------------------------------------------------------------------
     def releases(self, batches: Iterable[tuple[Any, Any]]) -> Iterator[Release]:
-        """Feed ``(items, times)`` batches and yield each window's release as the window closes;
+        """Feed ``(items, times)`` batches (``(items, times, privacy_id)`` with ``max_rows_per_unit``) and yield each window's release as the window closes;
         at the end of ``batches`` the remaining windows are released (:meth:`close`). With
         ``clock='wall'`` the batches are read in a background thread, a batch arrives at the wall
         time this generator takes it from that thread, and windows are released at their
         deadlines even while no batch arrives; memory is the open windows' summaries plus at most two batches in flight."""
         if self.clock == "input":
-            for items, times in batches:
-                yield from self.update(items, times)
+            for batch in batches:
+                yield from self.update(*batch)
             yield from self.close()
             return
         yield from self._releases_wall(iter(batches))
