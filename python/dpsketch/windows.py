@@ -420,13 +420,14 @@ class Windowed:
         with self._lock:
             if self._closed:
                 return []
+            last: Optional[int] = self.last
+            out: list[Release] = []
             if self.clock == "wall":
                 now_ns = int((self._now() if now is None else now) * NS)
                 out = self._advance(now_ns)
-                last = self.last if self.last is not None else self.index(now_ns)
-            else:
-                out, last = [], self.last
-            assert last is not None
+                if last is None:
+                    last = self.index(now_ns)
+            assert last is not None  # clock='input' requires end
             while self._next <= last:
                 out.append(self._release_window(self._next))
             self._closed = True
