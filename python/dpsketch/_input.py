@@ -8,7 +8,10 @@ gzip-compressed, from a file or stdin, read by pyarrow's C++ readers in bounded 
   --privacy-id``; CSV and Parquet; the batches go to ``dpsketch.ContributionBounder`` as they come),
   and :func:`column` to join batches into one column for the library;
 - :meth:`Source.values`: the numbers of ``dpsketch quantiles``, and :meth:`Source.number_pairs`: those
-  numbers with the privacy id of each row, aligned (``dpsketch quantiles --privacy-id``).
+  numbers with the privacy id of each row, aligned (``dpsketch quantiles --privacy-id``);
+- :meth:`Source.timed`: the keys of a CSV column with the event time of each row (and the privacy
+  id), aligned, for ``dpsketch top --window`` (:mod:`dpsketch.windows`); with ``follow`` a pipe or
+  file that keeps growing is read as lines arrive.
 
 Memory is bounded: text is decompressed by pyarrow in blocks of ``TEXT_BLOCK_BYTES`` and split
 into lines in C++ (``dpsketch._core.split_lines``); CSV rows are parsed by ``pyarrow.csv.open_csv``
@@ -877,7 +880,7 @@ class Source:
                 return
             converted_columns = [self.keys.convert_kept(items)]
             if int_column:
-                converted_columns.append((secs.astype(np.int64) * 1_000_000_000, None))
+                converted_columns.append((secs * 1_000_000_000, None))  # |secs| < 2^62/10^9: no overflow
             else:
                 converted_columns.append(_event_times(texts))
             if ids is not None:
