@@ -6,7 +6,7 @@ Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
 DataFrame or file), :class:`PrivateCountMin`, :class:`PrivateCountSketch`,
 :class:`SketchHeavyHitters`; each returns or builds on a :class:`Release`. Ranks, quantiles,
 range counts and hierarchical heavy hitters: :class:`DyadicCountSketch`,
-:class:`PrivateDyadicCountSketch`. Several releases can draw from one :class:`Budget`, kept in a file shared by several processes with :meth:`Budget.open`. Every error is a :class:`DPSketchError`
+:class:`PrivateDyadicCountSketch`. Several releases can draw from one :class:`Budget`, kept in a file shared by several processes with :meth:`Budget.open`. One release per event-time window: :class:`Windowed` (``dpsketch.windows``), charged once by parallel composition. Every error is a :class:`DPSketchError`
 (``dpsketch.errors``). The
 documentation is installed with the package: ``dpsketch docs`` (the specification is
 docs/algorithms.md, the derivations docs/privacy.md).
@@ -14,7 +14,7 @@ docs/algorithms.md, the derivations docs/privacy.md).
 
 from ._core import __version__
 from . import datasets, errors
-from .budget import Budget, PrivacyTotals, Spend
+from .budget import Budget, DisjointScope, PrivacyTotals, Spend
 from .budget_file import FileBudget
 from .errors import (
     BudgetExceededError,
@@ -34,6 +34,7 @@ from .privacy_unit import (ContributionBounder, UnitStream, bound_contributions,
 from .release import Release
 from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
+from .windows import Windowed
 
 __all__ = [
     "MisraGries",
@@ -56,7 +57,9 @@ __all__ = [
     "unit_release_cost",
     "unit_quantiles_cost",
     "Budget",
+    "DisjointScope",
     "FileBudget",
+    "Windowed",
     "DPSketchError",
     "ParameterError",
     "CorruptBytesError",

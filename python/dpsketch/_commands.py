@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _input
 from ._input import RunError, UsageError, display, first_line
-from ._output import Column, Output, Progress, caps, label, num, totals
+from ._output import Column, Output, Progress, caps, json_default, label, num, totals
 from .cli import DEFAULT_K, DEMO_DEFAULT_K
 
 __all__ = ["top", "quantiles", "budget", "experiment", "docs", "audit"]
@@ -33,6 +33,9 @@ _UNIT_LEVEL_ONLY = ("max_keys_per_unit", "max_rows_per_key", "max_rows_per_unit"
 # options of the exact user-level route only, and of the bounded-memory route only
 _EXACT_ROUTE_ONLY = ("noise", "top_k", "selection")
 _BOUNDED_ROUTE_REFUSES = ("demo", "max_stream_length", "length_epsilon", "public_length")
+# options of the windowed release only, and the row-level options it does not take
+_WINDOW_ONLY = ("start", "end", "follow", "allowed_lateness")
+_WINDOW_REFUSES = ("demo", "max_stream_length", "public_length")
 # the same split for dpsketch quantiles
 _QUANTILES_ROW_LEVEL_ONLY = ("noise_allocation",)
 _QUANTILES_UNIT_LEVEL_ONLY = ("max_rows_per_unit", "int_ids")
@@ -205,6 +208,9 @@ def _refuse_unit_options(args, names) -> None:
 
 def top(args) -> int:
     out = Output.for_args(args)
+    if args.window is not None or args.time_column is not None:
+        return _top_windowed(args, out)
+    _refuse_options(args, _WINDOW_ONLY, "applies to windowed releases: give --time-column NAME and --window DURATION")
     if args.privacy_id is not None:
         _refuse_options(args, ("cut", "passes"), "applies to the row-level release (without --privacy-id)")
         if args.max_rows_per_unit is not None or args.file in (None, "-"):
@@ -493,6 +499,121 @@ def _row_header(args, out, rel, capacity, keys_desc, source_desc, released):
     out.note(f"{rel.mechanism} via {args.algorithm} ({capacity} {unit}; target frequency >= n/k, "
              f"k={args.k}) on {source_desc}; keys: {keys_desc}")
     out.note(f"{' '.join(parts)} -> {released} item(s) released")
+
+
+# -- windowed releases (--time-column, --window) ------------------------------------------------
+
+
+def _top_windowed(args, out) -> int:
+    """``top --time-column T --window P``: dpsketch.windows.Windowed over the item and time
+    columns. One DPSS or PMG release per event-time window, printed when the window closes
+    (every window at the end of the input, or with --follow at its end plus --allowed-lateness on
+    the wall clock); the windows released follow from --start, --end, --window and --origin
+    only, and an empty window is released like any other (docs/privacy.md §Windows). The run
+    is charged (epsilon, delta) once: each event lies in one window (parallel composition)."""
+    import csv
+
+    from .budget import Budget
+    from .summaries import MisraGries, SpaceSaving
+    from .windows import Windowed, iso
+
+    _refuse_options(args, _WINDOW_REFUSES, "does not apply to windowed releases (--window)")
+    rows_per_unit = None
+    if args.privacy_id is None:
+        _refuse_unit_options(args, _UNIT_LEVEL_ONLY)
+    else:
+        # a unit keeps its first R rows over the whole series, so it is in at most R windows
+        _refuse_options(args, _EXACT_ROUTE_ONLY, "does not apply to windowed releases (--window)")
+        if args.max_rows_per_unit is not None:
+            rows_per_unit = args.max_rows_per_unit
+        elif args.max_keys_per_unit is not None:
+            rows_per_unit = args.max_keys_per_unit * (args.max_rows_per_key or 1)
+        else:
+            raise UsageError("--privacy-id with --window needs --max-rows-per-unit R (or --max-keys-per-unit M and "
+                             "--max-rows-per-key C for R = M*C): how many rows one privacy id may contribute to "
+                             "the whole series, so it is in at most R windows")
+    if args.time_column is None or args.window is None:
+        raise UsageError("--time-column NAME and --window DURATION go together: the event time of each row "
+                         "and the window length")
+    algorithm = args.algorithm or "spacesaving"
+    if algorithm not in ("spacesaving", "misragries"):
+        raise UsageError(f"--algorithm {algorithm} has no windowed release; use spacesaving (DPSS) or "
+                         "misragries (PMG)")
+    if not args.follow and (args.start is None or args.end is None):
+        raise UsageError("without --follow, give --start TIME and --end TIME: the first and last window are "
+                         "released whatever the data, so they must be public (the smallest and largest event "
+                         "time are data)")
+    if args.allowed_lateness is not None and not args.follow:
+        raise UsageError("--allowed-lateness applies with --follow; without it every window closes at the end "
+                         "of the input and no event is late")
+    k = args.k if args.k is not None else DEFAULT_K
+    capacity = max(k, math.ceil((args.oversample or 2.0) * k - 1e-9))
+    summary_class = SpaceSaving if algorithm == "spacesaving" else MisraGries
+    budget_file = _BudgetFile(args, f"dpsketch top --window ({algorithm}, parallel composition)",
+                              epsilon=args.epsilon, delta=args.delta)
+    # The run's accountant, capped at what was asked for; the series is charged to it once.
+    budget = Budget(args.epsilon, args.delta)
+    windowed = _checked(lambda: Windowed(
+        period=args.window, make=lambda: summary_class(capacity), epsilon=args.epsilon, delta=args.delta, k=k,
+        start=args.start, end=args.end, origin=args.origin, clock="wall" if args.follow else "input",
+        allowed_lateness=args.allowed_lateness or 0, length_epsilon=args.length_epsilon, seed=args.seed,
+        budget=budget, max_rows_per_unit=rows_per_unit))
+    if args.format is None and _input.detect_format(args.file) != "parquet":
+        args.format = "csv"  # an event-time column: CSV whatever the file is called, stdin included
+    budget_file.check()
+    src = _open_input(args, out, privacy_id=args.privacy_id, ids=_unit_ids(args))
+    budget_file.charge()
+
+    mechanism = windowed.mechanism
+    close = (f"each at its end + {args.allowed_lateness or '0'} on the wall clock" if args.follow
+             else "all at the end of the input")
+    last = "the end of the input" if windowed.last is None else iso(windowed.bounds(windowed.last)[1])
+    out.note(f"{mechanism} via {algorithm} ({capacity} counters; target frequency >= n/k per window, k={k}) on "
+             f"{display(src.path)}; keys: {src.keys.describe()}")
+    out.note(f"windows of {args.window} from {iso(windowed.bounds(windowed.first)[0])} to {last}, released "
+             f"{close}; epsilon={num(args.epsilon)} delta={num(args.delta)} for the whole series (parallel "
+             "composition: each event lies in one window; each window has its own noisy length)")
+    if rows_per_unit is not None:
+        out.note(f"privacy unit: privacy_id = column {args.privacy_id!r} (ids: {src.ids.describe()}); neighbours: "
+                 f"all rows of one id; bound per unit: r={rows_per_unit} rows over the whole series (its first r in "
+                 f"input order, so at most r windows); each window runs at the per-row epsilon/r, and group "
+                 "privacy gives the epsilon, delta above for one privacy id")
+
+    source_desc = display(src.path)
+    writer = csv.writer(sys.stdout, lineterminator="\n") if out.fmt == "csv" else None
+    if writer is not None:
+        writer.writerow(["window_start", "window_end", "rank", "item", "noisy_count"])
+    try:
+        for rel in windowed.releases(src.timed(args.time_column, follow=args.follow)):
+            _print_window(out, writer, rel, args.top, source_desc, k, capacity, algorithm)
+    except (TypeError, RuntimeError) as exc:
+        raise RunError(f"release failed: {first_line(exc)}") from None
+    except ValueError as exc:
+        raise RunError(f"cannot add the items of {source_desc}: {first_line(exc)}") from None
+    out.spent(budget, budget_file.ledger)
+    return 0
+
+
+def _print_window(out, writer, rel, top_n, source_desc, k, capacity, algorithm) -> None:
+    """One window's release on stdout, flushed: a JSON line, CSV rows or a titled table."""
+    window = rel.metadata["window"]
+    items = rel.items[:top_n] if top_n else rel.items
+    if out.fmt == "json":
+        obj = rel.to_dict()
+        obj["items"] = [[key, v] for key, v in items]
+        obj["cli"] = {"algorithm": algorithm, "k": k, "capacity": capacity, "source": source_desc, "top": top_n,
+                      "released": len(rel.items), "exact_counts_withheld": True}
+        sys.stdout.write(json.dumps(obj, default=json_default) + "\n")
+    elif writer is not None:
+        for rank, (key, v) in enumerate(items, 1):
+            writer.writerow([window["start"], window["end"], rank, key, num(v)])
+    else:
+        sys.stdout.write(f"window [{window['start']}, {window['end']}): threshold={num(rel.threshold)} "
+                         f"noisy n={num(rel.n)} -> {len(rel.items)} item(s) released\n")
+        width = max([len(label(key)) for key, _ in items] + [4])
+        for rank, (key, v) in enumerate(items, 1):
+            sys.stdout.write(f"{rank:>6}  {label(key):<{width}}  {num(v)}\n")
+    sys.stdout.flush()
 
 
 # -- the user-level release (--privacy-id) ----------------------------------------------------------

@@ -10,7 +10,10 @@ stdin, read by pyarrow's C++ readers in bounded blocks. A
   --privacy-id``; CSV, Parquet and Arrow; the batches go to ``dpsketch.ContributionBounder`` as they come),
   and :func:`column` to join batches into one column for the library;
 - :meth:`Source.values`: the numbers of ``dpsketch quantiles``, and :meth:`Source.number_pairs`: those
-  numbers with the privacy id of each row, aligned (``dpsketch quantiles --privacy-id``).
+  numbers with the privacy id of each row, aligned (``dpsketch quantiles --privacy-id``);
+- :meth:`Source.timed`: the keys of a CSV column with the event time of each row (and the privacy
+  id), aligned, for ``dpsketch top --window`` (:mod:`dpsketch.windows`); with ``follow`` a pipe or
+  file that keeps growing is read as lines arrive.
 
 Memory is bounded: text is decompressed by pyarrow in blocks of ``TEXT_BLOCK_BYTES`` and split
 into lines in C++ (``dpsketch._core.split_lines``); CSV rows are parsed by ``pyarrow.csv.open_csv``
@@ -72,6 +75,7 @@ _LENIENT_INT = r"^[+-]?[0-9]+$"
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _BOM = b"\xef\xbb\xbf"
 TEXT_BLOCK_BYTES = 1 << 20  # decompressed bytes per read for text input
+TIMED_BLOCK_BYTES = 4 << 20  # bytes per parse of a CSV with an event-time column
 # Bytes at a line's edge that may need trimming: ASCII whitespace, or the lead/continuation byte of
 # a possibly-whitespace non-ASCII character (str.strip() semantics; utf8_trim_whitespace does them).
 _EDGE_WS = np.zeros(256, dtype=bool)
@@ -265,6 +269,17 @@ def _aligned(a, a_kept, b, b_kept):
     both = _both(a_kept, b_kept)
     return (_take(a, both if a_kept is None else both[a_kept]),
             _take(b, both if b_kept is None else both[b_kept]))
+
+
+def _aligned_columns(converted) -> list:
+    """Columns converted apart, each ``(values, kept)`` as KeyTyper.convert_kept returns it,
+    reduced to the rows every one of them kept."""
+    every = None
+    for _, kept in converted:
+        every = _both(every, kept)
+    if every is None:
+        return [values for values, _ in converted]
+    return [_take(values, every if kept is None else every[kept]) for values, kept in converted]
 
 
 def column(batches, typer) -> np.ndarray:
@@ -912,6 +927,210 @@ class Source:
         raise InputUsageError(f"no column {self.privacy_id!r} (--privacy-id) in {self.where()}; "
                               f"its columns are {_names(header)}")
 
+    # -- CSV with an event-time column (dpsketch top --window) ---------------------------------
+    def timed(self, time_column, *, follow: bool = False):
+        """(keys, times) batches aligned row by row from a CSV file or stdin: the item column and
+        the event-time column ``time_column``, times as numpy datetime64[ns] (UTC); with
+        ``privacy_id`` set, (keys, times, privacy ids), a row also dropped when its id is empty or
+        cannot be typed (``ids``, as for pairs()).
+        A time is epoch seconds (a decimal number) or ISO 8601 text (no zone: UTC), each value
+        read on its own; a row is dropped when its item is empty or cannot be typed, or its time
+        is empty or neither form. ``follow``: complete lines are handed over as soon as they are
+        read (a pipe that keeps growing yields batches before its end; a file is polled for new
+        lines after its end, until the consumer stops). Read one batch ahead in a thread unless
+        ``follow`` (the windowed release reads in its own thread then)."""
+        if self.format != "csv":
+            raise InputUsageError("--time-column needs CSV input (a column of items and a column of event times)")
+        gen = self._csv_timed(time_column, follow)
+        yield from self._guard(gen if follow else _read_ahead(gen))
+
+    def _timed_blocks(self, follow):
+        """Raw byte blocks of the input. Without ``follow``: the decompressed stream in blocks of
+        TIMED_BLOCK_BYTES. With ``follow``: whatever the file descriptor has (at most that many
+        bytes), so short writes to a pipe come through at once."""
+        if not follow:
+            stream, owned = self._open_bytes()
+            try:
+                while True:
+                    data = stream.read(TIMED_BLOCK_BYTES)
+                    if not data:
+                        return
+                    yield data
+            finally:
+                if owned is not None:
+                    owned.close()
+            return
+        import select
+        import time
+
+        if self.path == "-":
+            fd, owned = sys.stdin.buffer.fileno(), None
+        else:
+            owned = open(self.path, "rb", buffering=0)
+            fd = owned.fileno()
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        try:
+            while True:
+                data = os.read(fd, TIMED_BLOCK_BYTES)
+                if not data:
+                    if not regular:
+                        return
+                    time.sleep(0.2)  # a file that keeps growing: look again
+                    continue
+                # gather what else is already there, so a fast writer gives big batches
+                while (len(data) < TIMED_BLOCK_BYTES and not regular
+                       and select.select([fd], [], [], 0)[0]):
+                    more = os.read(fd, TIMED_BLOCK_BYTES - len(data))
+                    if not more:
+                        break
+                    data += more
+                if data[:2] == b"\x1f\x8b":
+                    raise InputUsageError("--follow reads plain text; decompress gzip input first (zcat FILE | ...)")
+                yield data
+        finally:
+            if owned is not None:
+                owned.close()
+
+    def _csv_timed(self, time_column, follow):
+        pa, _ = _pa()
+        import pyarrow.csv as pcsv
+
+        if follow and not self.utf8:
+            raise InputUsageError("--follow reads UTF-8 input; convert it first (iconv)")
+        blocks = self._timed_blocks(follow)
+        carry = b""
+        header = None
+        for data in blocks:
+            carry += data
+            nl = carry.find(b"\n")
+            if nl < 0:
+                if len(carry) > self.max_line_bytes:
+                    raise self._too_long()
+                continue
+            header, carry = carry[: nl + 1], carry[nl + 1 :]
+            break
+        if header is None:
+            header, carry = carry, b""
+        if self.utf8 and header.startswith(_BOM):
+            header = header[3:]
+        if not header.strip():
+            raise InputError(f"{self.where()} is empty (no CSV header row)" if not self.no_header
+                             else f"{self.where()} has no items")
+        fields = next(csv.reader([header.decode("utf-8", errors="replace").rstrip("\r\n")], delimiter=self.delimiter))
+        if self.no_header:
+            picked = [self._field(len(fields), "--column", self.col_index or 0),
+                      self._field(len(fields), "--time-column", _field_index("--time-column", time_column))]
+            carry = header + carry
+        else:
+            names_in_file = [h.strip() for h in fields]
+            if time_column not in names_in_file:
+                raise InputUsageError(f"no column {time_column!r} (--time-column) in {self.where()}; "
+                                      f"its columns are {_names(names_in_file)}")
+            picked = [self._pick_column(names_in_file), names_in_file.index(time_column)]
+        if self.privacy_id is not None:
+            picked.append(self._field(len(fields), "--privacy-id", self.id_index) if self.no_header
+                          else self._pick_id_column([h.strip() for h in fields]))
+        if len(set(picked)) != len(picked):
+            raise InputUsageError("--time-column must name another column than the items' --column and --privacy-id")
+        names = [f"f{i}" for i in range(len(fields))]
+        wanted = [names[i] for i in picked]
+        read_options = pcsv.ReadOptions(column_names=names, use_threads=True,
+                                        block_size=max(self.max_line_bytes, 1 << 16))
+        parse_options = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=False)
+        convert_options = pcsv.ConvertOptions(include_columns=wanted,
+                                              column_types={n: pa.large_string() for n in wanted},
+                                              strings_can_be_null=False, quoted_strings_can_be_null=False)
+
+        int_times = pcsv.ConvertOptions(include_columns=wanted,
+                                        column_types={n: pa.int64() if n == wanted[1] else pa.large_string()
+                                                      for n in wanted},
+                                        strings_can_be_null=False, quoted_strings_can_be_null=False)
+
+        def read(block, options):
+            try:
+                return pcsv.read_csv(pa.py_buffer(block), read_options=read_options, parse_options=parse_options,
+                                     convert_options=options)
+            except pa.ArrowInvalid as exc:
+                if "Empty CSV" in str(exc):
+                    return None
+                raise InputError(self._csv_message(exc)) from None
+
+        def parse(block, hex_prefix):
+            # Epoch seconds as integers, the common case, parse in C++. Any other value makes the
+            # block fail there and the block is read again as text, each time on its own; both
+            # read a decimal integer alike, and a block with "0x" (which Arrow would read as hex)
+            # goes to the text path, so a row's time never depends on the other rows.
+            table, int_column = None, not hex_prefix
+            if int_column:
+                try:
+                    table = pcsv.read_csv(pa.py_buffer(block), read_options=read_options,
+                                          parse_options=parse_options, convert_options=int_times)
+                except (pa.ArrowInvalid, pa.ArrowTypeError):
+                    int_column = False
+            if not int_column:
+                table = read(block, convert_options)
+            if table is None:
+                return
+            for columns in zip(*(table.column(n).chunks for n in wanted)):
+                yield from converted(int_column, *columns)
+
+        def converted(int_column, items_col, times_col, ids_col=None):
+            items, items_nonempty = _trim(items_col)
+            ids, ids_nonempty = (None, None) if ids_col is None else _trim(ids_col)
+            if int_column:
+                secs = times_col.to_numpy(zero_copy_only=False)
+                usable = times_col.is_valid().to_numpy(zero_copy_only=False) if times_col.null_count else None
+                usable = _both(usable, np.abs(np.where(usable, secs, 0) if usable is not None else secs)
+                               < _MAX_EPOCH_SECONDS)
+                texts = None
+            else:
+                texts, usable = _trim(times_col)
+            both = _both(_both(items_nonempty, usable), ids_nonempty)
+            if both is not None and not both.all():
+                items = _take(items, both)
+                ids = None if ids is None else _take(ids, both)
+                if int_column:
+                    secs = secs[both]
+                else:
+                    texts = _take(texts, both)
+            if not len(items):
+                return
+            converted_columns = [self.keys.convert_kept(items)]
+            if int_column:
+                converted_columns.append((secs * 1_000_000_000, None))  # |secs| < 2^62/10^9: no overflow
+            else:
+                converted_columns.append(_event_times(texts))
+            if ids is not None:
+                converted_columns.append(self.ids.convert_kept(ids))
+            out = _aligned_columns(converted_columns)
+            if len(out[0]):
+                out[1] = out[1].view("datetime64[ns]")
+                yield tuple(out)
+
+        def complete_lines(last, data=b""):
+            nonlocal carry
+            cut = len(data) if last else data.rfind(b"\n") + 1
+            if cut <= 0:
+                carry += data
+                if len(carry) > self.max_line_bytes:
+                    raise self._too_long()
+                return
+            view = memoryview(data)[:cut]
+            carry_before = carry
+            block = b"".join((carry, view)) if carry else view
+            carry = data[cut:]
+            # memchr finds no "x" in most blocks; only a block with one needs the vectorised look
+            maybe = any(buf.find(x) >= 0 for buf in (carry_before, data) for x in (b"x", b"X"))
+            yield from parse(block, maybe and _hex_prefix(block))
+
+        data, carry = carry, b""
+        yield from complete_lines(False, data)
+        for data in blocks:
+            yield from complete_lines(False, data)
+        if carry.strip():
+            data, carry = carry, b""
+            yield from complete_lines(True, data)
+
     # -- Parquet and Arrow ------------------------------------------------------------------------
     def parquet_file(self):
         pa, _ = _pa()
@@ -1081,6 +1300,61 @@ def _trim(arr):
             arr = pc.utf8_trim_whitespace(arr)
             nonempty = pc.greater(pc.binary_length(arr), 0).to_numpy(zero_copy_only=False)
     return arr, (None if nonempty.all() else nonempty)
+
+
+def _hex_prefix(block) -> bool:
+    """Does ``block`` hold "0x" or "0X" anywhere (vectorised: bytes.find is slow on digit runs)?"""
+    b = np.frombuffer(block, dtype=np.uint8)
+    x = np.flatnonzero((b[1:] | 0x20) == ord("x"))
+    return bool(x.size) and bool((b[x] == ord("0")).any())
+
+
+_EPOCH_SECONDS = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+_MAX_EPOCH_SECONDS = 2**62 // 10**9  # later than ~2116 is not an event time: dropped
+
+
+def _event_times(texts):
+    """(int64 ns since the epoch, None or the mask of the texts read): each text on its own is
+    epoch seconds (a decimal number) or ISO 8601 (a zone offset or Z is applied; none: UTC)."""
+    pa, pc = _pa()
+    secs = _plain_ints(texts)
+    if secs is not None:
+        ok = np.abs(secs) < _MAX_EPOCH_SECONDS
+        if ok.all():
+            return secs * 1_000_000_000, None
+        return secs[ok] * 1_000_000_000, ok
+    numeric = pc.match_substring_regex(texts, _EPOCH_SECONDS).to_numpy(zero_copy_only=False)
+    out = np.zeros(len(texts), dtype=np.int64)
+    kept = np.zeros(len(texts), dtype=bool)
+    if numeric.any():
+        idx = np.flatnonzero(numeric)
+        v = pc.cast(texts.take(pa.array(idx)), pa.float64()).to_numpy(zero_copy_only=False)
+        good = np.abs(v) < _MAX_EPOCH_SECONDS
+        out[idx[good]] = np.floor(v[good] * 1e9).astype(np.int64)
+        kept[idx[good]] = True
+    rest = np.flatnonzero(~numeric)
+    if rest.size:
+        part = texts.take(pa.array(rest))
+        for typ in (pa.timestamp("ns"), pa.timestamp("ns", tz="UTC")):
+            try:
+                out[rest] = pc.cast(part, typ).cast(pa.int64()).to_numpy(zero_copy_only=False)
+                kept[rest] = True
+                break
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                continue
+        else:  # mixed forms or bad values: each on its own
+            from .windows import parse_instant
+
+            for j, text in zip(rest.tolist(), part.to_pylist()):
+                try:
+                    v = parse_instant(text)
+                except (ValueError, TypeError, OverflowError):
+                    continue
+                if abs(v) < 2**62:
+                    out[j], kept[j] = v, True
+    if kept.all():
+        return out, None
+    return out[kept], kept
 
 
 def _parquet_typing(schema, name, typer, what):

@@ -33,7 +33,7 @@ from .errors import BudgetExceededError, ReleaseBudgetError  # noqa: F401  (re-e
 if TYPE_CHECKING:
     from .budget_file import FileBudget
 
-__all__ = ["Budget", "BudgetExceededError", "Spend", "PrivacyTotals"]
+__all__ = ["Budget", "BudgetExceededError", "DisjointScope", "Spend", "PrivacyTotals"]
 
 Number = Union[int, float, Fraction]
 
@@ -297,6 +297,24 @@ class Budget:
         with self.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho):
             pass
 
+    def disjoint(self, mechanism: str, *, epsilon: Number, delta: Number = 0, part_epsilon: Optional[Number] = None,
+                 part_delta: Optional[Number] = None) -> "DisjointScope":
+        """Charge one (ε, δ)-DP spend now and return a :class:`DisjointScope` whose parts -- one
+        per disjoint slice of the data, e.g. one per event-time window -- may each spend up to
+        (``part_epsilon``, ``part_delta``), default (ε, δ), without further charges: parallel
+        composition (docs/privacy.md §Windows). Smaller part caps are for a privacy unit that
+        spans several parts, where (ε, δ) is what group privacy makes of the parts' figures (the
+        caller's argument). Raises :class:`BudgetExceededError` and records nothing if (ε, δ)
+        does not fit."""
+        pe = epsilon if part_epsilon is None else part_epsilon
+        pd = delta if part_delta is None else part_delta
+        if self._amount("part_epsilon", pe) > self._amount("epsilon", epsilon) or \
+                self._amount("part_delta", pd) > self._amount("delta", delta):
+            raise ValueError("a part cannot spend more than the whole series is charged")
+        self.spend(f"{mechanism} (parallel composition: disjoint parts, charged once)",
+                   epsilon=epsilon, delta=delta)
+        return DisjointScope(mechanism, pe, pd)
+
     @staticmethod
     def _amount(name: str, v: Number) -> Fraction:
         f = v if isinstance(v, Fraction) else Fraction(_number(name, v))
@@ -335,6 +353,37 @@ class Budget:
             f"Budget(epsilon={self._epsilon_cap:g}, delta={self._delta_cap:g}; spent epsilon={s.epsilon:.6g}, "
             f"delta={s.delta:.6g}, rho={s.rho:.6g}, {len(self._ledger)} spend(s))"
         )
+
+
+class DisjointScope:
+    """The parts of one parallel composition (:meth:`Budget.disjoint`): ``part(key)`` is a fresh
+    :class:`Budget` capped at the scope's (ε, δ) for the slice ``key`` of the data. The parent
+    budget was charged (ε, δ) once; that covers every part only because each data record lies in
+    exactly one part (docs/privacy.md §Windows), which the caller guarantees by construction. A
+    key is served once: asking for it again raises ``ValueError``, since two budgets for one slice
+    would let it spend twice."""
+
+    def __init__(self, mechanism: str, epsilon: Number, delta: Number = 0) -> None:
+        self.mechanism = mechanism
+        self.epsilon, self.delta = float(epsilon), float(delta)
+        self._lock = threading.Lock()
+        self._served: set = set()
+
+    def part(self, key: object) -> Budget:
+        """The budget of part ``key`` (hashable): a cap of (ε, δ) for that slice alone."""
+        with self._lock:
+            if key in self._served:
+                raise ValueError(f"{self.mechanism}: part {key!r} already has its budget; a slice of "
+                                 "the data is charged once")
+            self._served.add(key)
+        return Budget(self.epsilon, self.delta)
+
+    def __len__(self) -> int:
+        return len(self._served)
+
+    def __repr__(self) -> str:
+        return (f"DisjointScope({self.mechanism!r}, epsilon={self.epsilon:g}, delta={self.delta:g}; "
+                f"{len(self._served)} part(s))")
 
 
 def charging(

@@ -5,7 +5,9 @@ the wiring to :mod:`dpsketch._commands`, which carries them out.
     Stream items from a text file (one item per line, gzip-compressed or not), a CSV column or a
     Parquet column through a summary, release the differentially private heavy hitters once and
     print them (rank, item, noisy count) as a table, JSON or CSV. With ``--privacy-id COLUMN``:
-    the user-level release, where one privacy id (all of its rows) is the privacy unit.
+    the user-level release, where one privacy id (all of its rows) is the privacy unit. With
+    ``--time-column NAME --window DURATION``: one release per event-time window (JSON lines with
+    ``--json``), each printed when its window closes (:mod:`dpsketch.windows`).
 ``dpsketch top --demo``
     The same on the bundled *retail* stream, plus recall and precision against the exact answer.
 ``dpsketch quantiles [FILE|-]``
@@ -279,7 +281,7 @@ def _top_parser(sub):
                    help="c: the most rows one privacy id contributes to one item (default 1)")
     u.add_argument("--max-rows-per-unit", type=_int_at_least("max-rows-per-unit", 1), metavar="R",
                    help="the bounded-memory route: the most rows one privacy id contributes (its first R in "
-                        "the input's order; default with stdin: m*c)")
+                        "the input's order; default with stdin: m*c); with --window, over the whole series")
     u.add_argument("--noise", choices=("gaussian", "laplace"),
                    help="discrete Gaussian (default; l2-sensitivity c*sqrt(m)) or discrete Laplace "
                         "(l1-sensitivity m*c) noise on the bounded counts")
@@ -296,6 +298,31 @@ def _top_parser(sub):
     prog.add_argument("--progress", action="store_true",
                       help="show a progress bar with rate and ETA (default: only when stderr is a terminal)")
     prog.add_argument("--no-progress", action="store_true", help="no progress bar")
+    w = t.add_argument_group(
+        "windows",
+        "With --window, one release per tumbling event-time window, each released once when it closes; "
+        "the series is (epsilon, delta)-DP for one event by parallel composition (docs/privacy.md, Windows). "
+        "The windows released are fixed by --start, --end, --window and --origin, never by the data. With "
+        "--privacy-id, each id keeps its first --max-rows-per-unit R rows over the whole series.")
+    w.add_argument("--time-column", metavar="NAME",
+                   help="CSV column of event times: epoch seconds or ISO 8601 (no zone: UTC); with --no-header, "
+                        "a 0-based index")
+    w.add_argument("--window", metavar="DURATION", help="window length, e.g. 1h, 15min, 90s")
+    w.add_argument("--start", metavar="TIME",
+                   help="the first window is the one containing TIME (ISO 8601 or epoch seconds; required "
+                        "without --follow; default with --follow: now)")
+    w.add_argument("--end", metavar="TIME",
+                   help="the last window is the one containing the instant before TIME (required without "
+                        "--follow; with --follow: stop after it, default: at the end of the input)")
+    w.add_argument("--origin", metavar="TIME", default="0",
+                   help="an instant where a window starts (default 1970-01-01T00:00:00Z)")
+    w.add_argument("--follow", action="store_true",
+                   help="release each window at its end plus --allowed-lateness on the wall clock, while reading "
+                        "(stdin that keeps growing, or a file that is appended to); without it every window is "
+                        "released at the end of the input")
+    w.add_argument("--allowed-lateness", metavar="DURATION",
+                   help="with --follow: how long after its end a window still takes events (default 0); "
+                        "later events are dropped and never counted in the output")
     _budget_file_option(t)
     t.set_defaults(keys="auto")
 

@@ -801,3 +801,6 @@ def _wrapper_countsketch(ctx):
 # One person as the privacy unit (docs/privacy.md §Privacy unit): its pairs register from their own
 # module into the same registry.
 from . import _unit_pairs  # noqa: E402,F401
+
+# Releases over time (docs/privacy.md §Windows): one release per event-time window.
+from . import _window_pairs  # noqa: E402,F401
