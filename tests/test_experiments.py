@@ -188,7 +188,7 @@ def _summary_row(sweep, x, alg, **metrics):
     ((0.0, 0.0, 0.0), "rises", "no"),     # stuck at 0 does not rise
     ((0.0, 0.0, 0.0), "falls", "no"),     # ... nor "degrade"
     ((0.5, 0.5, 0.5), "rises", "no"),     # flat is not a rise
-    ((0.2, 0.9, 0.4), "rises", "yes"),    # endpoints decide; the series is shown
+    ((0.2, 0.9, 0.4), "rises", "no"),     # up and down: a step against the claim (no spread to excuse it)
     ((0.4, 0.3, 0.2), "rises", "no"),
     ((0.4, 0.3, 0.2), "falls", "yes"),
     ((1.0, 1.0, 1.0), "rises", "n/a"),    # already perfect: nothing to test, never "yes"
@@ -201,6 +201,22 @@ def test_trend_claims_are_strict(series, direction, expected):
     (c,) = claims._trend_claim("e", rows, "k", "A", "recall", direction, "id", "paper", "claim")
     assert c["holds"] == expected, c
     assert all(f"{v:g}" in c["measured"] for v in series)
+
+
+@pytest.mark.parametrize("series,spread,expected", [
+    ((0.40, 0.45, 0.50), 0.05, "yes"),   # a rise of 0.1 against a standard error of 0.0015 per point
+    ((0.40, 0.41, 0.42), 0.40, "no"),    # a rise of 0.02 inside the noise (se 0.012 per point)
+    ((0.40, 0.38, 0.60), 0.40, "yes"),   # the dip of 0.02 is within two standard errors of its step
+    ((0.40, 0.20, 0.60), 0.05, "no"),    # the dip of 0.2 is not
+])
+def test_trend_claims_weigh_the_run_to_run_spread(series, spread, expected):
+    from dpsketch.experiments import claims
+
+    # 100 runs per point, 5th-95th percentiles ``spread`` apart: se = spread / 3.29 / 10
+    rows = [dict(_summary_row("k", x, "A", recall=v), recall_p5=v - spread / 2, recall_p95=v + spread / 2, runs=100)
+            for x, v in zip((32, 64, 128), series)]
+    (c,) = claims._trend_claim("e", rows, "k", "A", "recall", "rises", "id", "paper", "claim")
+    assert c["holds"] == expected, c
 
 
 def test_trend_claim_undefined_end_is_not_a_pass():
