@@ -127,6 +127,8 @@ inline bool is_null_like(PyObject* o) {
 // The UTF-8 view of element i of a str batch, or a Python error naming the element (nothing set
 // on success). The view lives as long as the str object.
 inline std::string_view checked_str(PyObject* o, std::size_t i) {
+  if (PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o))  // ASCII is its own UTF-8: no call
+    return {static_cast<const char*>(PyUnicode_DATA(o)), static_cast<std::size_t>(PyUnicode_GET_LENGTH(o))};
   if (!PyUnicode_Check(o)) {
     if (is_null_like(o))
       throw py::value_error("element " + std::to_string(i) + " is a null (" + Py_TYPE(o)->tp_name +
@@ -144,8 +146,8 @@ inline std::string_view checked_str(PyObject* o, std::size_t i) {
 }
 
 // Elements per block of feed_str_blocks: a block's references and views take 24 B per element
-// (384 KiB), and its str objects (~60 B each) stay in L2 between being viewed and being hashed.
-inline constexpr std::size_t kStrBlock = 16384;
+// (96 KiB), and its short str objects (~60 B each) stay in L2 between being viewed and being hashed.
+inline constexpr std::size_t kStrBlock = 4096;
 
 // Strong references to one block's elements, dropped with the GIL held.
 struct BlockRefs {

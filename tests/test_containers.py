@@ -252,7 +252,7 @@ def test_lone_surrogate_is_a_clear_error_without_the_key():
 
 @pytest.mark.parametrize("make", MAKERS + [lambda: d.CountSketch(64, 3, seed=4)])
 def test_str_sequences_fed_in_blocks_equal_item_by_item(make):
-    """Lists, tuples and object arrays are fed block by block (16,384 keys each): across several
+    """Lists, tuples and object arrays are fed block by block (4,096 keys each): across several
     blocks the state equals item-by-item updates, and a bad key in a late block changes nothing."""
     keys = [f"k{v}" if v % 7 else f"é{v}" for v in np.random.default_rng(5).integers(0, 3_000, 40_000).tolist()]
     ref = make()
