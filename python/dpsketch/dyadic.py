@@ -91,6 +91,8 @@ class _DyadicBase(Serialized):
         obj._fast.fixed = True  # items are numbers: there is no key type to settle first
         return obj
 
+    _fast: Any  # _core.FastUpdateState
+
     @property
     def _impl(self) -> Any:
         """The native structure (stored in the fast-path state)."""
