@@ -12,6 +12,7 @@ tolerance (default 1.5, i.e. a >50% regression); 0 otherwise.
     python bench/timing_check.py            # check
     python bench/timing_check.py --update   # re-record the ratios (after an intended change;
                                             # median of 3 runs per path, ~15 s)
+    python bench/timing_check.py --update --paths python_str_list_k256   # re-record these paths only
 
 Ratios, not times, are compared, so a slower or loaded machine does not flip the result; the
 recorded ratios come from the machine class in docs/benchmarks.md. Only regressions fail;
@@ -36,6 +37,11 @@ ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "bench" / "timing_baseline.json"
 PY_PATH = "python_spacesaving_int_k256"
 PY_ITEM_PATH = "python_update_int_k256"  # per-item SpaceSaving.update(int) through the native fast path
+# per-item DyadicCountSketch(32, gamma=0.01).update(x) through the native fast path: int items, and
+# float values with bounds (the value mapping in C)
+PY_DYADIC_INT_PATH = "python_dyadic_update_int_l32"
+PY_DYADIC_FLOAT_PATH = "python_dyadic_update_float_l32"
+PY_STR_LIST_PATH = "python_str_list_k256"  # SpaceSaving(256).update_many(list of str), fed in blocks
 
 
 def cpu_model() -> str:
@@ -79,6 +85,50 @@ def time_python_per_item(stream_file: Path, reps: int) -> float | None:
     return statistics.median(times) * 1e9 / len(xs)
 
 
+def time_python_dyadic_per_item(stream_file: Path, reps: int, floats: bool) -> float | None:
+    """Median ns/item of DyadicCountSketch(32, gamma=0.01).update(x) per item on the first 2^16 items
+    of the dumped stream (ints in [0, 10^5); with ``floats``, the same values as floats with
+    bounds=(0, 10^5)), or None without dpsketch."""
+    try:
+        import numpy as np
+
+        import dpsketch
+    except ImportError:
+        return None
+    ints = np.fromfile(stream_file, dtype=np.int64)[: 1 << 16]
+    xs = ints.astype(np.float64).tolist() if floats else ints.tolist()
+    sk = dpsketch.DyadicCountSketch(32, gamma=0.01, seed=1, bounds=(0.0, 1e5) if floats else None)
+    upd = sk.update
+    for x in xs:  # warm-up: the touched rows in cache
+        upd(x)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        [upd(x) for x in xs]
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e9 / len(xs)
+
+
+def time_python_str_list(stream_file: Path, reps: int) -> float | None:
+    """Median ns/item of SpaceSaving(256).update_many on the dumped stream as a list of "user:<id>"
+    str (the C++ string stream's keys), or None without dpsketch."""
+    try:
+        import numpy as np
+
+        import dpsketch
+    except ImportError:
+        return None
+    xs = [f"user:{v}" for v in np.fromfile(stream_file, dtype=np.int64).tolist()]
+    ss = dpsketch.SpaceSaving(256)
+    ss.update_many(xs)  # warm-up: steady state
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        ss.update_many(xs)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e9 / len(xs)
+
+
 def time_python(stream_file: Path, reps: int) -> float | None:
     """Median ns/item of SpaceSaving(256).update_many on the dumped stream, or None without dpsketch."""
     try:
@@ -106,6 +156,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--items", type=int, default=1 << 19)
     ap.add_argument("--binary", help="use this prebuilt dpsketch_timing instead of compiling")
+    ap.add_argument("--paths", help="with --update: re-record only these comma-separated paths, keeping the "
+                                    "other recorded ratios")
     args = ap.parse_args()
 
     recorded = None if args.update else json.loads(BASELINE.read_text())
@@ -129,6 +181,15 @@ def main() -> int:
             if item_ns is not None:
                 ratios[PY_ITEM_PATH] = item_ns / res["exact_int_ns"]
                 ns[PY_ITEM_PATH] = item_ns
+            for path, floats in ((PY_DYADIC_INT_PATH, False), (PY_DYADIC_FLOAT_PATH, True)):
+                dyadic_ns = time_python_dyadic_per_item(stream, args.rounds, floats)
+                if dyadic_ns is not None:
+                    ratios[path] = dyadic_ns / res["exact_int_ns"]
+                    ns[path] = dyadic_ns
+            list_ns = time_python_str_list(stream, args.rounds)
+            if list_ns is not None:  # string keys: against the exact string counter
+                ratios[PY_STR_LIST_PATH] = list_ns / res["exact_str_ns"]
+                ns[PY_STR_LIST_PATH] = list_ns
             return res, ratios, ns
 
         if args.update:
@@ -156,15 +217,26 @@ def main() -> int:
           f"({res['items']} items, median of {res['rounds']} rounds)")
 
     if args.update:
-        data = {
-            "comment": "Same-run ratios time(path) / time(exact unordered_map count); refresh with "
-                       "`python bench/timing_check.py --update` after an intended performance change.",
-            "machine": f"{cpu_model()}, {os.cpu_count()} cpus",
-            "tolerance": 1.5,
-            "ratios": {k: round(v, 4) for k, v in ratios.items()},
-            "ns_at_recording": {k: round(v, 2) for k, v in ns.items()},
-        }
-        BASELINE.write_text(json.dumps(data, indent=2) + "\n")
+        if args.paths:
+            only = args.paths.split(",")
+            unknown = [k for k in only if k not in ratios]
+            if unknown:
+                sys.exit(f"unknown paths: {', '.join(unknown)}")
+            data = json.loads(BASELINE.read_text())
+            for k in only:
+                data["ratios"][k] = round(ratios[k], 4)
+                data["ns_at_recording"][k] = round(ns[k], 2)
+            ratios = {k: ratios[k] for k in only}
+        else:
+            data = {
+                "comment": "Same-run ratios time(path) / time(exact unordered_map count); refresh with "
+                           "`python bench/timing_check.py --update` after an intended performance change.",
+                "machine": f"{cpu_model()}, {os.cpu_count()} cpus",
+                "tolerance": 1.5,
+                "ratios": {k: round(v, 4) for k, v in ratios.items()},
+                "ns_at_recording": {k: round(v, 2) for k, v in ns.items()},
+            }
+        BASELINE.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         for k, v in ratios.items():
             print(f"  {k:28s} ratio {v:6.3f}  ({ns[k]:.2f} ns/update)")
         print(f"recorded {len(ratios)} ratios in {BASELINE.relative_to(ROOT)}")

@@ -5,13 +5,16 @@
 // slot, read at a fixed offset) -- no Python frame, no dict lookup, no pybind11 dispatch, no
 // bound-method object. Anything unusual (another type, a subclass, an int outside int64, a str
 // that is not valid UTF-8, a native exception, a key type not fixed yet) goes to the Python slow
-// path, which raises the documented errors. Also: a direct conversion of a list of ints.
+// path, which raises the documented errors. The dyadic sketches take the same route for
+// obj.update(x) and obj.update(x, count): an int item, or with bounds an int or float value
+// mapped in C exactly as the batch path maps it. Also: a direct conversion of a list of ints.
 #include <Python.h>
 #include <structmember.h>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -20,6 +23,8 @@
 
 #include "dpsketch/counters/misra_gries.hpp"
 #include "dpsketch/counters/space_saving.hpp"
+#include "dpsketch/dyadic/dyadic_count_sketch.hpp"
+#include "dpsketch/release/private_dyadic.hpp"
 #include "dpsketch/sketches/linear_sketch.hpp"
 
 namespace py = pybind11;
@@ -149,10 +154,13 @@ PyType_Spec lock_spec = {"dpsketch._core.ObjectLock", sizeof(LockObject), 0, Py_
 
 // ---- Updater -------------------------------------------------------------------------------
 
-using UpdateFn = int (*)(void*, PyObject*);  // 0 done, 1 not handled here (use the slow path)
+// The arguments after the object (args[0..nargs)); 0 done, 1 not handled here (use the slow path).
+using UpdateFn = int (*)(void*, PyObject* const*, Py_ssize_t);
 
 template <class T>
-int update_int(void* native, PyObject* key) {
+int update_int(void* native, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 1) return 1;
+  PyObject* key = args[0];
   if (!PyLong_CheckExact(key)) return 1;
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(key, &overflow);
@@ -169,7 +177,9 @@ int update_int(void* native, PyObject* key) {
 }
 
 template <class T>
-int update_str(void* native, PyObject* key) {
+int update_str(void* native, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 1) return 1;
+  PyObject* key = args[0];
   if (!PyUnicode_CheckExact(key)) return 1;
   Py_ssize_t n = 0;
   const char* s = PyUnicode_AsUTF8AndSize(key, &n);
@@ -181,6 +191,59 @@ int update_str(void* native, PyObject* key) {
     static_cast<T*>(native)->update(std::string_view(s, static_cast<std::size_t>(n)));
   } catch (...) {
     return 1;
+  }
+  return 0;
+}
+
+// An exact int in the int64 range, or false (an error indicator is never left set).
+inline bool exact_int64(PyObject* o, long long& v) {
+  if (!PyLong_CheckExact(o)) return false;
+  int overflow = 0;
+  v = PyLong_AsLongLongAndOverflow(o, &overflow);
+  if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return false;
+  }
+  return true;
+}
+
+inline const dyadic::DyadicCountSketch& sketch_of(const dyadic::DyadicCountSketch& s) { return s; }
+inline const dyadic::DyadicCountSketch& sketch_of(const dyadic::PrivateDyadicCountSketch& s) { return s.sketch(); }
+
+// obj.update(item[, count]) of a dyadic sketch (T: DyadicCountSketch or PrivateDyadicCountSketch).
+// Handled here: an exact int item in [0, 2^L) without bounds; with bounds an exact int in the int64
+// range or a float that is not NaN (float subclasses such as numpy.float64 included), mapped by
+// bucket_of; an optional exact int count in [-2^62, 2^62]. Everything else (bools, NaN, other
+// types, out-of-range items and counts, a refused update) is left to the Python method, which
+// raises its documented errors.
+template <class T>
+int update_dyadic(void* native, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 1 && nargs != 2) return 1;
+  long long count = 1;
+  if (nargs == 2) {
+    constexpr long long kMaxCount = 1LL << 62;
+    if (!exact_int64(args[1], count) || count < -kMaxCount || count > kMaxCount) return 1;
+  }
+  auto& s = *static_cast<T*>(native);
+  const dyadic::DyadicCountSketch& sk = sketch_of(s);
+  PyObject* item = args[0];
+  std::uint64_t x;
+  long long v;
+  if (sk.meta().has_bounds) {
+    double value;
+    if (PyFloat_Check(item)) value = PyFloat_AS_DOUBLE(item);
+    else if (exact_int64(item, v)) value = static_cast<double>(v);  // as numpy's int64 -> float64
+    else return 1;
+    if (std::isnan(value)) return 1;
+    x = sk.bucket_of(value);
+  } else {
+    if (!exact_int64(item, v) || v < 0 || static_cast<std::uint64_t>(v) > sk.max_item()) return 1;
+    x = static_cast<std::uint64_t>(v);
+  }
+  try {
+    s.update(x, static_cast<std::int64_t>(count));
+  } catch (...) {
+    return 1;  // nothing changed (update checks before it writes); the slow path raises the error
   }
   return 0;
 }
@@ -202,8 +265,23 @@ struct CacheObject {
 
 PyTypeObject* g_lock_type = nullptr;
 PyTypeObject* g_cache_type = nullptr;
-PyTypeObject* g_keyed_type = nullptr;  // dpsketch._keyed.Keyed, once registered
-Py_ssize_t g_fast_offset = 0;          // offset of its `_fast` slot in an instance
+// The registered classes (dpsketch._keyed.Keyed, dpsketch.dyadic._DyadicBase) and the offset of
+// their instances' `_fast` slot.
+struct FastClass {
+  PyTypeObject* type;
+  Py_ssize_t offset;
+};
+constexpr int kMaxFastClasses = 4;
+FastClass g_fast_classes[kMaxFastClasses] = {};
+int g_fast_class_count = 0;
+
+// The `_fast` slot's content when `obj` is an instance of a registered class, else null (borrowed).
+inline PyObject* fast_state_of(PyObject* obj) {
+  for (int i = 0; i < g_fast_class_count; ++i)
+    if (PyObject_TypeCheck(obj, g_fast_classes[i].type))
+      return *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj) + g_fast_classes[i].offset);
+  return nullptr;
+}
 
 bool match_any(const py::handle& impl, void*& native, UpdateFn& fn);
 
@@ -283,9 +361,9 @@ struct FastUpdateObject {
 
 PyObject* fast_call(PyObject* o, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<FastUpdateObject*>(o);
-  if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == nullptr && g_keyed_type != nullptr &&
-      PyObject_TypeCheck(args[0], g_keyed_type)) {
-    PyObject* cache = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(args[0]) + g_fast_offset);
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if ((nargs == 2 || nargs == 3) && kwnames == nullptr) {
+    PyObject* cache = fast_state_of(args[0]);
     if (cache != nullptr && Py_TYPE(cache) == g_cache_type) {
       auto* c = reinterpret_cast<CacheObject*>(cache);
       if (c->fn != nullptr && c->fixed) {
@@ -294,7 +372,7 @@ PyObject* fast_call(PyObject* o, PyObject* const* args, size_t nargsf, PyObject*
         Py_INCREF(cache);
         auto* lock = reinterpret_cast<LockObject*>(c->lock);
         lock_acquire(lock);
-        const int r = (c->fn != nullptr && c->fixed) ? c->fn(c->native, args[1]) : 1;
+        const int r = (c->fn != nullptr && c->fixed) ? c->fn(c->native, args + 1, nargs - 1) : 1;
         const bool released = lock_release(lock);
         Py_DECREF(cache);
         if (!released) return nullptr;
@@ -402,7 +480,9 @@ bool match_any(const py::handle& impl, void*& native, UpdateFn& fn) {
          match<CountMin<I>>(impl, native, fn, update_int<CountMin<I>>) ||
          match<CountMin<S>>(impl, native, fn, update_str<CountMin<S>>) ||
          match<CountSketch<I>>(impl, native, fn, update_int<CountSketch<I>>) ||
-         match<CountSketch<S>>(impl, native, fn, update_str<CountSketch<S>>);
+         match<CountSketch<S>>(impl, native, fn, update_str<CountSketch<S>>) ||
+         match<dyadic::DyadicCountSketch>(impl, native, fn, update_dyadic<dyadic::DyadicCountSketch>) ||
+         match<dyadic::PrivateDyadicCountSketch>(impl, native, fn, update_dyadic<dyadic::PrivateDyadicCountSketch>);
 }
 
 // The fast-path state for `impl` (fn is null when impl's class has no fast path).
@@ -421,18 +501,24 @@ py::object make_fast_state(py::object impl, py::object lock) {
   return py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(self));
 }
 
-// register_keyed(cls): the class whose instances carry the fast-path state in a `_fast` slot.
-void register_keyed(py::object cls) {
-  if (!PyType_Check(cls.ptr())) throw py::type_error("register_keyed expects a class");
+// register_fast_class(cls): a class whose instances carry the fast-path state in a `_fast` slot
+// (registering a class again updates its entry).
+void register_fast_class(py::object cls) {
+  if (!PyType_Check(cls.ptr())) throw py::type_error("register_fast_class expects a class");
   auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
   PyObject* descr = PyDict_GetItemString(type->tp_dict, "_fast");
   if (descr == nullptr || Py_TYPE(descr) != &PyMemberDescr_Type)
-    throw py::type_error("register_keyed expects a class with a `_fast` slot");
+    throw py::type_error("register_fast_class expects a class with a `_fast` slot");
   const PyMemberDef* member = reinterpret_cast<PyMemberDescrObject*>(descr)->d_member;
   if (member->type != T_OBJECT_EX || member->offset <= 0) throw py::type_error("`_fast` is not an object slot");
-  Py_INCREF(cls.ptr());
-  Py_XSETREF(g_keyed_type, type);
-  g_fast_offset = member->offset;
+  int i = 0;
+  while (i < g_fast_class_count && g_fast_classes[i].type != type) ++i;
+  if (i == kMaxFastClasses) throw py::value_error("too many fast-update classes");
+  if (i == g_fast_class_count) {
+    Py_INCREF(cls.ptr());  // kept for the module's life
+    ++g_fast_class_count;
+  }
+  g_fast_classes[i] = FastClass{type, member->offset};
 }
 
 // A list/tuple of exact ints -> int64 array in one C pass; None when some element is not an
@@ -474,6 +560,6 @@ void bind_fast(py::module_& m) {
   m.attr("FastUpdateState") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(g_cache_type));
   m.attr("FastUpdate") = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(fast_type));
   m.def("make_fast_state", &make_fast_state, py::arg("impl"), py::arg("lock"));
-  m.def("register_keyed", &register_keyed, py::arg("cls"));
+  m.def("register_fast_class", &register_fast_class, py::arg("cls"));
   m.def("int_list_to_array", &int_list_to_array, py::arg("items"));
 }

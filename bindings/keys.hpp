@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -115,32 +116,82 @@ inline std::size_t ucs4_length(const std::uint32_t* s, std::size_t width) {
   return len;
 }
 
-// A tuple of the elements of a 1-D numpy object array, read straight from its buffer (iterating
-// the array would build each element through the array's item protocol); an empty handle for
-// anything else.
-inline py::tuple object_array_tuple(const py::object& items) {
-  if (!py::isinstance<py::array>(items)) return py::reinterpret_steal<py::tuple>(py::handle());
-  const auto arr = py::reinterpret_borrow<py::array>(items);
-  if (arr.dtype().kind() != 'O' || arr.ndim() != 1) return py::reinterpret_steal<py::tuple>(py::handle());
-  const auto n = static_cast<std::size_t>(arr.shape(0));
-  const Py_ssize_t stride = arr.strides(0);
-  const char* base = static_cast<const char*>(arr.data());
-  py::tuple tup(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    PyObject* o = *reinterpret_cast<PyObject* const*>(base + static_cast<Py_ssize_t>(i) * stride);
-    if (o == nullptr) o = Py_None;  // numpy allows NULL object slots in fresh arrays: they read as None
-    Py_INCREF(o);
-    PyTuple_SET_ITEM(tup.ptr(), static_cast<Py_ssize_t>(i), o);
-  }
-  return tup;
-}
-
 // None, a float NaN, or pandas' NA / NaT: a missing value rather than a wrong key type.
 inline bool is_null_like(PyObject* o) {
   if (o == Py_None) return true;
   if (PyFloat_Check(o)) return PyFloat_AS_DOUBLE(o) != PyFloat_AS_DOUBLE(o);
   const std::string_view name = Py_TYPE(o)->tp_name;
   return name == "NAType" || name == "NaTType";
+}
+
+// The UTF-8 view of element i of a str batch, or a Python error naming the element (nothing set
+// on success). The view lives as long as the str object.
+inline std::string_view checked_str(PyObject* o, std::size_t i) {
+  if (PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o))  // ASCII is its own UTF-8: no call
+    return {static_cast<const char*>(PyUnicode_DATA(o)), static_cast<std::size_t>(PyUnicode_GET_LENGTH(o))};
+  if (!PyUnicode_Check(o)) {
+    if (is_null_like(o))
+      throw py::value_error("element " + std::to_string(i) + " is a null (" + Py_TYPE(o)->tp_name +
+                            "); keys contain nulls: drop or fill them before updating");
+    throw py::type_error("element " + std::to_string(i) + " has type " + std::string(Py_TYPE(o)->tp_name) +
+                         ", but this summary's keys are str");
+  }
+  Py_ssize_t len = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(o, &len);
+  if (!p) {
+    PyErr_Clear();
+    throw py::value_error("element " + std::to_string(i) + " cannot be encoded as UTF-8 (lone surrogate)");
+  }
+  return {p, static_cast<std::size_t>(len)};
+}
+
+// Elements per block of feed_str_blocks: a block's references and views take 24 B per element
+// (96 KiB), and its short str objects (~60 B each) stay in L2 between being viewed and being hashed.
+inline constexpr std::size_t kStrBlock = 4096;
+
+// Strong references to one block's elements, dropped with the GIL held.
+struct BlockRefs {
+  std::vector<PyObject*> refs;
+  void clear() noexcept {
+    for (PyObject* o : refs) Py_DECREF(o);
+    refs.clear();
+  }
+  ~BlockRefs() { clear(); }
+};
+
+// A list, a tuple or a 1-D numpy object array of n str, fed without a copy of the whole batch:
+// `at(i)` reads element i (borrowed; valid with the GIL held). The first pass checks every element
+// (type, null, UTF-8) with the GIL held and reserves room(n), so a bad batch changes nothing; then
+// each block of kStrBlock elements is referenced, viewed and fed with the GIL released. The
+// references keep a block's str objects alive while another thread may change the container; an
+// element that such a change leaves missing or not a str stops the feed with a RuntimeError (the
+// blocks before it are in the summary).
+template <class At, class F, class Room>
+void feed_str_blocks(std::size_t n, At&& at, F& f, Room& room) {
+  for (std::size_t i = 0; i < n; ++i) checked_str(at(i), i);
+  room(n);
+  BlockRefs held;
+  std::vector<std::string_view> views;
+  held.refs.reserve(std::min(n, kStrBlock));
+  views.reserve(std::min(n, kStrBlock));
+  for (std::size_t first = 0; first < n; first += kStrBlock) {
+    const std::size_t count = std::min(kStrBlock, n - first);
+    views.clear();
+    for (std::size_t k = 0; k < count; ++k) {
+      PyObject* o = at(first + k);  // null when the container shrank
+      if (o == nullptr || !PyUnicode_Check(o))
+        throw std::runtime_error("the batch was changed by another thread during update_many; the elements before "
+                                 "element " + std::to_string(first + k) + " were added");
+      Py_INCREF(o);
+      held.refs.push_back(o);
+      views.push_back(checked_str(o, first + k));
+    }
+    {
+      py::gil_scoped_release nogil;
+      for (const auto& v : views) f(v);
+    }
+    held.clear();
+  }
 }
 
 // Default "room" check of the batch feeders: none.
@@ -228,34 +279,36 @@ void for_each_str(const py::object& items, F&& f, Room&& room = Room{}) {
   }
   if (py::isinstance<py::str>(items) || py::isinstance<py::bytes>(items))
     throw py::type_error("update_many takes a sequence of keys, not a single string; use update(key)");
-  // A tuple holds strong references to every element while the GIL is released (another thread
-  // may replace a list's or an array's elements meanwhile).
-  py::tuple tup = object_array_tuple(items);
-  if (!tup) tup = py::reinterpret_steal<py::tuple>(PySequence_Tuple(items.ptr()));
-  if (!tup) throw py::error_already_set();
-  const auto n = static_cast<std::size_t>(tup.size());
-  std::vector<std::string_view> views;
-  views.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    PyObject* o = PyTuple_GET_ITEM(tup.ptr(), static_cast<Py_ssize_t>(i));
-    if (!PyUnicode_Check(o)) {
-      if (is_null_like(o))
-        throw py::value_error("element " + std::to_string(i) + " is a null (" + Py_TYPE(o)->tp_name +
-                              "); keys contain nulls: drop or fill them before updating");
-      throw py::type_error("element " + std::to_string(i) + " has type " + std::string(Py_TYPE(o)->tp_name) +
-                           ", but this summary's keys are str");
-    }
-    Py_ssize_t len = 0;
-    const char* p = PyUnicode_AsUTF8AndSize(o, &len);
-    if (!p) {
-      PyErr_Clear();
-      throw py::value_error("element " + std::to_string(i) + " cannot be encoded as UTF-8 (lone surrogate)");
-    }
-    views.emplace_back(p, static_cast<std::size_t>(len));
+  PyObject* seq = items.ptr();
+  if (PyList_Check(seq)) {
+    feed_str_blocks(static_cast<std::size_t>(PyList_GET_SIZE(seq)), [seq](std::size_t i) -> PyObject* {
+      return static_cast<Py_ssize_t>(i) < PyList_GET_SIZE(seq) ? PyList_GET_ITEM(seq, static_cast<Py_ssize_t>(i)) : nullptr;
+    }, f, room);
+    return;
   }
-  room(n);
-  py::gil_scoped_release nogil;
-  for (const auto& v : views) f(v);
+  if (PyTuple_Check(seq)) {
+    feed_str_blocks(static_cast<std::size_t>(PyTuple_GET_SIZE(seq)), [seq](std::size_t i) -> PyObject* {
+      return PyTuple_GET_ITEM(seq, static_cast<Py_ssize_t>(i));
+    }, f, room);
+    return;
+  }
+  if (py::isinstance<py::array>(items)) {  // a numpy object array (other dtypes returned above)
+    const auto arr = py::reinterpret_borrow<py::array>(items);
+    if (arr.ndim() != 1) throw py::value_error("expected a 1-D array of str");
+    const Py_ssize_t stride = arr.strides(0);
+    const char* base = static_cast<const char*>(arr.data());
+    feed_str_blocks(static_cast<std::size_t>(arr.shape(0)), [base, stride](std::size_t i) -> PyObject* {
+      PyObject* o = *reinterpret_cast<PyObject* const*>(base + static_cast<Py_ssize_t>(i) * stride);
+      return o != nullptr ? o : Py_None;  // numpy allows NULL object slots in fresh arrays: they read as None
+    }, f, room);
+    return;
+  }
+  // Any other iterable: materialised once as a tuple.
+  py::tuple tup = py::reinterpret_steal<py::tuple>(PySequence_Tuple(seq));
+  if (!tup) throw py::error_already_set();
+  feed_str_blocks(static_cast<std::size_t>(PyTuple_GET_SIZE(tup.ptr())), [&tup](std::size_t i) -> PyObject* {
+    return PyTuple_GET_ITEM(tup.ptr(), static_cast<Py_ssize_t>(i));
+  }, f, room);
 }
 
 // Arrow-style batch: UTF-8 bytes plus n+1 int64 offsets (pyarrow string arrays pass their buffers).

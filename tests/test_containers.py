@@ -263,3 +263,35 @@ def test_lone_surrogate_is_a_clear_error_without_the_key():
     with pytest.raises(ValueError, match="surrogate"):
         warm.estimate(key)
     assert warm.n == 1
+
+
+@pytest.mark.parametrize("make", MAKERS + [lambda: d.CountSketch(64, 3, seed=4)])
+def test_str_sequences_fed_in_blocks_equal_item_by_item(make):
+    """Lists, tuples and object arrays are fed block by block (4,096 keys each): across several
+    blocks the state equals item-by-item updates, and a bad key in a late block changes nothing."""
+    keys = [f"k{v}" if v % 7 else f"é{v}" for v in np.random.default_rng(5).integers(0, 3_000, 40_000).tolist()]
+    ref = make()
+    for k in keys:
+        ref.update(k)
+    for container in (keys, tuple(keys), np.array(keys, dtype=object), iter(keys)):
+        obj = make()
+        obj.update_many(container)
+        assert state(obj) == state(ref)
+    for bad, exc in [(None, ValueError), (3, TypeError), ("\ud800", ValueError)]:
+        obj = make()
+        obj.update_many(keys[:100])
+        before = state(obj)
+        with pytest.raises(exc):
+            obj.update_many(keys[:35_000] + [bad] + keys[35_000:])
+        assert state(obj) == before
+
+
+def test_counted_str_list_in_blocks_equals_item_by_item():
+    rng = np.random.default_rng(6)
+    keys = [f"k{v}" for v in rng.integers(0, 2_000, 40_000).tolist()]
+    counts = rng.integers(-5, 6, len(keys))
+    ref, obj = d.CountSketch(64, 3, seed=4), d.CountSketch(64, 3, seed=4)
+    for k, c in zip(keys, counts.tolist()):
+        ref.update(k, c)
+    obj.update_many(keys, counts=counts)
+    assert state(obj) == state(ref)

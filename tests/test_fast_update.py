@@ -177,3 +177,90 @@ def test_no_reference_cycle_del_frees_at_once():
         assert ref() is None  # freed by reference counting, without the cycle collector
     finally:
         gc.enable()
+
+
+# -- dyadic sketches: obj.update(x) and obj.update(x, count) -----------------------------------
+
+
+def _dyadic(private, **kw):
+    if private:
+        return d.PrivateDyadicCountSketch(20, gamma=0.05, rho=1.0, seed=5, **kw)
+    return d.DyadicCountSketch(20, gamma=0.05, seed=5, **kw)
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_dyadic_per_item_int_equals_batch(private):
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.integers(0, 2**20, 3_000), [0, 2**20 - 1, 0, 2**20 - 1]]).astype(np.int64)
+    c = rng.integers(-3, 4, len(x))
+    c[::2] = 1  # every other item without a count argument: the default of 1
+    one, batch = _dyadic(private), _dyadic(private)
+    for i, (v, k) in enumerate(zip(x.tolist(), c.tolist())):
+        one.update(v) if i % 2 == 0 else one.update(v, k)
+    batch.update_many(x, counts=c)
+    assert one.to_bytes() == batch.to_bytes()
+    assert one._fast.impl is one._impl and "_impl" not in vars(one)
+    assert isinstance(type(one).update, _core.FastUpdate)
+
+
+EDGE_VALUES = [-3.5, 7.25, -0.0, 0.0, float("inf"), float("-inf"), 1e-300, -1e300, 5e-324,
+               np.nextafter(7.25, -np.inf), np.nextafter(-3.5, np.inf), np.nextafter(-3.5, -np.inf),
+               np.nextafter(7.25, np.inf)]
+
+
+@pytest.mark.parametrize("private", [False, True])
+@pytest.mark.parametrize("bits", [20, 52])
+def test_dyadic_per_item_float_equals_batch_at_the_edges(private, bits):
+    """Plain floats, numpy float64 (a float subclass) and ints with bounds: the native mapping, the
+    Python fallback and the batch mapping put every value, edges included, in the same bucket."""
+    rng = np.random.default_rng(4)
+    make = (lambda: d.PrivateDyadicCountSketch(bits, gamma=0.05, rho=1.0, seed=5, bounds=(-3.5, 7.25))) if private \
+        else (lambda: d.DyadicCountSketch(bits, gamma=0.05, seed=5, bounds=(-3.5, 7.25)))
+    v = np.concatenate([rng.uniform(-6, 10, 2_000), rng.uniform(-3.5, 7.25, 2_000), EDGE_VALUES])
+    fast, slow, batch = make(), make(), make()
+    for i, f in enumerate(v.tolist()):
+        fast.update(f if i % 3 else np.float64(f))
+        type(slow).update.__wrapped__(slow, f)  # the Python method the fast path falls back to
+    batch.update_many(v)
+    assert fast.to_bytes() == batch.to_bytes() == slow.to_bytes()
+    ints = [-5, -4, -3, 0, 3, 7, 8, 2**53 + 1, -(2**63), 2**63 - 1]
+    fast_i, batch_i = make(), make()
+    for k in ints:
+        fast_i.update(k)
+    batch_i.update_many(np.array(ints, dtype=np.int64))
+    assert fast_i.to_bytes() == batch_i.to_bytes()
+
+
+def test_dyadic_per_item_errors_and_no_change():
+    s, b = d.DyadicCountSketch(8, seed=1), d.DyadicCountSketch(8, seed=1, bounds=(0.0, 1.0))
+    p = d.PrivateDyadicCountSketch(8, rho=1.0, seed=1)
+    before = [o.to_bytes() for o in (s, b, p)]
+    for obj in (s, p):
+        for bad, exc in [(True, TypeError), (np.bool_(True), TypeError), (256, ValueError), (-1, ValueError),
+                         (2**64, ValueError), (1.5, TypeError), ("3", TypeError), (None, TypeError)]:
+            with pytest.raises(exc):
+                obj.update(bad)
+        for count, exc in [(True, TypeError), (2**62 + 1, ValueError), ("1", TypeError)]:
+            with pytest.raises(exc):
+                obj.update(1, count)
+    for bad, exc in [(float("nan"), ValueError), (True, TypeError), ("0.5", TypeError), (None, TypeError)]:
+        with pytest.raises(exc):
+            b.update(bad)
+    assert [o.to_bytes() for o in (s, b, p)] == before
+    published = p.release().sketch
+    with pytest.raises(d.errors.ReadOnlyError):
+        published.update(1)
+    with pytest.raises(d.errors.ReadOnlyError):
+        published.update(1, 2)
+    s.update(item=3, count=2)  # keywords take the Python method
+    s.update(3, 1.0)  # as does a count the fast path does not take
+    assert s.n == 3
+
+
+def test_dyadic_fast_path_follows_copies_and_restored_objects():
+    s = d.DyadicCountSketch(16, gamma=0.05, seed=2)
+    s.update(7)
+    for other in (copy.copy(s), pickle.loads(pickle.dumps(s)), d.DyadicCountSketch.from_bytes(s.to_bytes())):
+        assert other._fast.impl is other._impl and other._impl is not s._impl
+        other.update(9)
+        assert other.n == 2 and s.n == 1

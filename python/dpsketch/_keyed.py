@@ -244,7 +244,7 @@ class SerializedKeyed(Keyed, Serialized):
 # `obj.update(x)`: one plain int/str with the key type fixed runs in C under the object's lock; any
 # other call (counts, other types, errors, a changed native structure) runs the Python method above.
 Keyed.update = _core.FastUpdate(Keyed.update)  # type: ignore[method-assign]
-_core.register_keyed(Keyed)
+_core.register_fast_class(Keyed)
 
 def _restore(cls, data, key_type_fixed):
     """Unpickle: the bytes, and whether the key type was fixed; fixed if either of them says so."""

@@ -81,6 +81,28 @@ class _DyadicBase(Serialized):
     """Queries and value mapping shared by the non-private and the private class (lock, release
     guard, bytes, pickling and copies: dpsketch._guarded)."""
 
+    # `_fast` (a _core.FastUpdateState) is a slot so that the native `update` (a _core.FastUpdate,
+    # end of this module) finds it at a fixed offset; it is the only storage of `_impl`, so the fast
+    # path always updates the structure the object uses, under the object's lock.
+    __slots__ = ("_fast", "__dict__", "__weakref__")
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        obj = super().__new__(cls)
+        obj._fast = _core.make_fast_state(None, obj._lock)
+        obj._fast.fixed = True  # items are numbers: there is no key type to settle first
+        return obj
+
+    _fast: Any  # _core.FastUpdateState
+
+    @property
+    def _impl(self) -> Any:
+        """The native structure (stored in the fast-path state)."""
+        return self._fast.impl
+
+    @_impl.setter
+    def _impl(self, impl: Any) -> None:
+        self._fast.impl = impl
+
     _native: ClassVar[Any]
 
     # -- parameters -----------------------------------------------------------------------------
@@ -163,13 +185,24 @@ class _DyadicBase(Serialized):
         t = np.floor((np.clip(v, lo, hi) - lo) / (hi - lo) * scale)
         return np.ascontiguousarray(np.minimum(t, scale - 1).astype(np.uint64))
 
+    def _bucket(self, v: float) -> int:
+        """_map_values of one float (not NaN), in the same float64 operations and order."""
+        lo, hi = self.bounds
+        t = math.floor((min(max(v, lo), hi) - lo) / (hi - lo) * 2.0**self.universe_bits)
+        return min(t, 2**self.universe_bits - 1)
+
     def _one(self, x) -> int:
+        """One item of ``update`` (plain ints and floats normally take the native fast path, which
+        maps them the same way; this path raises its errors)."""
         if isinstance(x, bool):
             raise TypeError("items must be numbers, not booleans")
         if self.bounds is not None:
             if not isinstance(x, numbers.Real):
                 raise TypeError(f"items must be numbers, got {type(x).__name__}")
-            return int(self._map_values(np.array([float(x)]))[0])
+            v = float(x)
+            if math.isnan(v):
+                raise ValueError("items contain NaN; drop or impute missing values first")
+            return self._bucket(v)
         if isinstance(x, numbers.Integral):
             xi = int(x)
             if not 0 <= xi < 2**self.universe_bits:
@@ -201,7 +234,7 @@ class _DyadicBase(Serialized):
                 raise ValueError("positions must be real numbers (not NaN)")
             if float(x) > self.bounds[1]:
                 return 2**L
-            return int(self._map_values(np.array([float(x)]))[0])
+            return self._bucket(float(x))
         if not isinstance(x, numbers.Integral):
             raise TypeError("positions must be integers (pass bounds=(lo, hi) at construction for real values)")
         xi = int(x)
@@ -599,3 +632,11 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
             flag = ", published=True" if self._published else ""
             return f"{type(self).__name__}({self._repr_fields()}{flag})"
         return super().__repr__()
+
+
+# `obj.update(x)` / `obj.update(x, count)`: a plain int (or, with bounds, an int or float) and an int
+# count run in C under the object's lock, mapped as update_many maps them; any other call runs the
+# Python method (which raises the documented errors).
+DyadicCountSketch.update = _core.FastUpdate(DyadicCountSketch.update)  # type: ignore[method-assign]
+PrivateDyadicCountSketch.update = _core.FastUpdate(PrivateDyadicCountSketch.update)  # type: ignore[method-assign]
+_core.register_fast_class(_DyadicBase)

@@ -10,7 +10,7 @@ from . import noise
 from . import release
 from . import dyadic
 from . import privacy_unit
-__all__: list[str] = ['CorruptBytesError', 'CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'DPSketchError', 'EntropyError', 'FastUpdate', 'FastUpdateState', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_CELL_MASS', 'MAX_DEPTH', 'MAX_STREAM_LENGTH', 'MisraGriesInt', 'MisraGriesStr', 'NoiseRangeError', 'ObjectLock', 'ParameterError', 'ReadOnlyError', 'SpaceSavingInt', 'SpaceSavingStr', 'StreamLimitError', 'dyadic', 'int_list_to_array', 'make_fast_state', 'noise', 'privacy_unit', 'register_keyed', 'release', 'split_lines']
+__all__: list[str] = ['CorruptBytesError', 'CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'DPSketchError', 'EntropyError', 'FastUpdate', 'FastUpdateState', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_CELL_MASS', 'MAX_DEPTH', 'MAX_STREAM_LENGTH', 'MisraGriesInt', 'MisraGriesStr', 'NoiseRangeError', 'ObjectLock', 'ParameterError', 'ReadOnlyError', 'SpaceSavingInt', 'SpaceSavingStr', 'StreamLimitError', 'dyadic', 'int_list_to_array', 'make_fast_state', 'noise', 'privacy_unit', 'register_fast_class', 'release', 'split_lines']
 class DPSketchError(Exception):
     """
     Base class of every error dpsketch raises.
@@ -504,7 +504,7 @@ def int_list_to_array(items: typing.Any) -> typing.Any:
     ...
 def make_fast_state(impl: typing.Any, lock: typing.Any) -> typing.Any:
     ...
-def register_keyed(cls: typing.Any) -> None:
+def register_fast_class(cls: typing.Any) -> None:
     ...
 def split_lines(block: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], final: bool, max_line_bytes: typing.SupportsInt | typing.SupportsIndex, on_bad: typing.SupportsInt | typing.SupportsIndex = 0, scanned: typing.SupportsInt | typing.SupportsIndex = 0, discarding: bool = False) -> dict:
     """

@@ -288,6 +288,15 @@ class DyadicCountSketch : public WireState<false> {
     double lo = 0, hi = 0;
   };
   const Meta& meta() const noexcept { return meta_; }
+  // docs/algorithms.md §6: the bucket of a (non-NaN) value v with bounds, ⌊(clip(v) − lo)/(hi − lo)·2^L⌋
+  // clamped to 2^L − 1. The same float64 operations in the same order as the Python batch mapping
+  // (dpsketch/dyadic.py, _map_values), so a value lands in the same bucket either way.
+  std::uint64_t bucket_of(double v) const noexcept {
+    const double scale = std::ldexp(1.0, static_cast<int>(shape_.bits));
+    const double clipped = v < meta_.lo ? meta_.lo : (v > meta_.hi ? meta_.hi : v);
+    const double t = std::floor((clipped - meta_.lo) / (meta_.hi - meta_.lo) * scale);
+    return static_cast<std::uint64_t>(t < scale - 1 ? t : scale - 1);
+  }
   void set_meta(const Meta& m) {
     check_meta(m);
     meta_ = m;
