@@ -73,9 +73,13 @@ def time_python_per_item(stream_file: Path, reps: int) -> float | None:
     except ImportError:
         return None
     xs = np.fromfile(stream_file, dtype=np.int64)[: 1 << 17].tolist()
-    ss = dpsketch.SpaceSaving(256)
-    upd = ss.update
-    for x in xs:  # warm-up: steady state
+    return _per_item_ns(dpsketch.SpaceSaving(256).update, xs, reps)
+
+
+def _per_item_ns(upd, xs: list, reps: int) -> float:
+    """Median over ``reps`` passes of ns per ``upd(x)`` call, after one warm-up pass (steady state,
+    the touched memory in cache)."""
+    for x in xs:
         upd(x)
     times = []
     for _ in range(reps):
@@ -98,15 +102,7 @@ def time_python_dyadic_per_item(stream_file: Path, reps: int, floats: bool) -> f
     ints = np.fromfile(stream_file, dtype=np.int64)[: 1 << 16]
     xs = ints.astype(np.float64).tolist() if floats else ints.tolist()
     sk = dpsketch.DyadicCountSketch(32, gamma=0.01, seed=1, bounds=(0.0, 1e5) if floats else None)
-    upd = sk.update
-    for x in xs:  # warm-up: the touched rows in cache
-        upd(x)
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        [upd(x) for x in xs]
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e9 / len(xs)
+    return _per_item_ns(sk.update, xs, reps)
 
 
 def time_python_str_list(stream_file: Path, reps: int) -> float | None:

@@ -265,8 +265,8 @@ struct CacheObject {
 
 PyTypeObject* g_lock_type = nullptr;
 PyTypeObject* g_cache_type = nullptr;
-// The registered classes (dpsketch._keyed.Keyed, dpsketch.dyadic._DyadicBase) and the offset of
-// their instances' `_fast` slot.
+// The registered classes (dpsketch._keyed.FastUpdated, the base of every summary, sketch and dyadic
+// sketch) and the offset of their instances' `_fast` slot.
 struct FastClass {
   PyTypeObject* type;
   Py_ssize_t offset;

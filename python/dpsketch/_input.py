@@ -316,47 +316,14 @@ def _read_ahead(gen, depth: int = 2, stop=None):
     the two overlap on two cores; memory grows by `depth` batches. Exceptions reach the consumer
     in order; a consumer that stops early (an error, Ctrl-C) sets `stop`, which the reader also
     checks between blocks (a long line yields nothing for many blocks), and waits for it to end."""
-    import queue
+    from ._prefetch import Prefetch
 
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event() if stop is None else stop
-    done = object()
-
-    def put(item):
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def run():
-        try:
-            for item in gen:
-                if not put((True, item)):
-                    return
-        except BaseException as exc:  # handed to the consumer, raised there
-            put((False, exc))
-            return
-        finally:
-            if stop.is_set():
-                gen.close()
-        put((True, done))
-
-    t = threading.Thread(target=run, name="dpsketch-reader", daemon=True)
-    t.start()
+    ahead = Prefetch(gen, depth=depth, stop=stop)
     try:
-        while True:
-            ok, item = q.get()
-            if not ok:
-                raise item
-            if item is done:
-                return
+        while (item := ahead.get()) is not Prefetch.DONE:
             yield item
     finally:
-        stop.set()
-        t.join()
+        ahead.close()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,17 +29,22 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _UNTYPED = 0
 
 
-class Keyed(Guarded):
-    """Key-type dispatch. Subclasses set ``_natives`` and implement ``_make(key_type)``."""
+class FastUpdated(Guarded):
+    """A guarded object whose native structure lives in the state of the C fast path of ``update``
+    (``dpsketch._core.make_fast_state``): the summaries, the sketches and the dyadic sketches."""
 
     # `_fast` (a _core.FastUpdateState) is a slot so that the native `update` finds it at a fixed
-    # offset; it is also the only storage of `_impl` and `_key_type_fixed` (properties below), so
-    # the fast path always updates the structure the object uses, under the object's lock.
+    # offset; it is also the only storage of `_impl` and of whether the key type is fixed, so the
+    # fast path always updates the structure the object uses, under the object's lock.
     __slots__ = ("_fast", "__dict__", "__weakref__")
+    # Whether the key type is fixed from construction (numbers only: the dyadic sketches).
+    _key_type_fixed_at_start: ClassVar[bool] = False
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         obj = super().__new__(cls)
         obj._fast = _core.make_fast_state(None, obj._lock)
+        if cls._key_type_fixed_at_start:
+            obj._fast.fixed = True
         return obj
 
     _fast: Any  # _core.FastUpdateState
@@ -52,6 +57,12 @@ class Keyed(Guarded):
     @_impl.setter
     def _impl(self, impl: Any) -> None:
         self._fast.impl = impl
+
+
+class Keyed(FastUpdated):
+    """Key-type dispatch. Subclasses set ``_natives`` and implement ``_make(key_type)``."""
+
+    __slots__ = ()
 
     @property
     def _key_type_fixed(self) -> bool:
@@ -244,7 +255,7 @@ class SerializedKeyed(Keyed, Serialized):
 # `obj.update(x)`: one plain int/str with the key type fixed runs in C under the object's lock; any
 # other call (counts, other types, errors, a changed native structure) runs the Python method above.
 Keyed.update = _core.FastUpdate(Keyed.update)  # type: ignore[method-assign]
-_core.register_fast_class(Keyed)
+_core.register_fast_class(FastUpdated)
 
 def _restore(cls, data, key_type_fixed):
     """Unpickle: the bytes, and whether the key type was fixed; fixed if either of them says so."""

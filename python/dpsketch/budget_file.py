@@ -104,15 +104,8 @@ class FileBudget(Budget):
         return cls._open(path, epsilon, delta, rho, zcdp_delta, create_only=False)
 
     @classmethod
-    def create(
-        cls,
-        path: PathLike,
-        *,
-        epsilon: Optional[float] = None,
-        delta: Optional[float] = None,
-        rho: Optional[float] = None,
-        zcdp_delta: Optional[float] = None,
-    ) -> "FileBudget":
+    def create(cls, path: PathLike, *, epsilon: Optional[float] = None, delta: Optional[float] = None,
+               rho: Optional[float] = None, zcdp_delta: Optional[float] = None) -> "FileBudget":
         """A new budget file with these caps; :class:`BudgetFileError` if ``path`` exists."""
         return cls._open(path, epsilon, delta, rho, zcdp_delta, create_only=True)
 

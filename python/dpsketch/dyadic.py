@@ -25,6 +25,7 @@ from .budget import Budget, charging
 from .calibration import cell_sensitivities, noise_guarantee, used_value, zcdp_epsilon
 from ._validation import check_int
 from ._guarded import Serialized, locked
+from ._keyed import FastUpdated
 from ._streams import streamed
 from . import _seeds
 from ._guarded import Publishable
@@ -77,31 +78,13 @@ def _shape(universe_bits, gamma, width, depth):
     return bits, w, d, g
 
 
-class _DyadicBase(Serialized):
+class _DyadicBase(FastUpdated, Serialized):
     """Queries and value mapping shared by the non-private and the private class (lock, release
-    guard, bytes, pickling and copies: dpsketch._guarded)."""
+    guard, bytes, pickling and copies: dpsketch._guarded; the native `update`, end of this module,
+    through dpsketch._keyed.FastUpdated)."""
 
-    # `_fast` (a _core.FastUpdateState) is a slot so that the native `update` (a _core.FastUpdate,
-    # end of this module) finds it at a fixed offset; it is the only storage of `_impl`, so the fast
-    # path always updates the structure the object uses, under the object's lock.
-    __slots__ = ("_fast", "__dict__", "__weakref__")
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        obj = super().__new__(cls)
-        obj._fast = _core.make_fast_state(None, obj._lock)
-        obj._fast.fixed = True  # items are numbers: there is no key type to settle first
-        return obj
-
-    _fast: Any  # _core.FastUpdateState
-
-    @property
-    def _impl(self) -> Any:
-        """The native structure (stored in the fast-path state)."""
-        return self._fast.impl
-
-    @_impl.setter
-    def _impl(self, impl: Any) -> None:
-        self._fast.impl = impl
+    __slots__ = ()
+    _key_type_fixed_at_start = True  # items are numbers: there is no key type to settle first
 
     _native: ClassVar[Any]
 
@@ -639,4 +622,3 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
 # Python method (which raises the documented errors).
 DyadicCountSketch.update = _core.FastUpdate(DyadicCountSketch.update)  # type: ignore[method-assign]
 PrivateDyadicCountSketch.update = _core.FastUpdate(PrivateDyadicCountSketch.update)  # type: ignore[method-assign]
-_core.register_fast_class(_DyadicBase)

@@ -48,6 +48,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 import numpy as np
 
 from . import _seeds
+from ._prefetch import Prefetch
 from .budget import Budget, DisjointScope
 from .privacy_unit import _ROW_LEVEL_KEYS, PRIVACY_UNIT_ID, UnitRowLimiter, _bounded_memory_plan
 from .release import Release, calibrate
@@ -494,53 +495,26 @@ class Windowed:
         yield from self._releases_wall(iter(batches))
 
     def _releases_wall(self, batches: Iterator[tuple[Any, Any]]) -> Iterator[Release]:
-        q: queue.Queue = queue.Queue(maxsize=2)
-        stop = threading.Event()
-        done = object()
-
-        def put(item) -> bool:
-            while not stop.is_set():
-                try:
-                    q.put(item, timeout=0.1)
-                    return True
-                except queue.Full:
-                    continue
-            return False
-
-        def run() -> None:
-            try:
-                for batch in batches:
-                    if not put((True, batch)):
-                        return
-            except BaseException as exc:  # raised in the consumer
-                put((False, exc))
-                return
-            put((True, done))
-
-        t = threading.Thread(target=run, name="dpsketch-windows", daemon=True)
-        t.start()
+        ahead = Prefetch(batches, name="dpsketch-windows")
         try:
             while True:
                 due = self.next_deadline()
                 if due is None:  # every window through ``end`` is released: nothing more to read
                     yield from self.close()
                     return
-                timeout = max(0.0, due - self._now())
                 try:
-                    ok, item = q.get(timeout=timeout)
+                    item = ahead.get(timeout=max(0.0, due - self._now()))
                 except queue.Empty:
                     yield from self.advance()
                     continue
-                if not ok:
-                    raise item
                 # A batch arrives when it is taken here: this thread alone orders arrivals and
                 # deadlines, so a window is released only after every batch taken before it.
-                if item is done:
+                if item is Prefetch.DONE:
                     yield from self.close()
                     return
                 yield from self.update(*item)
         finally:
-            stop.set()
+            ahead.close(wait=False)
 
 
 def _slice(items, a: int, b: int):
