@@ -183,3 +183,16 @@ def test_clamped_values_not_reported(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert not re.search(r"\d+ (values? )?(were )?clamped|clamped: *\d", err)
     assert "clamp" not in json.dumps(json.loads(out)).lower()
+
+
+@pytest.mark.parametrize("low,high,end", [(200, 250, "upper"), (-50, -10, "lower"), (0, 100, None)])
+def test_a_hint_when_every_quantile_sits_at_one_end_of_the_range(tmp_path, capsys, low, high, end):
+    # values outside --bounds are clamped, so every quantile lands on the bound they cross
+    p = tmp_path / "v.txt"
+    p.write_text("".join(f"{float(x)!r}\n" for x in np.random.default_rng(5).uniform(low, high, 5000)))
+    assert main(["quantiles", str(p), "--bounds", "0,100", "--rho", "1", "--q", "0.1,0.5,0.9", "--seed", "2"]) == 0
+    err = capsys.readouterr().err
+    if end is None:
+        assert "every quantile sits" not in err
+    else:
+        assert f"every quantile sits at the {end} end of the range" in err

@@ -881,6 +881,7 @@ def quantiles(args) -> int:
         out.note("seeded: reproducible_not_secret=True")
     out.spent(budget, budget_file.ledger)
     rows = [(q, float(v) if bounds is not None else int(v)) for q, v in zip(qs, levels)]
+    _note_quantiles_at_a_bound(out, [v for _, v in rows], bounds, bits, res)
     obj = {"mechanism": meta["mechanism"], "quantiles": [{"q": q, "value": v} for q, v in rows],
            "resolution": res, "bounds": list(bounds) if bounds else None, "universe_bits": bits,
            "noisy_total": released._total(), "privacy": meta}
@@ -891,6 +892,18 @@ def quantiles(args) -> int:
         rows, json_obj=obj,
     )
     return 0
+
+
+def _note_quantiles_at_a_bound(out, values, bounds, bits, res) -> None:
+    """A hint when every released quantile sits at the same end of the value range: the values may
+    lie outside --bounds (they are clamped), or the noise swamps the data. Reads the release only."""
+    lo, top = (bounds[0], bounds[1] - res) if bounds is not None else (0, 2**bits - 1)
+    tol = res / 2
+    for at, edge, cause in ((lo, "lower", "below"), (top, "upper", "above")):
+        if values and all(abs(v - at) <= tol for v in values):
+            out.note(f"hint: every quantile sits at the {edge} end of the range: the values may lie {cause} it "
+                     f"(they are clamped; check --bounds or --universe-bits), or the noise is large next to the "
+                     f"data (a larger --rho or --epsilon)")
 
 
 # -- the user-level release (--privacy-id) ----------------------------------------------------------
@@ -970,6 +983,7 @@ def _quantiles_units(args, out) -> int:
         out.note("seeded: reproducible_not_secret=True")
     out.spent(budget, budget_file.ledger)
     rows_out = [(q, float(v) if bounds is not None else int(v)) for q, v in rel.items]
+    _note_quantiles_at_a_bound(out, [v for _, v in rows_out], bounds, meta["universe_bits"], cost["resolution"])
     obj = None
     if out.fmt == "json":
         obj = rel.to_dict()
