@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-pyspark = pytest.importorskip("pyspark", reason="pip install 'dpsketch[spark]' (or the test extra) to run")
+pyspark = pytest.importorskip("pyspark", reason="pip install '.[spark]' (or the test extra) to run")
 
 import dpsketch as dp  # noqa: E402
 from dpsketch import distributed as dpd  # noqa: E402

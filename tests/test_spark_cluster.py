@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pyspark", reason="pip install 'dpsketch[spark]' (or the test extra) to run")
+pytest.importorskip("pyspark", reason="pip install '.[spark]' (or the test extra) to run")
 
 import spark_cluster as sc  # noqa: E402
 

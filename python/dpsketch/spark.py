@@ -11,7 +11,7 @@ Python, and private releases done once, on the driver (docs/distributed.md; docs
 Privacy unit: one row (add/remove one row), or with ``privacy_id=`` one unit (all its rows):
 :func:`heavy_hitters` and :func:`quantiles` then bound each unit's contribution in the JVM by a rule
 that reads only that unit's rows and calibrate the noise for the bounded unit (docs/privacy.md
-§Privacy unit). Requires ``pip install "dpsketch[spark]"``.
+§Privacy unit). Requires the Spark extra: ``pip install ".[spark]"`` from the source tree.
 
 Both releases take ``budget=``: a :class:`dpsketch.Budget`, or a budget file
 (``dpsketch.Budget.open(path)``) that other jobs and ``dpsketch --budget FILE`` runs on the same
@@ -47,7 +47,7 @@ def _require_spark():
     try:
         import pyspark  # noqa: F401
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError('dpsketch.spark needs PySpark: pip install "dpsketch[spark]"') from e
+        raise ImportError('dpsketch.spark needs PySpark: pip install ".[spark]" in the dpsketch source tree (or pip install pyspark)') from e
 
 
 def _part_batch(pa, out: bytes | None, error: BaseException | None = None, pid: int | None = None):
