@@ -305,6 +305,7 @@ def test_cli_refusals(capsys, event_csv):
         ([*WINDOW_ARGS, "--algorithm", "countmin"], "no windowed release"),
         ([*WINDOW_ARGS, "--public-length"], "--public-length does not apply"),
         (["--column", "query", "--follow"], "--follow applies to windowed releases"),
+        ([*WINDOW_ARGS, "--on-bad-line", "skip"], "--on-bad-line skip is not available with --window"),
         ([*WINDOW_ARGS[:-4], "--start", "yesterday", "--end", "1700010800"], "cannot read 'yesterday' as a time"),
     ):
         code, out, err = run(capsys, "top", event_csv, *extra)

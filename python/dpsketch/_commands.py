@@ -518,6 +518,9 @@ def _top_windowed(args, out) -> int:
     from .windows import Windowed, iso
 
     _refuse_options(args, _WINDOW_REFUSES, "does not apply to windowed releases (--window)")
+    if args.on_bad_line != "error":
+        raise UsageError(f"--on-bad-line {args.on_bad_line} is not available with --window: the windowed reader "
+                         "stops at the first bad line (--on-bad-line error)")
     rows_per_unit = None
     if args.privacy_id is None:
         _refuse_unit_options(args, _UNIT_LEVEL_ONLY)
