@@ -114,13 +114,18 @@ def time_python_str_list(stream_file: Path, reps: int) -> float | None:
         import dpsketch
     except ImportError:
         return None
-    xs = [f"user:{v}" for v in np.fromfile(stream_file, dtype=np.int64).tolist()]
-    ss = dpsketch.SpaceSaving(256)
-    ss.update_many(xs)  # warm-up: steady state
+    return _batch_ns(dpsketch.SpaceSaving(256), [f"user:{v}" for v in np.fromfile(stream_file, dtype=np.int64).tolist()],
+                     reps)
+
+
+def _batch_ns(summary, xs, reps: int) -> float:
+    """Median over ``reps`` passes of ns per item of ``summary.update_many(xs)``, after one warm-up
+    pass (steady state, as in the C++ program)."""
+    summary.update_many(xs)
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
-        ss.update_many(xs)
+        summary.update_many(xs)
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1e9 / len(xs)
 
@@ -134,15 +139,7 @@ def time_python(stream_file: Path, reps: int) -> float | None:
     except ImportError as e:  # the check still covers the C++ paths
         print(f"note: Python path skipped ({e})")
         return None
-    xs = np.fromfile(stream_file, dtype=np.int64)
-    ss = dpsketch.SpaceSaving(256)
-    ss.update_many(xs)  # warm-up: steady state, as in the C++ program
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        ss.update_many(xs)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e9 / len(xs)
+    return _batch_ns(dpsketch.SpaceSaving(256), np.fromfile(stream_file, dtype=np.int64), reps)
 
 
 def main() -> int:

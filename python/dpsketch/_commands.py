@@ -90,6 +90,16 @@ def _unit_ids(args) -> str:
     return "int" if args.int_ids else "auto"
 
 
+def _rows_per_unit(args) -> int | None:
+    """R, the rows one privacy id may contribute to a row-bounded route: --max-rows-per-unit, or
+    M*C from --max-keys-per-unit and --max-rows-per-key; None when neither is given."""
+    if args.max_rows_per_unit is not None:
+        return args.max_rows_per_unit
+    if args.max_keys_per_unit is not None:
+        return args.max_keys_per_unit * (args.max_rows_per_key or 1)
+    return None
+
+
 def _show_progress(args):
     # the bar counts items: shown with a private length only when asked for (--progress)
     if args.quiet or args.no_progress:
@@ -527,11 +537,8 @@ def _top_windowed(args, out) -> int:
     else:
         # a unit keeps its first R rows over the whole series, so it is in at most R windows
         _refuse_options(args, _EXACT_ROUTE_ONLY, "does not apply to windowed releases (--window)")
-        if args.max_rows_per_unit is not None:
-            rows_per_unit = args.max_rows_per_unit
-        elif args.max_keys_per_unit is not None:
-            rows_per_unit = args.max_keys_per_unit * (args.max_rows_per_key or 1)
-        else:
+        rows_per_unit = _rows_per_unit(args)
+        if rows_per_unit is None:
             raise UsageError("--privacy-id with --window needs --max-rows-per-unit R (or --max-keys-per-unit M and "
                              "--max-rows-per-key C for R = M*C): how many rows one privacy id may contribute to "
                              "the whole series, so it is in at most R windows")
@@ -726,11 +733,8 @@ def _top_units_bounded(args, out) -> int:
 
     _refuse_options(args, (*_BOUNDED_ROUTE_REFUSES, *_EXACT_ROUTE_ONLY),
                     "does not apply to the bounded-memory user-level route (stdin or --max-rows-per-unit)")
-    if args.max_rows_per_unit is not None:
-        r = args.max_rows_per_unit
-    elif args.max_keys_per_unit is not None:
-        r = args.max_keys_per_unit * (args.max_rows_per_key or 1)
-    else:
+    r = _rows_per_unit(args)
+    if r is None:
         raise UsageError("the bounded-memory route (stdin) needs --max-rows-per-unit R, or --max-keys-per-unit M "
                          "(and --max-rows-per-key C) for R = M*C: how many rows one privacy id may contribute")
     algorithm = args.algorithm or "spacesaving"
