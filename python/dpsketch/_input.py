@@ -1045,8 +1045,8 @@ class Source:
             items, items_nonempty = _trim(items_col)
             ids, ids_nonempty = (None, None) if ids_col is None else _trim(ids_col)
             if int_column:
-                secs = times_col.to_numpy(zero_copy_only=False)
-                usable = times_col.is_valid().to_numpy(zero_copy_only=False) if times_col.null_count else None
+                secs = _values(times_col.fill_null(0)) if times_col.null_count else _values(times_col)
+                usable = _values(times_col.is_valid()) if times_col.null_count else None
                 usable = _both(usable, np.abs(np.where(usable, secs, 0) if usable is not None else secs)
                                < _MAX_EPOCH_SECONDS)
                 texts = None
@@ -1247,6 +1247,27 @@ def _field_index(option, text):
     if idx < 0:
         raise InputUsageError(f"with --no-header, {option} is a 0-based column index")
     return idx
+
+
+_NUMPY_OF_ARROW = {"int64": np.dtype(np.int64), "uint64": np.dtype(np.uint64), "double": np.dtype(np.float64)}
+
+
+def _values(arr) -> np.ndarray:
+    """A numpy view of a null-free int64, uint64, float64 or boolean Arrow array. pyarrow's
+    to_numpy() imports pandas on its first call, which would cost a reader more than the data."""
+    if arr.null_count:
+        return arr.to_numpy(zero_copy_only=False)
+    buf = arr.buffers()[1]
+    kind = str(arr.type)
+    if kind == "bool":
+        if buf is None:
+            return np.zeros(0, dtype=bool)
+        bits = np.unpackbits(np.frombuffer(buf, dtype=np.uint8), bitorder="little")
+        return bits[arr.offset : arr.offset + len(arr)].view(bool)
+    dtype = _NUMPY_OF_ARROW[kind]
+    if buf is None:
+        return np.zeros(0, dtype=dtype)
+    return np.frombuffer(buf, dtype=dtype, count=len(arr), offset=arr.offset * dtype.itemsize)
 
 
 def _names(header) -> str:
