@@ -35,22 +35,26 @@ def same_release(a, b):
 
 
 @pytest.fixture(scope="module")
-def events(spark):
-    """Hourly windows 0..3 from T0: windows 0, 1, 3 hold Zipf-like keys, window 2 nothing; a heavy
-    key 'z' lies before the range and after it (dropped); some null keys and times."""
-    import pandas as pd
+def events(spark, tmp_path_factory):
+    """A Parquet file read by Spark: hourly windows 0..3 from T0, windows 0, 1, 3 with Zipf-like
+    keys, window 2 empty; a heavy key 'z' just before the range and just after it (dropped); a
+    null key and a null time."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     r = np.random.default_rng(11)
-    rows = []
-    for h, n in ((0, 3000), (1, 2000), (3, 2500)):
-        keys = [f"q{i}" for i in r.zipf(1.5, size=n) % 300]
-        secs = r.uniform(0, HOUR, size=n)
-        rows += [(k, T0 + dt.timedelta(hours=h, seconds=float(s))) for k, s in zip(keys, secs)]
-    rows += [("z", T0 - dt.timedelta(seconds=1))] * 800 + [("z", T0 + dt.timedelta(hours=4))] * 800
-    rows += [(None, T0), ("q1", None)]
-    order = r.permutation(len(rows))
-    pdf = pd.DataFrame({"key": [rows[i][0] for i in order], "ts": [rows[i][1] for i in order]})
-    return spark.createDataFrame(pdf, "key string, ts timestamp").repartition(3).cache()
+    keys, secs = [], []
+    for h, n in ((0, 1500), (1, 1000), (3, 1200)):
+        keys += [f"q{i}" for i in r.zipf(1.5, size=n) % 300]
+        secs += (h * HOUR + r.uniform(0, HOUR, size=n)).tolist()
+    keys += ["z"] * 600 + [None, "q1"]
+    secs += [-1.0] * 300 + [4.0 * HOUR] * 300 + [0.0, None]
+    base = int(T0.timestamp()) * 10**6
+    us = pa.array([None if t is None else base + int(t * 1e6) for t in secs], pa.timestamp("us", tz="UTC"))
+    path = tmp_path_factory.mktemp("events") / "events.parquet"
+    order = r.permutation(len(keys))
+    pq.write_table(pa.table({"key": pa.array(keys).take(order), "ts": us.take(order)}), path)
+    return spark.read.parquet(str(path)).repartition(3)
 
 
 def test_batch_windows_equal_the_counters_route_on_each_window(spark, events):

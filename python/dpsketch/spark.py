@@ -731,8 +731,8 @@ def windowed_heavy_hitters(df, column: str, *, time_column: str, period: Any, st
     Windows are ``[origin + i·period, origin + (i+1)·period)`` (as :class:`dpsketch.Windowed`);
     the series is every window from the one containing ``start`` to the one containing the instant
     before ``end`` -- public parameters, never the data's smallest or largest time -- and every
-    one of them is released, an empty window included. ``time_column`` holds timestamps or epoch
-    seconds; rows of other windows, and rows with a null key or time, are dropped and counted
+    one of them is released, an empty window included. ``time_column`` holds timestamps (a
+    timestamp without time zone is read as UTC) or epoch seconds (numbers); rows of other windows, and rows with a null key or time, are dropped and counted
     nowhere. Window i's release is the counters route of :func:`heavy_hitters` on the rows of
     window i (key partitions by a hash of the key alone, ``num_partitions`` as there, each
     partition in key order; DPSS or PMG per partition with one noisy length per window), with the
