@@ -30,7 +30,12 @@ With ``max_rows_per_unit=r`` one privacy id (all of its rows) is the privacy uni
 its first r rows in input order over the whole series (so it is in at most r windows), each
 window's release runs at the per-row (ε', δ') of :func:`dpsketch.privacy_unit.unit_calibration`,
 and group privacy over the unit's r events of the (ε', δ')-DP series gives the requested (ε, δ)
-for one unit (docs/privacy.md §Windows). The class is the event-level, one-release-per-window form; a release schedule over the same
+for one unit (docs/privacy.md §Windows).
+
+A front end that computes window indices where the data live (``dpsketch.spark``) feeds
+:meth:`Windowed.update_windows`; :class:`WallClockReleaser` runs a wall-clock series whose batches
+come from another thread (a streaming engine's micro-batches) and releases each window at its
+deadline even while none arrives. The class is the event-level, one-release-per-window form; a release schedule over the same
 windows (for example cumulative releases by a binary tree) would plug in at ``_release_window``.
 """
 
