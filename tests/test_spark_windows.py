@@ -99,21 +99,23 @@ def test_batch_windows_equal_the_counters_route_on_each_window(spark, events):
 def test_batch_windows_epoch_seconds_pmg_and_refusals(spark, events):
     from pyspark.sql import functions as F
 
-    secs = events.select("key", F.unix_micros("ts").cast("double").alias("t")).select(
-        "key", (F.col("t") / 1e6).alias("t"))
+    # int keys (q17 -> 17, z -> null: dropped) at epoch seconds (doubles)
+    secs = events.select(F.expr("try_cast(substring(key, 2) AS BIGINT)").alias("key"),
+                         (F.unix_micros("ts").cast("double") / 1e6).alias("t"))
     start, end = T0.timestamp(), T0.timestamp() + 4 * HOUR
     kwargs = dict(time_column="t", period=HOUR, start=start, end=end, k=10, epsilon=1.0, delta=1e-5, seed=9,
                   summary="misragries")
     got = dps.windowed_heavy_hitters(secs, "key", **kwargs)
     again = dps.windowed_heavy_hitters(secs, "key", **kwargs)
     assert len(got) == 4 and got[2].items == [] and got[0].mechanism == "spark.counters[PMG]"
+    assert all(isinstance(key, int) for r in got for key, _ in r.items) and got[0].items
     for a, b in zip(got, again):  # seeded: reproducible
         same_release(a, b)
     with pytest.raises(ValueError, match="start= and end="):
         dps.windowed_heavy_hitters(secs, "key", time_column="t", period=HOUR, start=start, end=None, k=10,
                                    epsilon=1.0, delta=1e-5)
-    with pytest.raises(TypeError, match="time column"):
-        dps.windowed_heavy_hitters(secs, "key", time_column="key", period=HOUR, start=start, end=end, k=10,
+    with pytest.raises(TypeError, match="time column"):  # a string column is no time
+        dps.windowed_heavy_hitters(events, "key", time_column="key", period=HOUR, start=start, end=end, k=10,
                                    epsilon=1.0, delta=1e-5)
     with pytest.raises(ValueError, match="cut=None"):
         dps.windowed_heavy_hitters(secs, "key", **dict(kwargs, cut=None))
