@@ -16,6 +16,35 @@ def shared_file(name: str) -> Path:
     return p
 
 
+SPARK_PARTS = 4  # shuffle partitions and default parallelism of the test session
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] SparkSession per test process (small shuffle partitions, UI off); skips without Java."""
+    import shutil
+    import sys
+
+    pytest.importorskip("pyspark", reason="pip install '.[spark]' (or the test extra) to run")
+    from pyspark.sql import SparkSession
+
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        pytest.skip("no Java runtime (install openjdk-17-jre-headless; .ci/run does)")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    s = (SparkSession.builder.master("local[2,2]")  # 2 threads; a failed task is retried once
+         .appName("dpsketch-tests")
+         .config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", str(SPARK_PARTS))
+         .config("spark.default.parallelism", str(SPARK_PARTS))
+         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "2000")
+         .config("spark.driver.memory", "1g")
+         .getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261129)

@@ -6,8 +6,6 @@ the single-process results on the same data and seeds."""
 from __future__ import annotations
 
 import math
-import os
-import sys
 from collections import Counter
 
 import numpy as np
@@ -19,34 +17,9 @@ import dpsketch as dp  # noqa: E402
 from dpsketch import distributed as dpd  # noqa: E402
 from dpsketch import spark as dps  # noqa: E402
 
-from conftest import check_unit_utility
+from conftest import SPARK_PARTS as PARTS, check_unit_utility
 
 pytestmark = pytest.mark.spark
-
-PARTS = 4
-
-
-@pytest.fixture(scope="session")
-def spark():
-    import shutil
-
-    from pyspark.sql import SparkSession
-
-    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
-        pytest.skip("no Java runtime (install openjdk-17-jre-headless; .ci/run does)")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    s = (SparkSession.builder.master("local[2,2]")  # 2 threads; a failed task is retried once
-         .appName("dpsketch-tests")
-         .config("spark.ui.enabled", "false")
-         .config("spark.sql.shuffle.partitions", str(PARTS))
-         .config("spark.default.parallelism", str(PARTS))
-         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "2000")
-         .config("spark.driver.memory", "1g")
-         .getOrCreate())
-    s.sparkContext.setLogLevel("ERROR")
-    yield s
-    s.stop()
 
 
 @pytest.fixture(scope="session")

@@ -377,3 +377,81 @@ def test_growing_stdin_releases_windows_before_its_end():
     assert all(b - a == NS for a, b in zip(starts, starts[1:]))  # consecutive: empty windows released too
     hot = [dict(o["items"]).get("hot") for o in objs]
     assert sum(v is not None and v > 200 for v in hot) >= 2  # the bursts arrived in their windows
+
+
+# -- window indices computed elsewhere (the Spark front ends) ----------------------------------------
+
+def _same(a, b):
+    assert (a.items, a.threshold, a.n, a.metadata["window"]) == (b.items, b.threshold, b.n, b.metadata["window"])
+
+
+def test_update_windows_equals_update_with_the_assigned_windows():
+    items, times = _events(n=8000)
+    a, b = _windowed(seed=4), _windowed(seed=4)
+    for lo in range(0, len(items), 3000):
+        a.update(items[lo:lo + 3000], times[lo:lo + 3000])
+        b.update_windows(items[lo:lo + 3000], assign(np.floor(times[lo:lo + 3000] * NS).astype(np.int64), HOUR * NS))
+    for x, y in zip(a.close(), b.close()):
+        _same(x, y)
+    with pytest.raises(ValueError, match="differ in length"):
+        _windowed().update_windows(items[:3], np.zeros(2, np.int64))
+    with pytest.raises(ValueError, match="privacy ids"):
+        _windowed(max_rows_per_unit=2).update_windows(items[:3], np.zeros(3, np.int64))
+
+
+class _Clock:
+    def __init__(self, t):
+        self.t = t
+
+    def __call__(self):
+        return self.t
+
+
+def test_wall_clock_releaser_releases_due_windows_in_order_once():
+    from dpsketch.windows import WallClockReleaser
+
+    clock = _Clock(5.0)
+    w = Windowed(period=10, make=lambda: dpsketch.SpaceSaving(4), epsilon=1.0, delta=1e-6, k=2, start=0, end=40,
+                 clock="wall", allowed_lateness=2, seed=1, now=clock)
+    got = []
+    rel = WallClockReleaser(w, got.append, max_wait=0.01)
+    rel.feed(np.array([7] * 500 + [8] * 3, dtype=np.int64), np.zeros(503, np.int64))
+    rel.feed(np.array([9] * 500), np.ones(500, np.int64))  # window 1 has not begun at 5: early, dropped
+    clock.t = 12.5  # window 0's deadline (12) passed: the clock thread releases it
+    deadline = time.time() + 10
+    while not got and time.time() < deadline:
+        time.sleep(0.01)
+    assert [r.metadata["window"]["index"] for r in got] == [0]
+    rel.feed(np.array([7] * 500), np.zeros(500, np.int64))  # late for window 0: dropped
+    rel.close()
+    assert [r.metadata["window"]["index"] for r in got] == [0, 1, 2, 3]
+    assert [k for k, _ in got[0].items] == [7] and abs(dict(got[0].items)[7] - 500) < 50
+    assert all(r.items == [] for r in got[1:])
+    with pytest.raises(ValueError, match="clock='wall'"):
+        WallClockReleaser(_windowed(), got.append)
+
+
+def test_release_windows_releases_every_window_over_every_partition():
+    from dpsketch.distributed import release_windows
+
+    def empty():
+        return dpsketch.SpaceSaving(8)
+
+    s = empty()
+    s.update_many(np.array([3] * 400 + [4] * 5, dtype=np.int64))
+    b = Budget(1.0, 1e-6)
+    opts = dict(first=5, last=7, period_ns=HOUR * NS, origin_ns=0, partitions=3, empty=empty, k=4, epsilon=1.0,
+                delta=1e-6, seed=2)
+    rels = release_windows({6: [(2, s)]}, budget=b, **opts)
+    assert [r.metadata["window"]["index"] for r in rels] == [5, 6, 7] and len(b.ledger) == 1
+    assert [r.metadata["partitions"] for r in rels] == [3, 3, 3]  # never the number of partitions with rows
+    assert rels[0].items == rels[2].items == [] and [k for k, _ in rels[1].items] == [3]
+    assert rels[1].metadata["composition"]["series_epsilon"] == 1.0
+    b2 = Budget(1.0, 1e-6)
+    with pytest.raises(ValueError, match="partition ids"):
+        release_windows({6: [(3, s)]}, budget=b2, **opts)
+    with pytest.raises(ValueError, match="k must be"):
+        release_windows({}, budget=b2, **dict(opts, k=0))
+    with pytest.raises(ValueError, match="first..last"):
+        release_windows({9: [(0, s)]}, budget=b2, **opts)
+    assert b2.ledger == []  # every refusal before the charge

@@ -5,6 +5,8 @@ and from these functions; the audit and the tests call them directly.
 :func:`release_partitions` -- the counters route: one PMG/DPSS release per key partition, every
 partition's threshold reading one length bound computed for the whole data set (never an exact
 per-partition length), the union of the releases.
+:func:`release_windows` -- one counters-route release per event-time window of a public range, the
+series charged once (parallel composition, docs/privacy.md §Windows "On Spark").
 :func:`lookup_labels` -- the sketch route's label lookup: candidate fingerprints (a DP output)
 mapped back to labels by a noisy exact count that a label of count 1 rarely clears.
 :func:`fingerprint_delta` -- the probability bound of a fingerprint collision among the labels.
@@ -13,10 +15,11 @@ mapped back to labels by a noisy exact count that a label of count 1 rarely clea
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Callable, Mapping, Sequence
 
 from . import _core
-from .budget import Budget, charging
+from .budget import Budget, DisjointScope, charging
 from .calibration import calibrate, make_length, privacy_record, used_value
 from . import _seeds
 from .release import Release
@@ -25,7 +28,7 @@ from ._validation import check_int
 from .dpss import check_cut, two_pass_release
 from .errors import ParameterError
 
-__all__ = ["release_partitions", "SketchRoute", "lookup_labels", "lookup_t", "fingerprint_delta", "FINGERPRINT_BITS"]
+__all__ = ["release_partitions", "release_windows", "check_windows", "charge_windows", "MAX_WINDOWS", "SketchRoute", "lookup_labels", "lookup_t", "fingerprint_delta", "FINGERPRINT_BITS"]
 
 _MECHANISM = {"spacesaving": "DPSS", "misragries": "PMG"}
 
@@ -139,6 +142,103 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
         meta.update(n_used=length.n_hat, n_lower=length.n_lo, n_upper=length.n_up, length_t=length.t)
     return Release(items=items, threshold=threshold, epsilon=cal["epsilon_total"], delta=cal["delta_total"],
                    mechanism=mechanism, n=length.n_hat, metadata=meta)
+
+
+MAX_WINDOWS = 1 << 20  # windows in one series: every one of them is released, so their number is bounded
+
+
+def check_windows(*, first: int, last: int, empty: Callable[[], SpaceSaving | MisraGries], k: int, epsilon: float,
+                  delta: float, public_length: bool = False, length_epsilon: float | None = None,
+                  length_delta: float | None = None, seed: int | None = None,
+                  cut: str | None = "n/k", budget: Budget | DisjointScope | None = None) -> tuple[int, str]:
+    """Every parameter check of :func:`release_windows`, for a front end to run before it reads a
+    row: (k, "spacesaving" or "misragries"), or the error that :func:`release_windows` would raise."""
+    from .windows import window_seed
+
+    if last < first:
+        raise ParameterError("the series needs last >= first (a window range fixed by public parameters)")
+    if last - first + 1 > MAX_WINDOWS:
+        raise ParameterError(f"{last - first + 1} windows in one series (at most {MAX_WINDOWS}): every window of "
+                             "the range is released; use a longer period or a shorter range")
+    proto = empty()
+    if not isinstance(proto, (SpaceSaving, MisraGries)) or proto.n:
+        raise TypeError("empty() must return an empty SpaceSaving (DPSS) or MisraGries (PMG)")
+    summary = "spacesaving" if isinstance(proto, SpaceSaving) else "misragries"
+    kk = check_int("k", k, 1, 2**63 - 1)
+    check_cut(cut)
+    if summary == "misragries" and cut is None:
+        raise ParameterError("PMG always keeps only values >= n̂/k; cut=None applies to DPSS (SpaceSaving parts)")
+    if summary == "spacesaving" and proto.capacity < kk:
+        raise ValueError(f"DPSS needs capacity >= k in every partition (got {proto.capacity} < {kk}); the default is 2k")
+    window_seed(seed, first)
+    if budget is not None and not isinstance(budget, (Budget, DisjointScope)):
+        raise TypeError(f"budget must be a dpsketch.Budget, got {type(budget).__name__}")
+    calibrate(epsilon, delta, "bounds" if summary == "spacesaving" else "estimate", public_length=public_length,
+              length_epsilon=length_epsilon, length_delta=length_delta)
+    return kk, summary
+
+
+def charge_windows(budget: Budget | None, summary: str, epsilon: float, delta: float) -> DisjointScope | None:
+    """Charge ``budget`` (ε, δ) once for a series of :func:`release_windows` (parallel composition,
+    :meth:`Budget.disjoint`) and return the scope whose parts the windows spend; None without a
+    budget. A refusal raises :class:`~dpsketch.errors.BudgetExceededError` and records nothing."""
+    if budget is None:
+        return None
+    return budget.disjoint(f"windows[spark.counters[{_MECHANISM[summary]}]]", epsilon=epsilon, delta=delta)
+
+
+def release_windows(parts: Mapping[int, Sequence[tuple[int, SpaceSaving | MisraGries]]], *, first: int, last: int,
+                    period_ns: int, origin_ns: int, partitions: int, empty: Callable[[], SpaceSaving | MisraGries],
+                    k: int,
+                    epsilon: float, delta: float, public_length: bool = False, length_epsilon: float | None = None,
+                    length_delta: float | None = None, seed: int | None = None,
+                    budget: Budget | DisjointScope | None = None, cut: str | None = "n/k") -> list[Release]:
+    """One (ε, δ)-DP counters-route release per tumbling window ``first..last`` (docs/privacy.md
+    §Windows "On Spark"), the series (ε, δ)-DP by parallel composition.
+
+    ``parts[i]`` lists window i's per-partition summaries as ``(partition id, summary)``: the rows
+    of window i (window i = ``[origin + i·period, origin + (i+1)·period)``, a function of the row's
+    own time) partitioned by a hash of the key alone into ``partitions`` key partitions (ids
+    0 .. partitions − 1, a public count) and fed in key order, as :func:`release_partitions`
+    requires. A partition without rows of window i may be absent: it stands as an ``empty()``
+    summary, so every window is released over all ``partitions`` parts and nothing in a release
+    tells which partitions held rows of it. Every window of the public range is released, an
+    empty window included (a noisy length and, but with probability δ, no item); window i's release is :func:`release_partitions` on its parts with its own length, the
+    user seed :func:`dpsketch.windows.window_seed` ``(seed, i)`` and its own part of
+    ``budget.disjoint``, which charges (ε, δ) once for the series (``budget`` may also be the
+    :class:`~dpsketch.budget.DisjointScope` of such a charge, made by :func:`charge_windows` before
+    the rows were read). Each release's metadata carries
+    ``window`` and ``composition`` as :class:`dpsketch.Windowed`'s do."""
+    from .windows import composition_record, window_record, window_seed
+
+    first, last = int(first), int(last)
+    kk, summary = check_windows(first=first, last=last, empty=empty, k=k, epsilon=epsilon, delta=delta,
+                                public_length=public_length, length_epsilon=length_epsilon,
+                                length_delta=length_delta, seed=seed, cut=cut, budget=budget)
+    if any(not first <= int(i) <= last for i in parts):
+        raise ValueError("parts must hold windows first..last only (rows outside the range are dropped before)")
+    pp = check_int("partitions", partitions, 1, 1 << 20)
+    for i, got in parts.items():
+        ids = [int(p) for p, _ in got]
+        if len(set(ids)) != len(ids) or any(not 0 <= p < pp for p in ids):
+            raise ValueError(f"window {i}: partition ids must be distinct and in [0, partitions)")
+    scope = budget if isinstance(budget, DisjointScope) else charge_windows(budget, summary, epsilon, delta)
+    out = []
+    for i in range(first, last + 1):
+        have = {int(p): s for p, s in parts.get(i, ())}
+        got = [(p, have[p] if p in have else empty()) for p in range(pp)]
+        rel = release_partitions([s for _, s in got], k=kk, epsilon=epsilon, delta=delta, public_length=public_length,
+                                 length_epsilon=length_epsilon, length_delta=length_delta,
+                                 seed=window_seed(seed, i), budget=None if scope is None else scope.part(i),
+                                 partition_ids=[p for p, _ in got], cut=cut)
+        meta = dict(rel.metadata)
+        meta["window"] = window_record(i, period_ns, origin_ns)
+        meta["composition"] = composition_record(
+            "input", epsilon, delta, period_ns, origin_ns,
+            reason="each row lies in exactly one event-time window, and inside it in the one key partition of "
+                   "its key (docs/privacy.md §Windows \"On Spark\")")
+        out.append(replace(rel, metadata=meta))
+    return out
 
 
 def lookup_t(epsilon: float, delta: float) -> int:

@@ -7,6 +7,9 @@ Python, and private releases done once, on the driver (docs/distributed.md; docs
   the releases (parallel composition); ``route="sketch"``: per-partition non-private dyadic sketch,
   merge, noise once, hierarchical descent, and (string keys) a private label lookup pass.
 - :func:`quantiles` -- merged dyadic sketch, noise once, quantile descent.
+- :func:`windowed_heavy_hitters` -- one counters-route release per event-time window of a public
+  range (batch); :func:`stream_heavy_hitters` -- the same series on Structured Streaming, each
+  window released at its deadline on a public clock (docs/privacy.md §Windows "On Spark").
 
 Privacy unit: one row (add/remove one row), or with ``privacy_id=`` one unit (all its rows):
 :func:`heavy_hitters` and :func:`quantiles` then bound each unit's contribution in the JVM by a rule
@@ -29,14 +32,16 @@ import numpy as np
 from . import _core
 from .budget import Budget, charging
 from .calibration import calibrate, check_privacy_params
-from .distributed import SketchRoute, release_partitions
+from .distributed import SketchRoute, charge_windows, check_windows, release_partitions, release_windows
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .release import Release
 from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
+from .windows import NS, WallClockReleaser, Windowed, assign, parse_duration, parse_instant, times_ns
 
-__all__ = ["summarize", "heavy_hitters", "quantiles", "QuantileRelease"]
+__all__ = ["summarize", "heavy_hitters", "quantiles", "QuantileRelease", "windowed_heavy_hitters",
+           "stream_heavy_hitters", "WindowedStream"]
 
 _MERGEABLE = (MisraGries, SpaceSaving, CountMin, CountSketch, DyadicCountSketch)
 
@@ -614,3 +619,314 @@ def _unit_quantiles(df, column, kind, qlist, proto, privacy_id, r, rho, epsilon,
     del merged  # exact; never published
     return QuantileRelease(qs=qlist, values=[v for _, v in rel.items], sketch=None,
                            privacy=dict(rel.metadata, mechanism=rel.mechanism))
+
+
+# -- releases over time ---------------------------------------------------------------------------
+
+def _time_kind(df, column: str) -> str:
+    """'ts' for a timestamp column, 'num' for epoch seconds (integers or floats); TypeError otherwise."""
+    from pyspark.sql import types as T
+
+    if not isinstance(column, str) or column not in df.columns:
+        raise ValueError(f"the DataFrame has no time column named {column!r}; its columns are {df.columns}")
+    t = df.schema[column].dataType
+    if isinstance(t, (T.TimestampType, T.TimestampNTZType)):
+        return "ts"
+    if isinstance(t, (T.LongType, T.IntegerType, T.ShortType, T.DoubleType, T.FloatType)):
+        return "num"
+    raise TypeError(f"time column {column!r} has type {t.simpleString()}; it must be a timestamp or epoch seconds "
+                    "(a number): cast it first, e.g. F.to_timestamp(...)")
+
+
+def _counter_class(summary: str, k: int, capacity: int | None):
+    if summary not in ("spacesaving", "misragries"):
+        raise ValueError(f"summary must be 'spacesaving' (DPSS) or 'misragries' (PMG), got {summary!r}")
+    kt = 2 * k if capacity is None else check_int("capacity", capacity, 1, _core.MAX_CAPACITY)
+    if summary == "spacesaving" and kt < k:
+        raise ValueError(f"DPSS needs capacity >= k (got {kt} < {k}); the default is 2k")
+    return (SpaceSaving if summary == "spacesaving" else MisraGries), kt
+
+
+def _window_keys(batch, kind: str, period: int, origin: int, lo: int, hi: int | None):
+    """(keys, window indices) of the rows of an Arrow batch (key, time; no nulls) whose window
+    (:func:`dpsketch.windows.assign` of the time) is in [lo, hi], in the batch's order."""
+    import pyarrow as pa
+
+    t, ok = times_ns(batch.column(1))
+    w = assign(t, period, origin)
+    keep = w >= lo
+    if hi is not None:
+        keep &= w <= hi
+    if ok is not None:
+        keep &= ok
+    idx = np.flatnonzero(keep)
+    keys = batch.column(0)
+    if kind == "int":
+        return keys.cast(pa.int64()).to_numpy(zero_copy_only=False)[idx], w[idx]
+    return keys.take(pa.array(idx, type=pa.int64())), w[idx]
+
+
+def _window_summaries_fn(kind, cls, kt, period, origin, first, last):
+    """Per partition (rows in key order): one summary per window, fed that window's rows in key
+    order; one output row (pid, window, summary bytes) per window with rows."""
+    def run(batches):
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        p = TaskContext.get().partitionId()
+        try:
+            sums: dict = {}
+            for b in batches:
+                keys, w = _window_keys(b, kind, period, origin, first, last)
+                if not len(w):
+                    continue
+                order = np.argsort(w, kind="stable")  # stable: key order inside each window
+                ws = w[order]
+                cuts = np.flatnonzero(ws[1:] != ws[:-1]) + 1
+                for a, z in zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(ws)])).tolist()):
+                    i = int(ws[a])
+                    part = order[a:z]
+                    s = sums.get(i)
+                    if s is None:
+                        s = sums[i] = cls(kt, key_type=kind)
+                    s.update_many(keys[part] if kind == "int" else keys.take(pa.array(part, type=pa.int64())))
+            out = sorted((i, s.to_bytes()) for i, s in sums.items())
+        except (ValueError, TypeError, OverflowError) as e:
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([p], pa.int64()), pa.array([None], pa.int64()), pa.array([None], pa.binary()),
+                 pa.array([pickle.dumps(e)], pa.binary())], names=["pid", "w", "part", "error"])
+            return
+        if out:
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([p] * len(out), pa.int64()), pa.array([i for i, _ in out], pa.int64()),
+                 pa.array([b for _, b in out], pa.binary()), pa.array([None] * len(out), pa.binary())],
+                names=["pid", "w", "part", "error"])
+
+    return run
+
+
+def _window_range(period, origin, start, end) -> tuple[int, int, int, int]:
+    """(period_ns, origin_ns, first, last): the windows of the public range [start, end)."""
+    p, o = parse_duration(period), parse_instant(origin)
+    if p <= 0:
+        raise ValueError("period must be > 0")
+    if start is None or end is None:
+        raise ValueError("windowed_heavy_hitters needs start= and end=: the windows released must be public, "
+                         "not read off the data")
+    s, e = parse_instant(start), parse_instant(end)
+    if e <= s:
+        raise ValueError("end must be after start")
+    return p, o, (s - o) // p, (e - 1 - o) // p
+
+
+def windowed_heavy_hitters(df, column: str, *, time_column: str, period: Any, start: Any, end: Any, k: int,
+                           epsilon: float, delta: float, origin: Any = 0, summary: str = "spacesaving",
+                           capacity: int | None = None, num_partitions: int | None = None,
+                           public_length: bool = False, length_epsilon: float | None = None,
+                           length_delta: float | None = None, cut: str | None = "n/k", seed: int | None = None,
+                           budget: Budget | None = None) -> list[Release]:
+    """One (ε, δ)-DP heavy-hitter release per tumbling event-time window of a batch DataFrame,
+    the series (ε, δ)-DP by parallel composition (docs/privacy.md §Windows "On Spark").
+
+    Windows are ``[origin + i·period, origin + (i+1)·period)`` (as :class:`dpsketch.Windowed`);
+    the series is every window from the one containing ``start`` to the one containing the instant
+    before ``end`` -- public parameters, never the data's smallest or largest time -- and every
+    one of them is released, an empty window included. ``time_column`` holds timestamps (a
+    timestamp without time zone is read as UTC) or epoch seconds (numbers); rows of other windows, and rows with a null key or time, are dropped and counted
+    nowhere. Window i's release is the counters route of :func:`heavy_hitters` on the rows of
+    window i (key partitions by a hash of the key alone, ``num_partitions`` as there, each
+    partition in key order; DPSS or PMG per partition with one noisy length per window), with the
+    user seed ``window_seed(seed, i)``; ``budget`` is charged (ε, δ) once for the whole series
+    (:meth:`Budget.disjoint`), before Spark reads a row. One Spark job builds all windows' summaries (one per window and
+    partition); the releases are drawn on the driver. Returns the releases in window order; each
+    carries ``metadata["window"]`` and ``metadata["composition"]``."""
+    from pyspark.sql import functions as F
+
+    _require_spark()
+    kk = check_int("k", k, 1, 2**40)
+    kind = _column_kind(df, column)
+    if kind == "float":
+        raise TypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
+    tkind = _time_kind(df, time_column)
+    if df.isStreaming:
+        raise ValueError("df is a streaming DataFrame: use stream_heavy_hitters (windows closed on a public clock)")
+    period_ns, origin_ns, first, last = _window_range(period, origin, start, end)
+    cls, kt = _counter_class(summary, kk, capacity)
+    parts_n = (_counters_partitions(df.sparkSession) if num_partitions is None
+               else check_int("num_partitions", num_partitions, 1, 1 << 20))
+    key, t = F.col(column), F.col(time_column)
+    rows = df.select(column, time_column).where(key.isNotNull() & t.isNotNull())
+    lo_s = (origin_ns + first * period_ns) / NS - 1.0  # a loose filter in the JVM; the exact one is _window_keys
+    hi_s = (origin_ns + (last + 1) * period_ns) / NS + 1.0
+    if tkind == "num":
+        rows = rows.where((t >= F.lit(lo_s)) & (t < F.lit(hi_s)))
+    elif df.schema[time_column].dataType.typeName() == "timestamp":
+        rows = rows.where((F.unix_micros(t) >= F.lit(int(lo_s * 1e6))) & (F.unix_micros(t) < F.lit(int(hi_s * 1e6))))
+
+    def empty():
+        return cls(kt, key_type=kind)
+
+    # every parameter is checked, and the budget charged once for the series, before Spark reads a row
+    _, summary_name = check_windows(first=first, last=last, empty=empty, k=kk, epsilon=epsilon, delta=delta,
+                  public_length=public_length, length_epsilon=length_epsilon, length_delta=length_delta, seed=seed,
+                  cut=cut, budget=budget)
+    scope = charge_windows(budget, summary_name, epsilon, delta)
+    keyed = rows.repartition(parts_n, key).sortWithinPartitions(key)
+    got = _collect_parts(keyed.mapInArrow(_window_summaries_fn(kind, cls, kt, period_ns, origin_ns, first, last),
+                                          "pid long, w long, part binary, error binary"))
+    parts: dict = {}
+    for r in sorted(got, key=lambda r: (r["w"], r["pid"])):
+        parts.setdefault(int(r["w"]), []).append((int(r["pid"]), cls.from_bytes(r["part"])))
+    return release_windows(parts, first=first, last=last, period_ns=period_ns, origin_ns=origin_ns,
+                           partitions=parts_n, empty=empty,
+                           k=kk, epsilon=epsilon, delta=delta, public_length=public_length,
+                           length_epsilon=length_epsilon, length_delta=length_delta, seed=seed, budget=scope,
+                           cut=cut)
+
+
+def _to_arrow(df):
+    if hasattr(df, "toArrow"):
+        return df.toArrow()
+    import pyarrow as pa  # pragma: no cover - Spark < 4 has no DataFrame.toArrow
+
+    return pa.Table.from_pandas(df.toPandas(), preserve_index=False)  # pragma: no cover
+
+
+def _window_rows_fn(kind, period, origin, lo):
+    """Per micro-batch partition: (window, key) of the rows whose window is >= lo."""
+    def run(batches):
+        import pyarrow as pa
+
+        for b in batches:
+            keys, w = _window_keys(b, kind, period, origin, lo, None)
+            if len(w):
+                yield pa.RecordBatch.from_arrays([pa.array(w, pa.int64()), pa.array(keys) if kind == "int" else keys],
+                                                 names=["w", "k"])
+
+    return run
+
+
+class WindowedStream:
+    """A running :func:`stream_heavy_hitters` series.
+
+    ``query`` is the Spark ``StreamingQuery``; ``releases`` the window releases so far, in window
+    order (each also went to ``on_release``). :meth:`stop` stops the query and ends the series:
+    windows not yet released are released at once (through ``end`` when it was given, else
+    through the window open now). :meth:`advance` releases the windows due now (a clock thread
+    does it at each deadline anyway)."""
+
+    def __init__(self, query, releaser: WallClockReleaser, releases: list) -> None:
+        self.query, self._releaser, self._releases = query, releaser, releases
+
+    @property
+    def releases(self) -> list[Release]:
+        return list(self._releases)
+
+    @property
+    def windowed(self) -> Windowed:
+        return self._releaser.windowed
+
+    def process_all_available(self) -> None:
+        """Block until every file present now has been processed (``StreamingQuery.processAllAvailable``)."""
+        self.query.processAllAvailable()
+
+    def advance(self) -> None:
+        self._releaser.advance()
+
+    def await_termination(self, timeout: float | None = None):
+        return self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()
+
+    def stop(self) -> list[Release]:
+        """Stop the query, release every window not yet released, and return all releases."""
+        self.query.stop()
+        self._releaser.close()
+        return self.releases
+
+
+def stream_heavy_hitters(df, column: str, *, time_column: str, period: Any, k: int, epsilon: float, delta: float,
+                         start: Any = None, end: Any = None, origin: Any = 0, allowed_lateness: Any = 0,
+                         summary: str = "spacesaving", capacity: int | None = None,
+                         length_epsilon: float | None = None, length_delta: float | None = None,
+                         seed: int | None = None, budget: Budget | None = None,
+                         on_release: Callable[[Release], Any] | None = None, now: Callable[[], float] | None = None,
+                         trigger: dict | None = None, checkpoint_location: str | None = None,
+                         max_wait: float = 1.0) -> WindowedStream:
+    """One (ε, δ)-DP heavy-hitter release per tumbling event-time window of a streaming DataFrame
+    (Structured Streaming), each window released when a public clock passes its end plus
+    ``allowed_lateness`` -- never on a watermark read off the data (docs/privacy.md §Windows
+    "On Spark").
+
+    The series is :class:`dpsketch.Windowed` with ``clock="wall"`` held on the driver: windows
+    ``[origin + i·period, origin + (i+1)·period)`` from the one containing ``start`` (default: now)
+    to the one containing the instant before ``end`` (default: until :meth:`WindowedStream.stop`),
+    every one released, empty ones included; DPSS (``summary="spacesaving"``, capacity 2k) or PMG
+    per window with its own noisy length and the user seed ``window_seed(seed, i)``; ``budget``
+    charged (ε, δ) once, now. A ``foreachBatch`` sink aggregates each micro-batch in Spark to
+    (window, key, count) and feeds it to the series at the moment it reaches the driver (its
+    arrival on ``now``, default ``time.time``, UTC epoch seconds): an event is kept iff its window
+    is open then (start_i <= now < end_i + allowed_lateness); late, early and out-of-range events,
+    and rows with a null key or time, are dropped and counted nowhere. A clock thread releases each
+    window at its deadline even while no micro-batch runs; every release goes to ``on_release``
+    (on the driver, in window order) and to :attr:`WindowedStream.releases`.
+
+    ``trigger`` is passed to ``DataStreamWriter.trigger`` (e.g. ``{"processingTime": "10 seconds"}``);
+    ``checkpoint_location`` to the writer. The series' state lives in this process, not in the
+    checkpoint: a restarted query is a new series (charged again). Needs a classic session (on
+    Spark Connect the ``foreachBatch`` function runs in the server's Python, away from this state)."""
+    from pyspark.sql import functions as F
+
+    _require_spark()
+    if not df.isStreaming:
+        raise ValueError("df is not a streaming DataFrame: use windowed_heavy_hitters for a batch DataFrame")
+    if type(df.sparkSession).__module__.startswith("pyspark.sql.connect"):
+        raise TypeError("stream_heavy_hitters needs a classic Spark session: on Spark Connect foreachBatch runs in "
+                        "the server's Python process, away from the series' state")
+    kk = check_int("k", k, 1, 2**40)
+    kind = _column_kind(df, column)
+    if kind == "float":
+        raise TypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
+    _time_kind(df, time_column)
+    cls, kt = _counter_class(summary, kk, capacity)
+    if on_release is not None and not callable(on_release):
+        raise TypeError("on_release must be a function taking one Release")
+    windowed = Windowed(period=period, make=lambda: cls(kt, key_type=kind), epsilon=epsilon, delta=delta, k=kk,
+                        start=start, end=end, origin=origin, clock="wall", allowed_lateness=allowed_lateness,
+                        length_epsilon=length_epsilon, length_delta=length_delta, seed=seed, budget=budget, now=now)
+    releases: list = []
+
+    def emit(rel):
+        releases.append(rel)
+        if on_release is not None:
+            on_release(rel)
+
+    releaser = WallClockReleaser(windowed, emit, max_wait=max_wait)
+    key, t = F.col(column), F.col(time_column)
+    schema = f"w long, k {'long' if kind == 'int' else 'string'}"
+
+    def on_batch(batch_df, batch_id):
+        lo = windowed.accepting_from()  # lower windows are closed for good: drop their rows in Spark
+        counted = (batch_df.select(column, time_column).where(key.isNotNull() & t.isNotNull())
+                   .mapInArrow(_window_rows_fn(kind, windowed.period, windowed.origin, lo), schema)
+                   .groupBy("w", "k").count())
+        table = _to_arrow(counted).sort_by([("w", "ascending"), ("k", "ascending")])
+        if not len(table):
+            releaser.advance()
+            return
+        # each window's rows in key order: a function of the micro-batch's rows, never of their positions
+        idx = np.repeat(np.arange(len(table)), table.column("count").to_numpy().astype(np.int64))
+        w = table.column("w").to_numpy()[idx]
+        col = table.column("k").combine_chunks()
+        keys = col.to_numpy(zero_copy_only=False)[idx] if kind == "int" else col.take(idx)
+        releaser.feed(keys, w)
+
+    writer = df.select(column, time_column).writeStream.foreachBatch(on_batch)
+    if trigger:
+        writer = writer.trigger(**trigger)
+    if checkpoint_location is not None:
+        writer = writer.option("checkpointLocation", str(checkpoint_location))
+    try:
+        query = writer.start()
+    except BaseException:
+        releaser.halt()
+        raise
+    return WindowedStream(query, releaser, releases)

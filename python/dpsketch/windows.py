@@ -30,7 +30,12 @@ With ``max_rows_per_unit=r`` one privacy id (all of its rows) is the privacy uni
 its first r rows in input order over the whole series (so it is in at most r windows), each
 window's release runs at the per-row (ε', δ') of :func:`dpsketch.privacy_unit.unit_calibration`,
 and group privacy over the unit's r events of the (ε', δ')-DP series gives the requested (ε, δ)
-for one unit (docs/privacy.md §Windows). The class is the event-level, one-release-per-window form; a release schedule over the same
+for one unit (docs/privacy.md §Windows).
+
+A front end that computes window indices where the data live (``dpsketch.spark``) feeds
+:meth:`Windowed.update_windows`; :class:`WallClockReleaser` runs a wall-clock series whose batches
+come from another thread (a streaming engine's micro-batches) and releases each window at its
+deadline even while none arrives. The class is the event-level, one-release-per-window form; a release schedule over the same
 windows (for example cumulative releases by a binary tree) would plug in at ``_release_window``.
 """
 
@@ -54,7 +59,7 @@ from .privacy_unit import _ROW_LEVEL_KEYS, PRIVACY_UNIT_ID, UnitRowLimiter, _bou
 from .release import Release, calibrate
 from .summaries import MisraGries, SpaceSaving
 
-__all__ = ["Windowed", "assign", "window_seed", "parse_duration", "parse_instant", "CLOCKS"]
+__all__ = ["Windowed", "WallClockReleaser", "assign", "window_seed", "parse_duration", "parse_instant", "CLOCKS"]
 
 NS = 1_000_000_000
 CLOCKS = ("input", "wall")
@@ -167,6 +172,31 @@ def times_ns(times: Any) -> tuple[np.ndarray, Optional[np.ndarray]]:
     else:
         raise TypeError(f"times must be numbers (epoch seconds) or datetime64, got dtype {arr.dtype}")
     return t, (None if ok.all() else ok)
+
+
+def window_record(i: int, period_ns: int, origin_ns: int) -> dict:
+    """Window ``i``'s entry in a release's metadata: its index and [start, end), public parameters."""
+    s = int(origin_ns) + int(i) * int(period_ns)
+    e = s + int(period_ns)
+    return {"index": int(i), "start": iso(s), "end": iso(e), "start_ns": s, "end_ns": e}
+
+
+def composition_record(clock: str, series_epsilon: float, series_delta: float, period_ns: int, origin_ns: int,
+                       allowed_lateness_ns: int = 0, **extra: Any) -> dict:
+    """The accounting of a series of window releases (docs/privacy.md §Windows): parallel
+    composition, (``series_epsilon``, ``series_delta``) for the whole series, the clock that
+    closes the windows, and the policy for dropped events (never counted)."""
+    rec = {
+        "rule": "parallel",
+        "reason": "each event lies in exactly one event-time window (docs/privacy.md §Windows)",
+        "series_epsilon": float(series_epsilon), "series_delta": float(series_delta),
+        "neighbours": "add or remove one event", "clock": clock,
+        "period_ns": int(period_ns), "origin": iso(origin_ns),
+        "allowed_lateness_ns": int(allowed_lateness_ns),
+        "dropped_events": "late, early and out-of-range events are dropped and never counted in any output",
+    }
+    rec.update(extra)
+    return rec
 
 
 def assign(t_ns: np.ndarray, period_ns: int, origin_ns: int = 0) -> np.ndarray:
@@ -328,20 +358,10 @@ class Windowed:
         is kept iff its window is open at ``now``. Events outside the windows released are
         dropped."""
         with self._lock:
-            if self._closed:
-                raise ValueError("this Windowed was closed; its windows are released")
             if (privacy_id is None) != (self._limiter is None):
                 raise ValueError("privacy_id= goes with max_rows_per_unit= (one privacy id per row), and only with it")
-            out: list[Release] = []
-            lo, hi = self._next, self.last
-            if self.clock == "wall":
-                now_ns = int((self._now() if now is None else now) * NS)
-                out = self._advance(now_ns)
-                lo = max(self._next, self._first_open(now_ns))
-                current = self.index(now_ns)
-                hi = current if hi is None else min(hi, current)
-            if not isinstance(items, np.ndarray) and not type(items).__module__.startswith("pyarrow"):
-                items = np.asarray(list(items) if not hasattr(items, "__len__") else items)
+            out, lo, hi = self._arrive(now)
+            items = _as_batch(items)
             t, ok = times_ns(times)
             if len(t) != len(items):
                 raise ValueError(f"items and times differ in length ({len(items)} vs {len(t)})")
@@ -355,16 +375,57 @@ class Windowed:
                 kept = self._limiter.keep(ids)
                 ok = kept if ok is None else ok & kept
             if len(t) and (hi is None or lo <= hi):
-                self._route(items, t, ok, lo, hi)
+                self._route(items, assign(t, self.period, self.origin), ok, lo, hi)
             return out
+
+    def update_windows(self, items: Any, windows: Any, *, now: Optional[float] = None) -> list[Release]:
+        """:meth:`update` for events whose window index is already known: ``windows[j]`` is
+        :func:`assign` of ``items[j]``'s event time (computed where the data lives, e.g. on a
+        Spark executor). Arrival, deadlines and dropping are those of :meth:`update`; one event
+        is the privacy unit (a ``max_rows_per_unit`` series needs :meth:`update`, which sees the
+        privacy ids)."""
+        with self._lock:
+            if self._limiter is not None:
+                raise ValueError("update_windows takes no privacy ids: feed a max_rows_per_unit series with update()")
+            out, lo, hi = self._arrive(now)
+            items = _as_batch(items)
+            w = np.asarray(windows, dtype=np.int64)
+            if w.ndim != 1 or len(w) != len(items):
+                raise ValueError(f"items and windows differ in length ({len(items)} vs {len(w)})")
+            if len(w) and (hi is None or lo <= hi):
+                self._route(items, w, None, lo, hi)
+            return out
+
+    def _arrive(self, now: Optional[float]) -> tuple[list[Release], int, Optional[int]]:
+        """A batch arrives (lock held): with the wall clock, release the windows due at ``now``;
+        return those releases and the range [lo, hi] of windows that take events now."""
+        if self._closed:
+            raise ValueError("this Windowed was closed; its windows are released")
+        out: list[Release] = []
+        lo, hi = self._next, self.last
+        if self.clock == "wall":
+            now_ns = int((self._now() if now is None else now) * NS)
+            out = self._advance(now_ns)
+            lo = max(self._next, self._first_open(now_ns))
+            current = self.index(now_ns)
+            hi = current if hi is None else min(hi, current)
+        return out, lo, hi
+
+    def accepting_from(self, now: Optional[float] = None) -> int:
+        """The lowest window that can still take an event: below it every window is released or,
+        with the wall clock, past its deadline at ``now`` (default ``now()``). A front end may drop
+        the events of lower windows before feeding (they would be dropped here)."""
+        with self._lock:
+            if self.clock != "wall":
+                return self._next
+            return max(self._next, self._first_open(int((self._now() if now is None else now) * NS)))
 
     def _first_open(self, now_ns: int) -> int:
         """The lowest window whose deadline has not passed at ``now_ns``: deadline(i) > now iff
         origin + (i+1)·P + L > now iff i >= floor((now − origin − L)/P)."""
         return (now_ns - self.origin - self.allowed_lateness) // self.period
 
-    def _route(self, items, t, ok, lo: int, hi: Optional[int]) -> None:
-        w = assign(t, self.period, self.origin)
+    def _route(self, items, w: np.ndarray, ok, lo: int, hi: Optional[int]) -> None:
         keep = w >= lo
         if hi is not None:
             keep &= w <= hi
@@ -445,18 +506,10 @@ class Windowed:
         budget = None if self._scope is None else self._scope.part(i)
         self._next = i + 1
         rel = summary.release(seed=window_seed(self.seed, i), budget=budget, **self._options)
-        s, e = self.bounds(i)
         meta = dict(rel.metadata)
-        meta["window"] = {"index": i, "start": iso(s), "end": iso(e), "start_ns": s, "end_ns": e}
-        composition = {
-            "rule": "parallel",
-            "reason": "each event lies in exactly one event-time window (docs/privacy.md §Windows)",
-            "series_epsilon": self._series[0], "series_delta": self._series[1],
-            "neighbours": "add or remove one event", "clock": self.clock,
-            "period_ns": self.period, "origin": iso(self.origin),
-            "allowed_lateness_ns": self.allowed_lateness,
-            "dropped_events": "late, early and out-of-range events are dropped and never counted in any output",
-        }
+        meta["window"] = window_record(i, self.period, self.origin)
+        composition = composition_record(self.clock, self._series[0], self._series[1], self.period, self.origin,
+                                         self.allowed_lateness)
         meta["composition"] = composition
         if self._unit_plan is None:
             return replace(rel, metadata=meta)
@@ -515,6 +568,77 @@ class Windowed:
                 yield from self.update(*item)
         finally:
             ahead.close(wait=False)
+
+
+class WallClockReleaser:
+    """Runs a ``clock="wall"`` :class:`Windowed` whose batches come from elsewhere, e.g. a
+    streaming engine's micro-batches (docs/privacy.md §Windows, "On Spark"). :meth:`feed` adds a
+    batch at the moment it is called (its arrival on the series' clock); a daemon thread releases
+    every window at its deadline on that clock even while nothing arrives; every release goes to
+    ``emit(release)`` exactly once, in window order. :meth:`close` ends the series (windows not yet
+    due are released at once, through ``end`` when it was given). ``max_wait`` (seconds) bounds
+    how long the thread sleeps before it reads the clock again."""
+
+    def __init__(self, windowed: Windowed, emit: Callable[[Release], Any], *, max_wait: float = 1.0) -> None:
+        if not isinstance(windowed, Windowed) or windowed.clock != "wall":
+            raise ValueError("WallClockReleaser runs a Windowed with clock='wall' (releases on a public clock)")
+        if not callable(emit):
+            raise TypeError("emit must be a function taking one Release")
+        self.windowed, self._emit = windowed, emit
+        self._max_wait = float(max_wait)
+        self._lock = threading.Lock()  # one emitter at a time: releases leave in window order
+        self._stop = threading.Event()
+        self.error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, name="dpsketch-window-clock", daemon=True)
+        self._thread.start()
+
+    def _deliver(self, step: Callable[[], list[Release]]) -> None:
+        with self._lock:
+            if self.error is not None:
+                raise self.error
+            for rel in step():
+                self._emit(rel)
+
+    def feed(self, items: Any, windows: Any) -> None:
+        """A batch arrives now: ``items`` with their window indices (:meth:`Windowed.update_windows`)."""
+        self._deliver(lambda: self.windowed.update_windows(items, windows))
+
+    def advance(self) -> None:
+        """Release every window whose deadline has passed now."""
+        self._deliver(self.windowed.advance)
+
+    def halt(self) -> None:
+        """Stop the clock thread and release nothing (the series is abandoned)."""
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def close(self) -> None:
+        """Stop the clock thread and release every window not yet released."""
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        self._deliver(self.windowed.close)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            due = self.windowed.next_deadline()
+            if due is None:
+                return
+            if self._stop.wait(min(self._max_wait, max(0.0, due - self.windowed._now()))):
+                return
+            try:
+                self.advance()
+            except BaseException as e:  # kept, and raised again by the next feed/advance/close
+                with self._lock:
+                    self.error = self.error or e
+                return
+
+
+def _as_batch(items):
+    if isinstance(items, np.ndarray) or type(items).__module__.startswith("pyarrow"):
+        return items
+    return np.asarray(list(items) if not hasattr(items, "__len__") else items)
 
 
 def _slice(items, a: int, b: int):
