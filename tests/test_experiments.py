@@ -5,6 +5,7 @@ import csv
 import json
 import math
 
+import numpy as np
 import pytest
 
 from dpsketch import experiments
@@ -123,8 +124,9 @@ def test_dpss_precision_tiny(tmp_path):
     out = experiments.run("dpss-precision", tiny=True, out=tmp_path / "out", data=tmp_path, progress=False)
     runs = _rows(out / "runs.csv")
     assert {r["dataset"] for r in runs} == {"retail", "code"}
-    assert {r["algorithm"] for r in runs} == {"DPSS", "DPSS+cut", "DPSS-2pass", "DPSS-2pass+cut"}
-    assert len(runs) == 2 * 2 * 2 * 4  # data sets x k x epsilon x variants, one noise draw
+    assert {r["algorithm"] for r in runs} == {"DPSS", "DPSS+cut", "DPSS-2pass", "DPSS-2pass+cut", "DPSS-2pass+cut+0.25b",
+                                              "DPSS-2pass+cut+0.5b"}
+    assert len(runs) == 2 * 2 * 2 * 6  # data sets x k x epsilon x (variants + margin cuts), one noise draw
     by = {(r["dataset"], r["k"], r["epsilon"], r["algorithm"]): r for r in runs}
     for (ds, k, eps, alg), r in by.items():
         if alg.endswith("+cut"):  # the cut only removes released items
@@ -335,3 +337,26 @@ def test_quantile_metrics_against_brute_force():
             lt, le = sum(v < x for v in s), sum(v <= x for v in s)
             want = 0.0 if lt <= t <= le else min(abs(t - lt), abs(t - le))
             assert Q.quantile_rank_distance(s, [x], np.array([t]))[0] == want
+
+
+def test_margin_cut_is_the_library_cut_at_zero_and_a_subset_above():
+    # The experiment's margin variants post-process the same noise draw as the library's n/k cut.
+    import dpsketch
+    from dpsketch.dpss import release_exact_counts
+    from dpsketch.experiments.precision import margin_cut
+
+    stream = np.asarray(dpsketch.datasets.retail(), dtype=np.int64)[:200_000]
+    k = 64
+    ss = dpsketch.SpaceSaving(2 * k)
+    ss.update_many(stream)
+    keys, counts = np.unique(stream, return_counts=True)
+    freq = dict(zip(keys.tolist(), counts.tolist()))
+    exact = [freq[key] for key, _ in ss.items()]
+    for seed in range(5):
+        plain = release_exact_counts(ss, exact, epsilon=0.1, delta=1e-3, k=k, cut=None, seed=seed, allow_repeat=True)
+        cut = release_exact_counts(ss, exact, epsilon=0.1, delta=1e-3, k=k, cut="n/k", seed=seed, allow_repeat=True)
+        assert margin_cut(plain, k, 0.0)[0] == cut.items
+        items, threshold = margin_cut(plain, k, 0.5)
+        floor = plain.metadata["n_used"] / k + 0.5 / plain.metadata["epsilon_used"]
+        assert set(items) <= set(cut.items) and all(v >= floor for _, v in items)
+        assert threshold == max(floor, plain.threshold)
