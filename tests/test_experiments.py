@@ -10,6 +10,9 @@ import pytest
 
 from dpsketch import experiments
 
+# Every figure the sweeps draw must keep its legend off the panels.
+pytestmark = pytest.mark.filterwarnings("error::dpsketch.experiments.plots.FigureLayoutWarning")
+
 PROB = ("recall", "precision", "f1")
 
 
@@ -360,3 +363,29 @@ def test_margin_cut_is_the_library_cut_at_zero_and_a_subset_above():
         floor = plain.metadata["n_used"] / k + 0.5 / plain.metadata["epsilon_used"]
         assert set(items) <= set(cut.items) and all(v >= floor for _, v in items)
         assert threshold == max(floor, plain.threshold)
+
+
+def test_figure_legend_sits_outside_the_panels():
+    pytest.importorskip("matplotlib")
+    from dpsketch.experiments import plots
+
+    plt = plots._plt()
+
+    def draw():
+        fig, axes = plt.subplots(1, 2, figsize=(8, 3))
+        for ax in axes:
+            for i, name in enumerate(("a", "b", "c")):
+                ax.plot([1, 2, 3], [i, i + 1, i + 2], label=name)
+            ax.set_title(f"panel {id(ax) % 7}")
+        return fig, axes
+
+    fig, axes = draw()
+    plots._layout(fig, list(axes))
+    assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in axes)
+    assert plots._overlaps(fig) == []
+    plt.close(fig)
+    fig, axes = draw()  # a figure legend placed over the panels is caught
+    fig.legend(loc="center")
+    fig.tight_layout()
+    assert plots._overlaps(fig)
+    plt.close(fig)
