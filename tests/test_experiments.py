@@ -141,6 +141,25 @@ def test_dpss_precision_tiny(tmp_path):
     info = json.loads((out / "run_info.json").read_text())
     assert info["datasets"] == ["retail", "code"] and "standard library" in info["code_stream"]
     _check_pngs(out, ["fig_dpss_precision.png"])
+    # the results page's tables of this sweep are filled from its summary.csv
+    from dpsketch.experiments import report
+
+    page = tmp_path / "page.md"
+    page.write_text("<!-- generated: dpss out/dpss-precision -->\n<!-- end generated -->\n"
+                    "<!-- generated: dpssvariants out/dpss-precision -->\n<!-- end generated -->\n")
+    assert report.fill(page) == 2
+    text = page.read_text()
+    summary = _rows(out / "summary.csv")
+    for ds in ("retail", "code"):
+        for eps in (0.1, 1.0):
+            sel = [s for s in summary if s["dataset"] == ds and _num(s["epsilon"]) == eps
+                   and s["algorithm"] == "DPSS-2pass+cut"]
+            p = sum(_num(s["precision_mean"]) for s in sel) / len(sel)
+            r = sum(_num(s["recall_mean"]) for s in sel) / len(sel)
+            row = next(line for line in text.splitlines() if line.startswith(f"| {ds} | {eps:g} | DPSS-2pass+cut |"))
+            assert f"| {p:.3f} |" in row and f"| {r:.3f} |" in row
+            assert f"{p:.4f} / {r:.3f}" in next(line for line in text.splitlines()
+                                                if line.startswith(f"| {ds} | {eps:g} | ") and " / " in line)
 
 
 def test_code_tokens_are_identifiers_in_file_order(tmp_path):
