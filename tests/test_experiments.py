@@ -5,9 +5,13 @@ import csv
 import json
 import math
 
+import numpy as np
 import pytest
 
 from dpsketch import experiments
+
+# Every figure the sweeps draw must keep its legend off the panels.
+pytestmark = pytest.mark.filterwarnings("error::dpsketch.experiments.plots.FigureLayoutWarning")
 
 PROB = ("recall", "precision", "f1")
 
@@ -123,8 +127,9 @@ def test_dpss_precision_tiny(tmp_path):
     out = experiments.run("dpss-precision", tiny=True, out=tmp_path / "out", data=tmp_path, progress=False)
     runs = _rows(out / "runs.csv")
     assert {r["dataset"] for r in runs} == {"retail", "code"}
-    assert {r["algorithm"] for r in runs} == {"DPSS", "DPSS+cut", "DPSS-2pass", "DPSS-2pass+cut"}
-    assert len(runs) == 2 * 2 * 2 * 4  # data sets x k x epsilon x variants, one noise draw
+    assert {r["algorithm"] for r in runs} == {"DPSS", "DPSS+cut", "DPSS-2pass", "DPSS-2pass+cut", "DPSS-2pass+cut+0.25b",
+                                              "DPSS-2pass+cut+0.5b"}
+    assert len(runs) == 2 * 2 * 2 * 6  # data sets x k x epsilon x (variants + margin cuts), one noise draw
     by = {(r["dataset"], r["k"], r["epsilon"], r["algorithm"]): r for r in runs}
     for (ds, k, eps, alg), r in by.items():
         if alg.endswith("+cut"):  # the cut only removes released items
@@ -136,6 +141,25 @@ def test_dpss_precision_tiny(tmp_path):
     info = json.loads((out / "run_info.json").read_text())
     assert info["datasets"] == ["retail", "code"] and "standard library" in info["code_stream"]
     _check_pngs(out, ["fig_dpss_precision.png"])
+    # the results page's tables of this sweep are filled from its summary.csv
+    from dpsketch.experiments import report
+
+    page = tmp_path / "page.md"
+    page.write_text("<!-- generated: dpss out/dpss-precision -->\n<!-- end generated -->\n"
+                    "<!-- generated: dpssvariants out/dpss-precision -->\n<!-- end generated -->\n")
+    assert report.fill(page) == 2
+    text = page.read_text()
+    summary = _rows(out / "summary.csv")
+    for ds in ("retail", "code"):
+        for eps in (0.1, 1.0):
+            sel = [s for s in summary if s["dataset"] == ds and _num(s["epsilon"]) == eps
+                   and s["algorithm"] == "DPSS-2pass+cut"]
+            p = sum(_num(s["precision_mean"]) for s in sel) / len(sel)
+            r = sum(_num(s["recall_mean"]) for s in sel) / len(sel)
+            row = next(line for line in text.splitlines() if line.startswith(f"| {ds} | {eps:g} | DPSS-2pass+cut |"))
+            assert f"| {p:.3f} |" in row and f"| {r:.3f} |" in row
+            assert f"{p:.4f} / {r:.3f}" in next(line for line in text.splitlines()
+                                                if line.startswith(f"| {ds} | {eps:g} | ") and " / " in line)
 
 
 def test_code_tokens_are_identifiers_in_file_order(tmp_path):
@@ -335,3 +359,52 @@ def test_quantile_metrics_against_brute_force():
             lt, le = sum(v < x for v in s), sum(v <= x for v in s)
             want = 0.0 if lt <= t <= le else min(abs(t - lt), abs(t - le))
             assert Q.quantile_rank_distance(s, [x], np.array([t]))[0] == want
+
+
+def test_margin_cut_is_the_library_cut_at_zero_and_a_subset_above():
+    # The experiment's margin variants post-process the same noise draw as the library's n/k cut.
+    import dpsketch
+    from dpsketch.dpss import release_exact_counts
+    from dpsketch.experiments.precision import margin_cut
+
+    stream = np.asarray(dpsketch.datasets.retail(), dtype=np.int64)[:200_000]
+    k = 64
+    ss = dpsketch.SpaceSaving(2 * k)
+    ss.update_many(stream)
+    keys, counts = np.unique(stream, return_counts=True)
+    freq = dict(zip(keys.tolist(), counts.tolist()))
+    exact = [freq[key] for key, _ in ss.items()]
+    for seed in range(5):
+        plain = release_exact_counts(ss, exact, epsilon=0.1, delta=1e-3, k=k, cut=None, seed=seed, allow_repeat=True)
+        cut = release_exact_counts(ss, exact, epsilon=0.1, delta=1e-3, k=k, cut="n/k", seed=seed, allow_repeat=True)
+        assert margin_cut(plain, k, 0.0)[0] == cut.items
+        items, threshold = margin_cut(plain, k, 0.5)
+        floor = plain.metadata["n_used"] / k + 0.5 / plain.metadata["epsilon_used"]
+        assert set(items) <= set(cut.items) and all(v >= floor for _, v in items)
+        assert threshold == max(floor, plain.threshold)
+
+
+def test_figure_legend_sits_outside_the_panels():
+    pytest.importorskip("matplotlib")
+    from dpsketch.experiments import plots
+
+    plt = plots._plt()
+
+    def draw():
+        fig, axes = plt.subplots(1, 2, figsize=(8, 3))
+        for ax in axes:
+            for i, name in enumerate(("a", "b", "c")):
+                ax.plot([1, 2, 3], [i, i + 1, i + 2], label=name)
+            ax.set_title(f"panel {id(ax) % 7}")
+        return fig, axes
+
+    fig, axes = draw()
+    plots._layout(fig, list(axes))
+    assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in axes)
+    assert plots._overlaps(fig) == []
+    plt.close(fig)
+    fig, axes = draw()  # a figure legend placed over the panels is caught
+    fig.legend(loc="center")
+    fig.tight_layout()
+    assert plots._overlaps(fig)
+    plt.close(fig)

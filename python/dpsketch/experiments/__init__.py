@@ -111,7 +111,8 @@ def run(name: str, *, quick: bool = False, out="results", repeats: int | None = 
         info.update(datasets=used, ks=list(pcfg.ks), epsilons=list(pcfg.epsilons), delta=pcfg.delta,
                     factor=pcfg.factor, length="private (library default)",
                     repeats_desc=(f"{pcfg.windows_1e5} windows (gcide-1e5), {pcfg.windows_2_20} windows "
-                                  f"(gcide-2^20), {pcfg.repeats} noise draws (retail, code)"),
+                                  f"(gcide-2^20), {pcfg.window_draws} noise draws per window; "
+                                  f"{pcfg.repeats} noise draws (retail, code)"),
                     real_stream=_real_stream([realdata.REAL_DATASET] if any(d.startswith("gcide") for d in used) else []),
                     code_stream=f"identifiers of the Python {platform.python_version()} standard library sources, "
                                 f"sorted paths, first {pcfg.code_limit} tokens, hashed to 32 bits")

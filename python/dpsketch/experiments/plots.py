@@ -44,6 +44,60 @@ def _plt():
     return plt
 
 
+class FigureLayoutWarning(UserWarning):
+    """A figure's legend overlaps one of its panels (a layout defect, reported when saving)."""
+
+
+_TITLE_IN = 0.3  # height of the suptitle strip, inches
+_LEGEND_ROW_IN = 0.2  # height of one legend row at fontsize 7, inches
+
+
+def _legend_entries(axes) -> dict:
+    """label -> handle over all panels, each label once, in order of first appearance."""
+    seen: dict = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(label, handle)
+    return seen
+
+
+def _layout(fig, axes, *, ncol: int = 4, fontsize: float = 7, bottom: float = 0.0) -> None:
+    """One legend for the whole figure, in a strip of its own under the title, then the panels
+    below it: a legend inside a panel covers curves wherever the data happen to run."""
+    entries = _legend_entries(axes)
+    height = fig.get_figheight()
+    rows = math.ceil(len(entries) / ncol) if entries else 0
+    if entries:
+        fig.legend(list(entries.values()), list(entries), loc="upper center", ncol=min(ncol, len(entries)),
+                   fontsize=fontsize, frameon=False, bbox_to_anchor=(0.5, 1 - _TITLE_IN / height))
+    top = 1 - (_TITLE_IN + rows * _LEGEND_ROW_IN * fontsize / 7) / height
+    fig.tight_layout(rect=(0, bottom, 1, top))
+
+
+def _overlaps(fig) -> list[str]:
+    """Titles of the panels whose area (labels and titles included) a figure legend overlaps."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    out = []
+    for legend in fig.legends:
+        box = legend.get_window_extent(renderer)
+        for ax in fig.axes:
+            if ax.get_visible() and box.overlaps(ax.get_tightbbox(renderer)):
+                out.append(ax.get_title() or "(untitled panel)")
+    return out
+
+
+def _save(fig, path: Path) -> Path:
+    import warnings
+
+    bad = _overlaps(fig)
+    if bad:
+        warnings.warn(f"{path.name}: the legend overlaps {', '.join(bad)}", FigureLayoutWarning, stacklevel=2)
+    fig.savefig(path, dpi=110)
+    _plt().close(fig)
+    return path
+
+
 def _series(rows, sweep, algorithm, metric, dataset=None, extra=None):
     sel = [r for r in rows if r["sweep"] == sweep and r["algorithm"] == algorithm
            and (dataset is None or r["dataset"] == dataset) and (extra is None or extra(r))]
@@ -84,17 +138,18 @@ def _heavy_counts(ax, rows, sweep, dataset):
 
 def _panel(ax, rows, sweep, metric, letter, title, algorithms, dataset=None):
     any_line = False
+    undefined = []
     for alg in algorithms:
         x, m, lo, hi = _series(rows, sweep, alg, metric, dataset)
         ok = ~np.isnan(m)
         if not ok.any():
-            if len(x):  # keep the legend entry: the metric is undefined (nothing released)
-                ax.plot([], [], label=f"{alg} (undefined: nothing released)", **HOLLAND_STYLE.get(alg, {}))
+            if len(x):  # the metric is undefined (nothing released): said under the axis
+                undefined.append(alg)
             continue
         any_line = True
         st = HOLLAND_STYLE.get(alg, {})
         _band(ax, x[ok], m[ok], lo[ok], hi[ok], alg, st.get("color"), st.get("marker"))
-    ax.set_xlabel(XLABEL[sweep])
+    ax.set_xlabel(XLABEL[sweep] + (f"\nundefined (nothing released): {', '.join(undefined)}" if undefined else ""))
     ax.set_ylabel(YLABEL[metric])
     ax.set_title(f"({letter}) {title}", fontsize=9)
     if sweep in ("k", "epsilon", "factor"):
@@ -112,7 +167,6 @@ def _panel(ax, rows, sweep, metric, letter, title, algorithms, dataset=None):
     if not any_line:
         ax.text(0.5, 0.5, "no defined values", ha="center", va="center", transform=ax.transAxes)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
 
 
 def _span_of(rows, col, **filters) -> str:
@@ -157,10 +211,8 @@ def _figure(panels, rows, path: Path, suptitle: str, algorithms, ncols=3, datase
         import textwrap
 
         fig.text(0.5, 0.005, "\n".join(textwrap.wrap(footer, 190)), ha="center", va="bottom", fontsize=7)
-    fig.tight_layout(rect=(0, 0.05 if footer else 0, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    _layout(fig, [ax for ax in axes.flat if ax.get_visible()], bottom=0.05 if footer else 0)
+    return _save(fig, path)
 
 
 _AXIS = {"k": "k", "skew": "skew", "epsilon": "ε", "factor": "factor"}
@@ -247,18 +299,14 @@ def zhao(rows, out: Path, info: dict) -> list[Path]:
                 ax.set_ylim(-0.05, 1.05)
             ax.set_title(f"({letters.get(col, ('', ''))[row]}) {label}: {title}", fontsize=9)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=6.5)
     widths = _span_of(rows, "width")
     distinct = "; ".join(f"{ds}: {_span_of(rows, 'distinct_items', dataset=ds)}" for ds in names)
     fig.suptitle(f"Zhao et al. Figure 1 (n = {info['n']:,} per run, β = {info.get('beta', 0.01)}, depth {info.get('depth', 5)}, "
                  f"width {widths}, {info.get('repeats', '?')} repeats)", fontsize=10)
     fig.text(0.5, 0.005, f"Bands: 5th-95th percentile over repeats. Distinct items per run: {distinct}. "
              "Zipf a = 1.0 on [1, 2^16).", ha="center", va="bottom", fontsize=7)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    path = out / "fig1_zhao.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    _layout(fig, list(axes.flat), bottom=0.03)
+    return [_save(fig, out / "fig1_zhao.png")]
 
 
 QUANT_STYLE = {"joint": "-", "zhao": "--"}
@@ -291,7 +339,9 @@ def zhao_quantiles(rows, out: Path, info: dict) -> list[Path]:
                       "o" if alloc == "joint" else "^", QUANT_STYLE.get(alloc, ":"))
         gn = float(dsr[0]["gamma"]) * float(dsr[0]["n"])
         ax.axhline(gn / 10, color="0.4", ls=":", lw=1)
-        ax.text(1, gn / 10, " γ·N/10", fontsize=7, va="bottom", color="0.3")
+        # the line's label right of the panel, where no curve runs
+        ax.text(1.01, gn / 10, "γ·N/10", transform=ax.get_yaxis_transform(), fontsize=7, ha="left", va="center",
+                color="0.3")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("number of evenly spaced quantiles m")
@@ -301,14 +351,10 @@ def zhao_quantiles(rows, out: Path, info: dict) -> list[Path]:
         ax.set_title(f"({'ab'[col] if col < 2 else col}) {name}, universe 2^{bits}; "
                      f"depth {_span_of(dsr, 'depth')}, width {_span_of(dsr, 'width')}", fontsize=8)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
     fig.suptitle(f"Zhao et al. Figure 2: N = {info['n']:,}, γ = {info.get('gamma')}, {info.get('repeats')} repeats, "
                  f"neighbours = {info.get('neighbours')}; bands: 5th-95th percentile over repeats", fontsize=9)
-    fig.tight_layout()
-    path = out / "fig2_zhao_quantiles.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    _layout(fig, list(axes.flat))
+    return [_save(fig, out / "fig2_zhao_quantiles.png")]
 
 
 PRECISION_STYLE = {"DPSS": ("tab:orange", "-", "s"), "DPSS+cut": ("tab:orange", "--", "o"),
@@ -340,12 +386,7 @@ def dpss_precision(rows, out: Path, info: dict) -> list[Path]:
             ax.set_title(f"{ds}: {YLABEL[metric]}, ε = {eps:g}", fontsize=8)
             ax.set_xlabel("k (k̃ = 2k)", fontsize=7)
             ax.tick_params(labelsize=6)
-            if i == 0 and j == 0:
-                ax.legend(fontsize=6)
     fig.suptitle(f"DPSS options at equal memory: δ = {info.get('delta', 1e-3):g}, private length; "
                  f"bands: 5th-95th percentile over {info.get('repeats_desc', 'repeats')}", fontsize=9)
-    fig.tight_layout()
-    path = out / "fig_dpss_precision.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    _layout(fig, list(axes.flat))
+    return [_save(fig, out / "fig_dpss_precision.png")]

@@ -10,8 +10,10 @@ A block is written as::
 with FOLDERs relative to the page. KIND is ``claims`` (the folder's claims.md), ``setup`` (one
 row per folder and data set: stream length, repeats, runs, wall time, and the structure sizes
 recorded in summary.csv: counter capacity, sketch capacity, depth and width, number of true heavy
-hitters), ``heavy`` (the true heavy hitters per point of each sweep), or ``include`` (a markdown file
-written by a script, e.g. bench/bench_quantile_peers.py's peers.md, verbatim).
+hitters), ``heavy`` (the true heavy hitters per point of each sweep), ``dpss`` (a dpss-precision
+run: precision / recall of every variant per data set and ε), ``dpssvariants`` (the same run: one
+row per variant with the worst point's 5th percentile of precision and ARE), or ``include`` (a
+markdown file written by a script, e.g. bench/bench_quantile_peers.py's peers.md, verbatim).
 
 Run from the repository root: ``python -m dpsketch.experiments.report docs/results.md``.
 """
@@ -92,6 +94,11 @@ def fill(page: str | Path) -> int:
             body = _setup(folders)
         elif kind == "heavy":
             body = _heavy(folders)
+        elif kind in ("dpss", "dpssvariants"):
+            from . import precision
+
+            fn = precision.wide_table if kind == "dpss" else precision.table
+            body = "".join(fn(read_csv(f / "summary.csv")) for f in folders)
         elif kind == "include":
             body = "".join(f.read_text() for f in folders)
         else:
