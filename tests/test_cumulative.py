@@ -73,7 +73,7 @@ def test_prefixes_tile_the_steps_and_no_leaf_is_in_more_than_L_published_nodes(n
 
 
 def test_auto_takes_the_windows_for_short_horizons_and_a_tree_past_the_crossover():
-    assert schedule_for("auto", 8).name == "windows"
+    assert schedule_for("auto", 8).name == "windows" and schedule_for("auto", 9).name == "smooth"
     for T in (16, 64, 1000, 8760):
         s = schedule_for("auto", T)
         assert s.name in ("binary", "smooth")
