@@ -37,7 +37,7 @@ from __future__ import annotations
 import bisect
 import math
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -52,7 +52,7 @@ from .release import Release
 from .sketches import CountMin, CountSketch
 from ._validation import check_int
 
-__all__ = ["Cumulative", "Prefix", "Schedule", "SCHEDULES", "MAX_HORIZON", "schedule_for", "node_seed"]
+__all__ = ["Cumulative", "Prefix", "Schedule", "Step", "SCHEDULES", "MAX_HORIZON", "schedule_for", "node_seed"]
 
 SCHEDULES = ("auto", "binary", "smooth", "windows")
 MAX_HORIZON = 2**16  # steps; the schedule is enumerated once (O(T·log T)) at construction
@@ -193,6 +193,23 @@ def schedule_for(name: str, horizon: int) -> Schedule:
         h, k = _smooth_shape(horizon)
         return Schedule(name, horizon, _balanced(h, k, horizon), k)
     return Schedule(name, horizon, list(range(1, horizon + 1)), None)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a time-driven series (:meth:`Cumulative.releases`): the window, the node
+    releases published at this step, and the cumulative answer through it.
+
+    :ivar step: s, 1-based
+    :ivar window: index, start, end (ISO 8601 UTC) and start_ns, end_ns of the step's window
+    :ivar nodes: the :class:`~dpsketch.Release` of every node first published at this step
+    :ivar prefix: the :class:`Prefix` through this step (post-processing of published nodes)
+    """
+
+    step: int
+    window: dict
+    nodes: list
+    prefix: "Prefix"
 
 
 class Prefix:
@@ -530,6 +547,49 @@ class Cumulative:
                 raise ValueError(f"step {t} is not fed yet ({self._t} steps so far)")
             nodes = [self._published[n] for n in self.schedule.prefix_nodes(t)]
             return Prefix(t, nodes, self._kind, self.nodes_per_element, self.schedule.variance_factor(t))
+
+    def releases(self, batches, *, period: Any, start: Any, origin: Any = 0):
+        """Feed ``(items, times)`` batches and yield one :class:`Step` per window, in order, at the
+        end of ``batches`` (the input clock of :class:`~dpsketch.Windowed`: no event is late).
+        Step s is the event-time window ``[origin + i·period, origin + (i+1)·period)`` with
+        i = (the window containing ``start``) + s − 1, for s = 1 … horizon: the windows are fixed
+        by public parameters, every one is a step (an empty one included), and events outside
+        them are dropped and counted nowhere (docs/privacy.md §Windows). Memory: one sketch per
+        window that received events."""
+        from .windows import assign, iso, parse_duration, parse_instant, times_ns
+
+        p = parse_duration(period)
+        if p <= 0:
+            raise ValueError("period must be > 0")
+        o = parse_instant(origin)
+        first = (parse_instant(start) - o) // p
+        with self._lock:
+            if self._t:
+                raise ValueError("releases() drives a fresh series; this one has steps already")
+            leaves: dict[int, Any] = {}
+            for items, times in batches:
+                if not isinstance(items, np.ndarray) and not type(items).__module__.startswith("pyarrow"):
+                    items = np.asarray(list(items) if not hasattr(items, "__len__") else items)
+                t, ok = times_ns(times)
+                if len(t) != len(items):
+                    raise ValueError(f"items and times differ in length ({len(items)} vs {len(t)})")
+                w = assign(t, p, o) - first
+                keep = (w >= 0) & (w < self.horizon)
+                if ok is not None:
+                    keep &= ok
+                for i in np.unique(w[keep]).tolist():
+                    idx = np.flatnonzero(keep & (w == i))
+                    part = items[idx] if isinstance(items, np.ndarray) else items.take(idx)
+                    leaf = leaves.get(i)
+                    if leaf is None:
+                        leaf = leaves[i] = self._make()
+                    leaf.update_many(part)
+        for i in range(self.horizon):
+            leaf = leaves.pop(i, None)
+            nodes = self._add(leaf if leaf is not None else self._make())
+            s0 = o + (first + i) * p
+            window = {"index": first + i, "start": iso(s0), "end": iso(s0 + p), "start_ns": s0, "end_ns": s0 + p}
+            yield Step(i + 1, window, nodes, self.prefix(i + 1))
 
     def node(self, level: int, index: int):
         """The published sketch of node (level, index) (KeyError if it is not published)."""

@@ -30,8 +30,9 @@ With ``max_rows_per_unit=r`` one privacy id (all of its rows) is the privacy uni
 its first r rows in input order over the whole series (so it is in at most r windows), each
 window's release runs at the per-row (ε', δ') of :func:`dpsketch.privacy_unit.unit_calibration`,
 and group privacy over the unit's r events of the (ε', δ')-DP series gives the requested (ε, δ)
-for one unit (docs/privacy.md §Windows). The class is the event-level, one-release-per-window form; a release schedule over the same
-windows (for example cumulative releases by a binary tree) would plug in at ``_release_window``.
+for one unit (docs/privacy.md §Windows). The class is the event-level, one-release-per-window form; cumulative ("since start") releases
+of a linear sketch over the same windows are :meth:`dpsketch.Cumulative.releases`
+(docs/privacy.md §Cumulative).
 """
 
 from __future__ import annotations
