@@ -28,6 +28,9 @@ distribution on both sides, and the at most L that do compose (docs/privacy.md �
 horizon, in units of the one-window variance: T for ``"windows"``, L·max popcount for
 ``"binary"``, k·L for ``"smooth"`` (the tree wins once T exceeds about L²).
 
+:meth:`Cumulative.releases` drives the series by event time: ``(items, times)`` batches are routed
+into the horizon's tumbling windows by the rule of :mod:`dpsketch.windows`, one window per step.
+
 Nothing exact leaves the object: no stream length, no leaf or node count, no cell; the noisy total
 of a prefix is the sum of its nodes' noisy totals.
 """
