@@ -59,7 +59,7 @@ __all__ = ["Cumulative", "Prefix", "Schedule", "Step", "SCHEDULES", "MAX_HORIZON
 
 SCHEDULES = ("auto", "binary", "smooth", "windows")
 MAX_HORIZON = 2**16  # steps; the schedule is enumerated once (O(T·log T)) at construction
-_PRIVATE = {CountMin: PrivateCountMin, CountSketch: PrivateCountSketch, DyadicCountSketch: PrivateDyadicCountSketch}
+_PRIVATE: dict[type, Any] = {CountMin: PrivateCountMin, CountSketch: PrivateCountSketch, DyadicCountSketch: PrivateDyadicCountSketch}
 
 
 def node_seed(seed: Optional[int], level: int, index: int) -> Optional[int]:
@@ -172,7 +172,8 @@ def _smooth_shape(horizon: int) -> tuple[int, int]:
 def _balanced(h: int, k: int, count: int) -> list[int]:
     """The ``count`` smallest positive integers below 2^h with exactly k one-bits, increasing
     (Gosper's next-permutation step)."""
-    out, v = [], (1 << k) - 1
+    out: list[int] = []
+    v = (1 << k) - 1
     while len(out) < count:
         out.append(v)
         c = v & -v
@@ -319,9 +320,11 @@ class Prefix:
         if first is None:
             return []
         m = check_int("max_nodes", max_nodes, 1, 2**40)
-        frontier, out = [0], []
+        frontier: list[int] = [0]
+        out: list[tuple[int, float]] = []
         for j in range(1, first.universe_bits + 1):
-            nxt, out = [], []
+            nxt: list[int] = []
+            out = []
             for p in frontier:
                 for c in (p << 1, (p << 1) | 1):
                     e = self._node(j, c)
