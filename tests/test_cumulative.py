@@ -9,6 +9,9 @@ nodes, and of two prefixes, carries fresh noise)."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import math
 import re
 
@@ -346,3 +349,66 @@ def test_time_driven_series_routes_events_into_public_windows():
     assert sum(len(s.nodes) for s in steps) == len(c.published_nodes)
     with pytest.raises(ValueError, match="fresh series"):
         list(c.releases([], period="1h", start=0))
+
+
+# -- CLI: top --window --cumulative ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def int_event_csv(tmp_path_factory):
+    rng = np.random.default_rng(11)
+    n = 40_000
+    t = rng.uniform(0, 6 * 3600, n)
+    q = np.minimum(rng.zipf(1.3, n), 10**6).astype(np.int64)
+    q[q == 3] = -7  # a negative key: the universe maps int64 to [0, 2^64) and back
+    path = tmp_path_factory.mktemp("cum") / "events.csv"
+    with open(path, "w") as f:
+        f.write("item,ts\n")
+        for qi, ti in zip(q.tolist(), t.tolist()):
+            f.write(f"{qi},{ti:.3f}\n")
+    return path, q, t
+
+
+CUM_ARGS = ["--column", "item", "--int-keys", "--time-column", "ts", "--window", "1h", "--start", "0",
+            "--end", "21600", "--cumulative", "--k", "40"]
+
+
+def test_cli_cumulative_json_lines_one_per_window(capsys, int_event_csv):
+    from conftest import run_cli
+
+    path, q, t = int_event_csv
+    code, out, err = run_cli(capsys, "top", path, *CUM_ARGS, "--schedule", "binary", "--seed", 2, "--json")
+    assert code == 0, err
+    objs = [json.loads(line) for line in out.splitlines()]
+    assert [o["step"] for o in objs] == list(range(1, 7))
+    for o in objs:
+        end = o["window"]["end_ns"] / 1e9
+        truth = {int(k): int(c) for k, c in zip(*np.unique(q[t < end], return_counts=True))}
+        keys = [k for k, _ in o["items"]]
+        assert keys[:2] == [1, 2]  # the heaviest keys since the start
+        if o["step"] >= 3:  # counts since the start grow past the noise: the negative key is found
+            assert keys[2] == -7
+        assert all(abs(v - truth[k]) < 0.1 * truth[k] + 100 for k, v in o["items"])
+        assert o["cli"]["exact_counts_withheld"] and o["mechanism"] == "Cumulative[binary, PrivateDyadicCountSketch]"
+        assert abs(o["noisy_total"] - (t < end).sum()) < 300
+        assert o["composition"] is None or o["composition"]["nodes_per_element"] == 3
+    spent = re.search(r"spent: epsilon=([0-9.]+), delta=([0-9.e-]+)", err)
+    assert 0.99 < float(spent.group(1)) <= 1.0 and float(spent.group(2)) <= 1e-6  # charged once, within (ε, δ)
+    code, out2, _ = run_cli(capsys, "top", path, *CUM_ARGS, "--schedule", "binary", "--seed", 2, "--csv")
+    rows = list(csv.DictReader(io.StringIO(out2)))
+    assert rows[0]["item"] == "1" and float(rows[0]["noisy_count"]) == objs[0]["items"][0][1]
+
+
+def test_cli_cumulative_refusals(capsys, int_event_csv):
+    from conftest import one_error_line, run_cli
+
+    path = int_event_csv[0]
+    no_int = [a for a in CUM_ARGS if a != "--int-keys"]
+    for extra, needle in (
+        (no_int, "--cumulative needs --int-keys"),
+        ([*CUM_ARGS, "--algorithm", "countmin"], "needs --algorithm countsketch"),
+        ([*CUM_ARGS, "--follow"], "--follow does not apply with --cumulative"),
+        ([a for a in CUM_ARGS if a != "--cumulative"] + ["--schedule", "binary"], "--schedule applies with --cumulative"),
+        (["--column", "item", "--cumulative"], "--cumulative applies to windowed releases"),
+    ):
+        code, out, err = run_cli(capsys, "top", path, *extra)
+        assert code == 2 and out == "" and needle in one_error_line(err), (extra, err)

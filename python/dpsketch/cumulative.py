@@ -465,6 +465,11 @@ class Cumulative:
             return float(self._series_budget)
         return None if self._delta is None else zcdp_epsilon(float(self._series_budget), self._delta)
 
+    @property
+    def delta(self) -> Optional[float]:
+        """The δ of the (ε, δ) conversion of ρ (``delta=``), or None."""
+        return self._delta
+
     def __repr__(self) -> str:
         p = f"rho={self.rho:g}" if self._rho is not None else f"epsilon={self.epsilon:g}"
         return (f"Cumulative(horizon={self.horizon}, schedule={self.schedule.name!r}, L={self.nodes_per_element}, "
