@@ -657,13 +657,12 @@ def _top_cumulative(args, out) -> int:
     k = args.k if args.k is not None else DEFAULT_K
     capacity = max(k, math.ceil((args.oversample or 2.0) * k - 1e-9))
     width, depth = max(16, 2 * capacity), 3
-    hash_seed = None if args.seed is None else args.seed
     rho = zcdp_rho_for(args.epsilon, args.delta)
     budget_file = _BudgetFile(args, "dpsketch top --window --cumulative (binary tree, zCDP)",
                               epsilon=args.epsilon, delta=args.delta)
     budget = Budget(args.epsilon, args.delta, zcdp_delta=args.delta)
-    probe = DyadicCountSketch(64, width=width, depth=depth, seed=hash_seed)
-    public_hash = probe.hash_seed
+    # one public hash seed for every window's sketch (derived from --seed, else random)
+    public_hash = DyadicCountSketch(64, width=width, depth=depth, seed=args.seed).hash_seed
     cumulative = _checked(lambda: Cumulative(
         horizon=horizon, make=lambda: DyadicCountSketch(64, width=width, depth=depth, hash_seed=public_hash),
         rho=rho, delta=args.delta, schedule=args.schedule or "auto", seed=args.seed, budget=budget))

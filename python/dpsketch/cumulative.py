@@ -13,10 +13,11 @@ Three public schedules, fixed by the horizon T (the number of steps) before any 
 
 * ``"binary"``: step s (1-based) is leaf s − 1; the prefix through s sums the popcount(s) nodes of
   the binary expansion of s. An element lies in at most L = ⌊log₂T⌋ + 1 published nodes.
-* ``"smooth"``: leaves are spread out so that every prefix sums exactly k nodes: step s is leaf
+* ``"smooth"``: leaves are spread out so that every prefix sums at most k nodes: step s is leaf
   q_s − 1, q_s the s-th positive h-bit integer with exactly k one-bits, for the (h, k) that
-  minimise the worst prefix variance. Every prefix has the same variance, about a quarter of the
-  binary tree's worst one for long horizons.
+  minimise the worst prefix variance (most prefixes sum exactly k; early ones fewer, since nodes
+  holding no step are public zeros). Its worst prefix variance is 1.6× (T = 16) to 2.8×
+  (T = 2^16) below the binary tree's.
 * ``"windows"``: every leaf is its own node (the tumbling windows, each at the full budget, by
   parallel composition); the prefix through s sums s nodes.
 
