@@ -6,7 +6,7 @@ Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
 DataFrame or file), :class:`PrivateCountMin`, :class:`PrivateCountSketch`,
 :class:`SketchHeavyHitters`; each returns or builds on a :class:`Release`. Ranks, quantiles,
 range counts and hierarchical heavy hitters: :class:`DyadicCountSketch`,
-:class:`PrivateDyadicCountSketch`. Several releases can draw from one :class:`Budget`, kept in a file shared by several processes with :meth:`Budget.open`. One release per event-time window: :class:`Windowed` (``dpsketch.windows``), charged once by parallel composition. Every error is a :class:`DPSketchError`
+:class:`PrivateDyadicCountSketch`. Several releases can draw from one :class:`Budget`, kept in a file shared by several processes with :meth:`Budget.open`. One release per event-time window: :class:`Windowed` (``dpsketch.windows``), charged once by parallel composition. Cumulative ("since start") releases of a linear sketch over a series of windows, by the binary tree mechanism: :class:`Cumulative` (``dpsketch.cumulative``). Every error is a :class:`DPSketchError`
 (``dpsketch.errors``). The
 documentation is installed with the package: ``dpsketch docs`` (the specification is
 docs/algorithms.md, the derivations docs/privacy.md).
@@ -35,6 +35,7 @@ from .release import Release
 from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
 from .windows import Windowed
+from .cumulative import Cumulative
 
 __all__ = [
     "MisraGries",
@@ -60,6 +61,7 @@ __all__ = [
     "DisjointScope",
     "FileBudget",
     "Windowed",
+    "Cumulative",
     "DPSketchError",
     "ParameterError",
     "CorruptBytesError",

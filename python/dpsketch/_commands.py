@@ -34,7 +34,7 @@ _UNIT_LEVEL_ONLY = ("max_keys_per_unit", "max_rows_per_key", "max_rows_per_unit"
 _EXACT_ROUTE_ONLY = ("noise", "top_k", "selection")
 _BOUNDED_ROUTE_REFUSES = ("demo", "max_stream_length", "length_epsilon", "public_length")
 # options of the windowed release only, and the row-level options it does not take
-_WINDOW_ONLY = ("start", "end", "follow", "allowed_lateness")
+_WINDOW_ONLY = ("start", "end", "follow", "allowed_lateness", "cumulative", "schedule")
 _WINDOW_REFUSES = ("demo", "max_stream_length", "public_length")
 # the same split for dpsketch quantiles
 _QUANTILES_ROW_LEVEL_ONLY = ("noise_allocation",)
@@ -531,6 +531,9 @@ def _top_windowed(args, out) -> int:
     if args.on_bad_line != "error":
         raise UsageError(f"--on-bad-line {args.on_bad_line} is not available with --window: the windowed reader "
                          "stops at the first bad line (--on-bad-line error)")
+    if args.cumulative:
+        return _top_cumulative(args, out)
+    _refuse_options(args, ("schedule",), "applies with --cumulative")
     rows_per_unit = None
     if args.privacy_id is None:
         _refuse_unit_options(args, _UNIT_LEVEL_ONLY)
@@ -602,6 +605,130 @@ def _top_windowed(args, out) -> int:
         raise RunError(f"cannot add the items of {source_desc}: {first_line(exc)}") from None
     out.spent(budget, budget_file.ledger)
     return 0
+
+
+_SIGN = 1 << 63  # int64 keys to the dyadic universe [0, 2^64): x + 2^63 keeps the order
+
+
+def _top_cumulative(args, out) -> int:
+    """``top --time-column T --window P --cumulative``: dpsketch.Cumulative over the windows from
+    --start to --end (the horizon, public), one dyadic CountSketch of the 64-bit integer keys per
+    window; after every window the heavy hitters since --start by descent over the published
+    nodes, with the threshold max(noisy n since start / k, 4 noise standard deviations of a prefix
+    node) -- post-processing of published nodes, no candidate set, no label outside the noisy
+    hierarchy. Charged once: rho with rho + 2*sqrt(rho*ln(1/delta)) = epsilon (docs/privacy.md
+    §Cumulative)."""
+    import csv
+
+    from .budget import Budget
+    from .calibration import zcdp_rho_for
+    from .cumulative import MAX_HORIZON, Cumulative
+    from .dyadic import DyadicCountSketch
+    from .windows import iso, parse_duration, parse_instant
+
+    if args.privacy_id is not None:
+        raise UsageError("--cumulative takes one row as the privacy unit; --privacy-id is not available with it")
+    _refuse_unit_options(args, _UNIT_LEVEL_ONLY)
+    _refuse_options(args, ("follow", "allowed_lateness", "length_epsilon", "cut", "passes"),
+                    "does not apply with --cumulative (every window closes at the end of the input; the noisy "
+                    "length since start comes from the published nodes)")
+    algorithm = args.algorithm or "countsketch"
+    if algorithm != "countsketch":
+        raise UsageError(f"--cumulative needs --algorithm countsketch (a dyadic CountSketch: linear, so windows add "
+                         f"up, and searchable by descent); {algorithm} is not available with it")
+    if args.keys != "int":
+        raise UsageError("--cumulative needs --int-keys: its heavy hitters are found by descent over the 64-bit "
+                         "integer key space (text keys would need a lookup pass over the data, which is no "
+                         "post-processing)")
+    if args.time_column is None or args.window is None or args.start is None or args.end is None:
+        raise UsageError("--cumulative needs --time-column NAME, --window DURATION, --start TIME and --end TIME: "
+                         "the windows, and so the horizon of the tree, must be public")
+    try:
+        period, origin = parse_duration(args.window), parse_instant(args.origin)
+        start, end = parse_instant(args.start), parse_instant(args.end)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(first_line(exc)) from None
+    if period <= 0 or end <= start:
+        raise UsageError("--window must be > 0 and --end after --start")
+    first, last = (start - origin) // period, (end - 1 - origin) // period
+    horizon = last - first + 1
+    if horizon > MAX_HORIZON:
+        raise UsageError(f"--cumulative covers at most {MAX_HORIZON} windows; got {horizon} (use a longer --window)")
+    k = args.k if args.k is not None else DEFAULT_K
+    capacity = max(k, math.ceil((args.oversample or 2.0) * k - 1e-9))
+    width, depth = max(16, 2 * capacity), 3
+    rho = zcdp_rho_for(args.epsilon, args.delta)
+    budget_file = _BudgetFile(args, "dpsketch top --window --cumulative (binary tree, zCDP)",
+                              epsilon=args.epsilon, delta=args.delta)
+    budget = Budget(args.epsilon, args.delta, zcdp_delta=args.delta)
+    # one public hash seed for every window's sketch (derived from --seed, else random)
+    public_hash = DyadicCountSketch(64, width=width, depth=depth, seed=args.seed).hash_seed
+    cumulative = _checked(lambda: Cumulative(
+        horizon=horizon, make=lambda: DyadicCountSketch(64, width=width, depth=depth, hash_seed=public_hash),
+        rho=rho, delta=args.delta, schedule=args.schedule or "auto", seed=args.seed, budget=budget))
+    if args.format is None and _input.detect_format(args.file) != "parquet":
+        args.format = "csv"
+    budget_file.check()
+    src = _open_input(args, out, privacy_id=None, ids="auto")
+    budget_file.charge()
+    sched = cumulative.schedule
+    out.note(f"{cumulative.mechanism} on {display(src.path)}; keys: {src.keys.describe()}; dyadic CountSketch "
+             f"over 64-bit keys, width {width}, depth {depth}")
+    out.note(f"{horizon} windows of {args.window} from {iso(origin + first * period)} to {iso(origin + (last + 1) * period)}, "
+             f"released at the end of the input; schedule {sched.name}: every element in at most "
+             f"L={sched.nodes_per_element} published nodes, each at rho/L; rho={num(rho)} for the whole series "
+             f"= (epsilon={num(args.epsilon)}, delta={num(args.delta)})")
+    source_desc = display(src.path)
+    writer = csv.writer(sys.stdout, lineterminator="\n") if out.fmt == "csv" else None
+    if writer is not None:
+        writer.writerow(["through_window_end", "rank", "item", "noisy_count"])
+
+    def batches():
+        for keys, times in src.timed(args.time_column, follow=False):
+            arr = np.asarray(keys, dtype=np.int64)
+            yield (arr.view(np.uint64) ^ np.uint64(_SIGN)), times
+
+    try:
+        for step in cumulative.releases(batches(), period=args.window, start=args.start, origin=args.origin):
+            _print_cumulative(out, writer, step, cumulative, args.top, k, source_desc)
+    except (TypeError, RuntimeError) as exc:
+        raise RunError(f"release failed: {first_line(exc)}") from None
+    except ValueError as exc:
+        raise RunError(f"cannot add the items of {source_desc}: {first_line(exc)}") from None
+    out.spent(budget, budget_file.ledger)
+    return 0
+
+
+def _print_cumulative(out, writer, step, cumulative, top_n, k, source_desc) -> None:
+    """One window's cumulative answer on stdout, flushed: a JSON line, CSV rows or a titled table."""
+    prefix, window = step.prefix, step.window
+    total = prefix.noisy_total()
+    # a public noise floor: 4 standard deviations of the prefix's leaf-level node estimate
+    sigma2 = sum(max(lv.get("sigma2", 0.0) for lv in s.metadata["levels"]) for s in prefix.sketches)
+    threshold = max(total / k, 4 * math.sqrt(sigma2))
+    found = prefix.heavy_hitters(threshold)
+    items = [(int(x) - _SIGN, v) for x, v in found]
+    shown = items[:top_n] if top_n else items
+    if out.fmt == "json":
+        obj = {"mechanism": cumulative.mechanism, "step": step.step, "window": window,
+               "threshold": threshold, "noisy_total": total,
+               "items": [[key, v] for key, v in shown], "rho": cumulative.rho, "epsilon": cumulative.epsilon,
+               "delta": cumulative.delta, "nodes_in_prefix": len(prefix),
+               "nodes_published": [n.metadata["node"] for n in step.nodes],
+               "composition": step.nodes[0].metadata["composition"] if step.nodes else None,
+               "cli": {"k": k, "source": source_desc, "top": top_n, "released": len(items),
+                       "exact_counts_withheld": True}}
+        sys.stdout.write(json.dumps(obj, default=json_default) + "\n")
+    elif writer is not None:
+        for rank, (key, v) in enumerate(shown, 1):
+            writer.writerow([window["end"], rank, key, num(v)])
+    else:
+        sys.stdout.write(f"since start through window [{window['start']}, {window['end']}): threshold={num(threshold)} "
+                         f"noisy n={num(total)} -> {len(items)} item(s)\n")
+        width = max([len(str(key)) for key, _ in shown] + [4])
+        for rank, (key, v) in enumerate(shown, 1):
+            sys.stdout.write(f"{rank:>6}  {str(key):<{width}}  {num(v)}\n")
+    sys.stdout.flush()
 
 
 def _print_window(out, writer, rel, top_n, source_desc, k, capacity, algorithm) -> None:

@@ -323,6 +323,14 @@ def _top_parser(sub):
     w.add_argument("--allowed-lateness", metavar="DURATION",
                    help="with --follow: how long after its end a window still takes events (default 0); "
                         "later events are dropped and never counted in the output")
+    w.add_argument("--cumulative", action="store_true",
+                   help="after every window, the heavy hitters since --start (not of the window alone): "
+                        "dpsketch.Cumulative over a dyadic CountSketch of the 64-bit integer keys (--int-keys, "
+                        "--algorithm countsketch), nodes of a binary tree over the windows, each noised once; "
+                        "items by descent, post-processing (docs/privacy.md, Cumulative releases)")
+    w.add_argument("--schedule", choices=("auto", "binary", "smooth", "windows"),
+                   help="with --cumulative: the public schedule of the nodes (default auto: the smallest "
+                        "worst-case variance over the horizon)")
     _budget_file_option(t)
     t.set_defaults(keys="auto")
 

@@ -35,8 +35,9 @@ for one unit (docs/privacy.md §Windows).
 A front end that computes window indices where the data live (``dpsketch.spark``) feeds
 :meth:`Windowed.update_windows`; :class:`WallClockReleaser` runs a wall-clock series whose batches
 come from another thread (a streaming engine's micro-batches) and releases each window at its
-deadline even while none arrives. The class is the event-level, one-release-per-window form; a release schedule over the same
-windows (for example cumulative releases by a binary tree) would plug in at ``_release_window``.
+deadline even while none arrives. The class is the event-level, one-release-per-window form;
+cumulative ("since start") releases of a linear sketch over the same windows are
+:meth:`dpsketch.Cumulative.releases` (docs/privacy.md §Cumulative).
 """
 
 from __future__ import annotations

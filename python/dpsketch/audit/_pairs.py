@@ -804,3 +804,6 @@ from . import _unit_pairs  # noqa: E402,F401
 
 # Releases over time (docs/privacy.md §Windows): one release per event-time window.
 from . import _window_pairs  # noqa: E402,F401
+
+# Cumulative releases (docs/privacy.md §Cumulative): the nodes of a tree schedule.
+from . import _cumulative_pairs  # noqa: E402,F401
