@@ -547,7 +547,7 @@ def _row_header(args, out, rel, capacity, keys_desc, source_desc, released):
         target = f"exact-k: the {args.top_k} largest noisy counts of the items that pass the threshold"
         done = f"{meta.get('qualified', released)} item(s) qualified -> {released} released"
     else:
-        target = f"target frequency >= n/K, K={args.k}"
+        target = f"target frequency >= n/k, k={args.k}"
         done = f"{released} item(s) released"
     out.note(f"{rel.mechanism} via {args.algorithm} ({capacity} {unit}; {target}) on {source_desc}; keys: {keys_desc}")
     out.note(f"{' '.join(parts)} -> {done}")
