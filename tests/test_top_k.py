@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -261,7 +262,7 @@ def test_cli_show_and_its_older_spellings(capsys, stream_file):
 def test_cli_top_k_usage_errors(capsys, stream_file, argv, match):
     code, out, err = run(capsys, "top", stream_file, *argv)
     assert code == 2 and out == ""
-    assert pytest.importorskip("re").search(match, one_error_line(err))
+    assert re.search(match, one_error_line(err))
 
 
 def test_cli_help_separates_frequency_k_show_and_top_k(capsys):
@@ -271,3 +272,17 @@ def test_cli_help_separates_frequency_k_show_and_top_k(capsys):
     assert "--frequency-k K, --k K, -k K" in text and "NOT 'the top K'" in text
     assert "--show N, --top N, -n N" in text and "selects nothing privately" in text
     assert "--top-k N" in text and "exactly N items" in text
+
+
+def test_cli_top_k_is_refused_where_it_does_not_apply(capsys, tmp_path):
+    p = tmp_path / "events.csv"
+    p.write_text("t,x\n1,a\n2,b\n")
+    code, out, err = run(capsys, "top", p, "--column", "x", "--time-column", "t", "--window", "1h", "--start", 0,
+                         "--end", 3600, "--top-k", 3)
+    assert code == 2 and "--top-k does not apply to windowed releases" in one_error_line(err)
+    code, out, err = run(capsys, "top", p, "--column", "x", "--privacy-id", "t", "--max-rows-per-unit", 2,
+                         "--top-k", 3, "--selection", "gumbel")
+    assert code == 2 and "--top-k does not apply to the bounded-memory" in one_error_line(err)
+    code, out, err = run(capsys, "top", p, "--column", "x", "--privacy-id", "t", "--max-keys-per-unit", 2,
+                         "--top-k", 3)
+    assert code == 2 and "--selection gumbel" in one_error_line(err)

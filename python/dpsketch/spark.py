@@ -281,7 +281,7 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
     if top_k is not None:  # docs/privacy.md §Exact-k: k = capacity, the lowest threshold
         if route != "counters":
             raise ValueError("top_k applies to route='counters' (or to privacy_id= with selection='gumbel')")
-        capacity = top_k_capacity(k, capacity)
+        capacity = top_k_capacity(check_top_k(top_k), capacity)
         k, cut = capacity, None if summary == "spacesaving" else "n/k"
     if cut is None and (route != "counters" or summary != "spacesaving"):
         raise ValueError("cut=None applies to route='counters' with summary='spacesaving' (DPSS) only")
