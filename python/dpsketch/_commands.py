@@ -385,7 +385,7 @@ def top(args) -> int:
 
 def _note_cut(out, top_n, released):
     if top_n and top_n < released:
-        out.note(f"showing the top {top_n} of {released} released items (--top 0 shows all)")
+        out.note(f"showing the top {top_n} of {released} released items (--show 0 shows all)")
 
 
 def _check_row_parameters(args):
