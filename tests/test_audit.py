@@ -135,7 +135,7 @@ def test_every_real_mechanism_passes_a_small_audit():
         assert r.epsilon_hat is None or r.epsilon_hat <= r.epsilon
         assert r.mu_hat is None or r.mu_hat <= r.mu
     labels = [r for r in results if r.label_rate is not None]
-    assert len(labels) == 6  # DPSS, DPSS[two-pass], PMG, lookup, and the unit-level route with each noise
+    assert len(labels) == 7  # DPSS, DPSS[two-pass], DPSS[top-k], PMG, lookup, and the unit-level route with each noise
     # below δ where the proof's bound is loose; the unit labels' δ_τ is the exact release probability
     assert all(0 < r.label_rate_upper < r.delta for r in labels if not r.mechanism.startswith("unit."))
     # every pair on Gaussian values is μ-tested (the label pairs and the Gumbel ranking are not values)
@@ -152,7 +152,7 @@ def test_every_real_mechanism_passes_a_small_audit():
 # `dpsketch audit --quick --miscalibrated` over every mechanism.
 _UNIT = ["unit.exact[discrete_gaussian]", "unit.exact[discrete_laplace]", "unit.exact[discrete_gaussian+gumbel]",
          "unit.bounded_memory[DPSS]"]
-_ONE_PER_FAMILY = ["DPSS", "DPSS[two-pass]", "PMG", "PrivateCountMin-laplace", "PrivateCountSketch-gaussian",
+_ONE_PER_FAMILY = ["DPSS", "DPSS[two-pass]", "DPSS[top-k]", "PMG", "PrivateCountMin-laplace", "PrivateCountSketch-gaussian",
                    "PrivateDyadicCountSketch-laplace-zhao", "SketchHeavyHitters-countsketch",
                    "spark.counters[DPSS]", "spark.sketch[lookup]", "Windowed[DPSS]", "Cumulative[binary]", *_UNIT]
 

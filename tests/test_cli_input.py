@@ -54,7 +54,7 @@ def test_default_releases_something_and_the_hint_when_nothing_passes(capsys, hea
     assert code == 0, err
     assert "(no item passed the threshold" in out
     hints = [ln for ln in err.splitlines() if "hint:" in ln]
-    assert len(hints) == 1 and "--k" in hints[0]
+    assert len(hints) == 1 and "--frequency-k" in hints[0]
 
 
 @pytest.mark.parametrize("argv,needle", [

@@ -282,27 +282,7 @@ def test_group_privacy_chain_is_exact():
     assert U.unit_calibration(1.0, 1e-6, 1) == pytest.approx((1.0, 1e-6))
 
 
-# -- Gumbel selection = peeling ------------------------------------------------------------------------
-def test_one_shot_gumbel_matches_the_peeling_probabilities():
-    from scipy import stats
-
-    scores = np.array([6, 4, 3, 0], dtype=np.int64)
-    scale, k, trials = 2.0, 2, 40_000
-    rng = _core.noise.SecureRng(123)
-    seen: dict = {}
-    for _ in range(trials):
-        pick = tuple(U._gumbel_top_k(scores, scale, k, rng))
-        seen[pick] = seen.get(pick, 0) + 1
-    w = np.exp(scores / scale)
-    obs, exp = [], []
-    for i, j in itertools.permutations(range(4), 2):
-        p = w[i] / w.sum() * w[j] / (w.sum() - w[i])  # peel i, then j from the rest
-        obs.append(seen.get((i, j), 0))
-        exp.append(p * trials)
-    assert sum(obs) == trials
-    assert stats.chisquare(obs, exp).pvalue > 1e-4
-
-
+# -- Gumbel selection (its χ² test against the exact peeling probabilities: tests/test_top_k.py) -------
 def test_gumbel_selection_releases_exactly_k_ranked_keys():
     keys, ids = _rows([(u, [u % 20]) for u in range(20 * 300)])  # 20 keys of 300 users each
     r = d.unit_heavy_hitters(keys, ids, epsilon=2.0, delta=1e-6, max_keys_per_unit=1, selection="gumbel", k=5, seed=2)

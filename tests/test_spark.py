@@ -118,7 +118,7 @@ def test_dyadic_from_sketch_after_spark_merge(spark):
 
 # -- counters route ---------------------------------------------------------------------------------
 
-def _by_hand_counter_route(spark, df, column, k, eps, delta, seed, summary="spacesaving", **extra):
+def _by_hand_counter_route(spark, df, column, k, eps, delta, seed, summary="spacesaving", capacity=None, **extra):
     """The counters route run by hand: Spark only tells which partition each row lands in."""
     from pyspark.sql import functions as F
 
@@ -129,7 +129,7 @@ def _by_hand_counter_route(spark, df, column, k, eps, delta, seed, summary="spac
         per.setdefault(r["pid"], []).append(r[column])
     parts, ids = [], []
     for p in sorted(per):
-        s = (dp.SpaceSaving if summary == "spacesaving" else dp.MisraGries)(2 * k)
+        s = (dp.SpaceSaving if summary == "spacesaving" else dp.MisraGries)(capacity or 2 * k)
         s.update_many(sorted(per[p]))
         parts.append(s)
         ids.append(p)
@@ -148,6 +148,24 @@ def test_counters_route_equals_by_hand(spark, int_df, zipf_ints, summary):
     exact = Counter(zipf_ints.tolist())
     heavy = {x for x, f in exact.items() if f >= len(zipf_ints) / 20}
     assert heavy and heavy <= set(rel.keys())  # large ε: full recall on these well-separated items
+
+
+@pytest.mark.parametrize("summary", ["spacesaving", "misragries"])
+def test_counters_route_top_k_releases_exactly_n(spark, int_df, zipf_ints, summary):
+    # docs/privacy.md §Exact-k: each partition at capacity 64·N and k = capacity, the N largest
+    # noisy values of the union (PMG: the cut n̂/k at that k)
+    rel = dps.heavy_hitters(int_df, "x", top_k=12, epsilon=2.0, delta=1e-6, summary=summary, seed=5)
+    cap = 64 * 12
+    want = _by_hand_counter_route(spark, int_df, "x", cap, 2.0, 1e-6, 5, summary, capacity=cap,
+                                  cut=None if summary == "spacesaving" else "n/k", top_k=12)
+    assert len(rel) == 12 and rel.items == want.items and rel.metadata["qualified"] >= 12
+    assert rel.metadata["top_k"] == 12 and rel.epsilon == pytest.approx(2.0)
+    exact = Counter(zipf_ints.tolist())
+    assert len(set(rel.keys()) & {x for x, _ in exact.most_common(12)}) >= 10
+    with pytest.raises(ValueError, match="not both"):
+        dps.heavy_hitters(int_df, "x", k=5, top_k=12, epsilon=1.0, delta=1e-6)
+    with pytest.raises(ValueError, match="route='counters'"):
+        dps.heavy_hitters(int_df, "x", top_k=12, epsilon=1.0, delta=1e-6, route="sketch")
 
 
 def test_counters_route_strings(str_df, words):

@@ -21,21 +21,20 @@ import numpy as np
 from . import _input
 from ._input import RunError, UsageError, display, first_line
 from ._output import Column, Output, Progress, caps, json_default, label, num, totals
-from .cli import DEFAULT_K, DEMO_DEFAULT_K
+from .cli import DEFAULT_K, DEFAULT_TOP, DEMO_DEFAULT_K
 
 __all__ = ["top", "quantiles", "budget", "experiment", "docs", "audit"]
 
 # options of the row-level release that the user-level (--privacy-id) release does not take, and
 # those of the user-level release that the row-level one does not take
 _ROW_LEVEL_ONLY = ("demo", "algorithm", "k", "oversample", "max_stream_length", "length_epsilon", "public_length")
-_UNIT_LEVEL_ONLY = ("max_keys_per_unit", "max_rows_per_key", "max_rows_per_unit", "noise", "top_k", "selection",
-                    "int_ids")
+_UNIT_LEVEL_ONLY = ("max_keys_per_unit", "max_rows_per_key", "max_rows_per_unit", "noise", "selection", "int_ids")
 # options of the exact user-level route only, and of the bounded-memory route only
 _EXACT_ROUTE_ONLY = ("noise", "top_k", "selection")
 _BOUNDED_ROUTE_REFUSES = ("demo", "max_stream_length", "length_epsilon", "public_length")
 # options of the windowed release only, and the row-level options it does not take
 _WINDOW_ONLY = ("start", "end", "follow", "allowed_lateness", "cumulative", "schedule")
-_WINDOW_REFUSES = ("demo", "max_stream_length", "public_length")
+_WINDOW_REFUSES = ("demo", "max_stream_length", "public_length", "top_k")
 # the same split for dpsketch quantiles
 _QUANTILES_ROW_LEVEL_ONLY = ("noise_allocation",)
 _QUANTILES_UNIT_LEVEL_ONLY = ("max_rows_per_unit", "int_ids")
@@ -218,6 +217,8 @@ def _refuse_unit_options(args, names) -> None:
 
 def top(args) -> int:
     out = Output.for_args(args)
+    if args.top is None:  # --show: what is printed; with --top-k N all N released items
+        args.top = 0 if args.top_k is not None else DEFAULT_TOP
     if args.window is not None or args.time_column is not None:
         return _top_windowed(args, out)
     _refuse_options(args, _WINDOW_ONLY, "applies to windowed releases: give --time-column NAME and --window DURATION")
@@ -229,21 +230,30 @@ def top(args) -> int:
     _refuse_unit_options(args, _UNIT_LEVEL_ONLY)
     if args.algorithm is None:
         args.algorithm = "spacesaving"
+    if args.top_k is not None:
+        _refuse_options(args, ("k",), "is a frequency cut n/K; --top-k N asks for exactly N items instead (give one)")
+        _refuse_options(args, ("cut",), "does not apply with --top-k (the threshold is DPSS's lowest, at k = capacity)")
+        if args.algorithm not in ("spacesaving", "misragries"):
+            raise UsageError(f"--top-k applies to --algorithm spacesaving (DPSS) and misragries (PMG), not "
+                             f"{args.algorithm}")
     if args.oversample is None:
-        args.oversample = 2.0
+        from .top_k import COUNTERS_PER_ITEM
+
+        args.oversample = float(COUNTERS_PER_ITEM) if args.top_k is not None else 2.0
     if args.demo:
         if args.file is not None:
             raise UsageError("--demo reads the bundled retail stream; do not also give FILE")
         for opt in ("format", "column", "delimiter"):
             if getattr(args, opt) is not None:
                 raise UsageError(f"--{opt} does not apply to --demo")
-    if args.k is None:
+    if args.k is None and args.top_k is None:
         args.k = DEMO_DEFAULT_K if args.demo else DEFAULT_K
     if args.algorithm != "spacesaving":
         _refuse_options(args, ("cut", "passes"), "applies to --algorithm spacesaving (DPSS) only")
     if args.passes == 2 and not args.demo and args.file in (None, "-"):
         raise UsageError("--passes 2 reads the input twice; stdin can be read once: give a FILE")
-    capacity = max(args.k, math.ceil(args.oversample * args.k - 1e-9))
+    target = args.k if args.top_k is None else args.top_k  # capacity = oversample x (K or N)
+    capacity = max(target, math.ceil(args.oversample * target - 1e-9))
     _check_row_parameters(args)
     budget_file = _BudgetFile(args, f"dpsketch top ({args.algorithm})", epsilon=args.epsilon, delta=args.delta)
     budget_file.check()
@@ -328,17 +338,23 @@ def top(args) -> int:
     released = [(k, v) for k, v in rel.items]
     _row_header(args, out, rel, capacity, keys_desc, source_desc, len(released))
     out.spent(args.budget, budget_file.ledger)
-    if not released:
-        out.note(f"hint: nothing reached the threshold; a larger --k (now {args.k}) lowers it to "
-                 f"frequency >= n/k, a larger --epsilon lowers the noise margin")
+    if args.top_k is not None and len(released) < args.top_k:
+        out.note(f"hint: {len(released)} item(s) qualified, fewer than --top-k {args.top_k}; a larger --oversample "
+                 f"(now {num(args.oversample)}: {capacity} counters) or --epsilon lowers the threshold")
+    elif not released:
+        out.note(f"hint: nothing reached the threshold; a larger --frequency-k (now {args.k}) lowers it to "
+                 f"frequency >= n/K, a larger --epsilon lowers the noise margin")
     _note_cut(out, args.top, len(released))
-    evaluation = _evaluate(stream, released, args.k) if args.demo else None
+    evaluation = None
+    if args.demo:
+        evaluation = _evaluate(stream, released, args.k) if args.top_k is None else _evaluate_top_k(stream, released,
+                                                                                                   args.top_k)
 
     obj = None
     if out.fmt == "json":
         obj = rel.to_dict()
         obj["cli"] = {
-            "algorithm": args.algorithm, "k": args.k, "capacity": capacity, "source": source_desc,
+            "algorithm": args.algorithm, "k": args.k, "top_k": args.top_k, "capacity": capacity, "source": source_desc,
             "keys": keys_desc, "top": args.top, "released": len(released),
         }
         if private_length:
@@ -349,7 +365,12 @@ def top(args) -> int:
         if evaluation is not None:
             obj["evaluation"] = evaluation
     _items_release(out, released, args.top, json_obj=obj, threshold=rel.threshold)
-    if evaluation is not None and out.fmt != "json":
+    if evaluation is not None and out.fmt != "json" and args.top_k is not None:
+        ev = evaluation
+        print(f"overlap   {ev['overlap']}/{ev['top_k']} released items are among the true top {ev['top_k']}\n"
+              f"(exact counts, for evaluation only: not differentially private)",
+              file=sys.stderr if out.fmt == "csv" else sys.stdout)
+    elif evaluation is not None and out.fmt != "json":
         ev = evaluation
         print(
             f"recall    {ev['recall']:.3f}  ({ev['correct']}/{ev['true_heavy_hitters']} items with "
@@ -364,7 +385,7 @@ def top(args) -> int:
 
 def _note_cut(out, top_n, released):
     if top_n and top_n < released:
-        out.note(f"showing the top {top_n} of {released} released items (--top 0 shows all)")
+        out.note(f"showing the top {top_n} of {released} released items (--show 0 shows all)")
 
 
 def _check_row_parameters(args):
@@ -424,6 +445,16 @@ def _second_pass(summary, data, args):
     return counter.counts()
 
 
+def _evaluate_top_k(stream, items, n_top):
+    """How many released keys are among the true top ``n_top`` (exact, non-private; ties at the
+    N-th count all count as top)."""
+    keys, counts = np.unique(stream, return_counts=True)
+    nth = np.sort(counts)[::-1][min(n_top, len(counts)) - 1] if len(counts) else 0
+    truth = set(keys[counts >= nth].tolist())
+    return {"top_k": n_top, "released": len(items), "overlap": len({k for k, _ in items} & truth),
+            "note": "evaluated against the exact counts: not differentially private"}
+
+
 def _row_release(args, est, counts=None):
     from .budget import Budget
 
@@ -431,16 +462,22 @@ def _row_release(args, est, counts=None):
     # length share included) is charged to it and the accountant's total is what 'spent:' prints.
     args.budget = Budget(args.epsilon, args.delta)
     cut = None if args.cut == "none" else "n/k"
+    # exactly N items (docs/privacy.md §Exact-k), or the frequency cut n/K
+    target = {"top_k": args.top_k} if args.top_k is not None else {"k": args.k}
     if counts is not None:
         from .dpss import release_exact_counts
 
-        return release_exact_counts(est, counts, epsilon=args.epsilon, delta=args.delta, k=args.k, cut=cut,
+        if args.top_k is None:
+            target["cut"] = cut
+        return release_exact_counts(est, counts, epsilon=args.epsilon, delta=args.delta, **target,
                                     seed=args.seed, budget=args.budget, **_length_options(args))
     if args.algorithm == "spacesaving":
-        return est.release(epsilon=args.epsilon, delta=args.delta, k=args.k, cut=cut, seed=args.seed,
+        if args.top_k is None:
+            target["cut"] = cut
+        return est.release(epsilon=args.epsilon, delta=args.delta, **target, seed=args.seed,
                            budget=args.budget, **_length_options(args))
-    if args.algorithm in ("spacesaving", "misragries"):
-        return est.release(epsilon=args.epsilon, delta=args.delta, k=args.k, seed=args.seed, budget=args.budget,
+    if args.algorithm == "misragries":
+        return est.release(epsilon=args.epsilon, delta=args.delta, **target, seed=args.seed, budget=args.budget,
                            **_length_options(args))
     return est.release(budget=args.budget)  # sketch noise was drawn at construction (seeded there)
 
@@ -506,9 +543,14 @@ def _row_header(args, out, rel, capacity, keys_desc, source_desc, released):
         parts += [f"n={num(rel.n)}", "(n treated as public; neighbours: replace one item)"]
     elif rel.n is not None:
         parts.append(f"noisy n={num(rel.n)}")
-    out.note(f"{rel.mechanism} via {args.algorithm} ({capacity} {unit}; target frequency >= n/k, "
-             f"k={args.k}) on {source_desc}; keys: {keys_desc}")
-    out.note(f"{' '.join(parts)} -> {released} item(s) released")
+    if args.top_k is not None:
+        target = f"exact-k: the {args.top_k} largest noisy counts of the items that pass the threshold"
+        done = f"{meta.get('qualified', released)} item(s) qualified -> {released} released"
+    else:
+        target = f"target frequency >= n/k, k={args.k}"
+        done = f"{released} item(s) released"
+    out.note(f"{rel.mechanism} via {args.algorithm} ({capacity} {unit}; {target}) on {source_desc}; keys: {keys_desc}")
+    out.note(f"{' '.join(parts)} -> {done}")
 
 
 # -- windowed releases (--time-column, --window) ------------------------------------------------
@@ -769,8 +811,8 @@ def _top_units(args, out) -> int:
         raise UsageError("--privacy-id needs --max-keys-per-unit M: how many distinct items one privacy id "
                          "may contribute (the rest of its items are dropped)")
     if (args.top_k is None) != (args.selection is None):
-        raise UsageError("--top-k N and --selection gumbel go together: the Gumbel selection releases the "
-                         "N passing items it ranks first")
+        raise UsageError("--privacy-id takes --top-k N together with --selection gumbel: the Gumbel selection "
+                         "releases the N passing items it ranks first")
     m, c = args.max_keys_per_unit, args.max_rows_per_key or 1
     noise = args.noise or "gaussian"
     _checked(lambda: unit_release_cost(epsilon=args.epsilon, delta=args.delta, max_keys_per_unit=m,

@@ -47,7 +47,7 @@ PROG = "dpsketch"
 ALGORITHMS = ("spacesaving", "misragries", "countmin", "countsketch")
 FORMATS = _input.FORMATS
 # Frequency threshold n/k: k = 1000 (0.1% of the stream) releases something on typical data
-# (GCIDE words: ~100 items, retail: ~50); --top caps what is printed.
+# (GCIDE words: ~100 items, retail: ~50); --show caps what is printed.
 DEFAULT_K = 1000
 DEFAULT_TOP = 25
 DEMO_DEFAULT_K = 100  # the demo evaluates recall/precision against f(x) >= n/k: 5 clear items at 100
@@ -117,7 +117,9 @@ _COMMANDS = {
     "top": (
         "release the differentially private heavy hitters of a stream",
         "Stream the items of FILE (or stdin) through a summary and release, once, the items "
-        "whose noisy count passes the mechanism's threshold. The table goes to stdout; a "
+        "whose noisy count passes the mechanism's threshold: with --frequency-k K the items of frequency "
+        "about n/K or more, with --top-k N exactly N items whenever N pass. --show N only limits the rows "
+        "printed. The table goes to stdout; a "
         "header (mechanism, epsilon, delta, threshold, n) goes to stderr. With --privacy-id, "
         "one privacy id (all of its rows) is the privacy unit.",
     ),
@@ -236,16 +238,24 @@ def _top_parser(sub):
     m.add_argument("--algorithm", "-a", choices=ALGORITHMS,
                    help="summary: spacesaving (DPSS, default), misragries (PMG), countmin or "
                         "countsketch (noisy sketch + candidate set)")
-    m.add_argument("--k", "-k", type=_int_at_least("k", 1), default=None,
-                   help="frequency threshold: release items whose frequency is about n/k or more "
-                        f"(n = stream length; NOT 'the top k'; default {DEFAULT_K}, i.e. 0.1%% of the "
-                        "stream). At most ~k items can pass; see --top for how many are printed")
+    m.add_argument("--frequency-k", "--k", "-k", dest="k", type=_int_at_least("k", 1), default=None, metavar="K",
+                   help="frequency cut n/K: release the items whose frequency is about n/K or more "
+                        f"(n = stream length; default {DEFAULT_K}, i.e. 0.1%% of the stream). NOT 'the top K': "
+                        "at most ~K items can pass and often far fewer; for exactly N items use --top-k N. "
+                        "--k and -k are older spellings")
+    m.add_argument("--top-k", type=_int_at_least("top-k", 1, 2**31), metavar="N",
+                   help="exact-k: release exactly N items (the N largest noisy counts) whenever N items pass "
+                        "the threshold, instead of a frequency cut; the summary gets --oversample*N counters "
+                        "(default 64*N) and DPSS its lowest threshold, and the header says how many items "
+                        "qualified. Same (epsilon, delta): the ranking reads only the release. With "
+                        "--privacy-id: together with --selection gumbel")
     m.add_argument("--epsilon", "-e", type=_positive_float("epsilon"), default=1.0,
                    help="privacy parameter epsilon > 0 (default 1.0)")
     m.add_argument("--delta", "-d", type=_delta, default=1e-6,
                    help="privacy parameter delta in (0, 1) (default 1e-6)")
     m.add_argument("--oversample", type=_oversample,
-                   help="capacity / k, i.e. counters or candidates per target item (default 2)")
+                   help="capacity / K, i.e. counters or candidates per target item (default 2); with "
+                        "--top-k, capacity / N (default 64)")
     m.add_argument("--cut", choices=("n/k", "none"), default=None,
                    help="spacesaving: also drop released items whose noisy count is below the noisy n/k "
                         "(n/k, the default; post-processing: higher precision) or keep all above DPSS's "
@@ -285,15 +295,15 @@ def _top_parser(sub):
     u.add_argument("--noise", choices=("gaussian", "laplace"),
                    help="discrete Gaussian (default; l2-sensitivity c*sqrt(m)) or discrete Laplace "
                         "(l1-sensitivity m*c) noise on the bounded counts")
-    u.add_argument("--top-k", type=_int_at_least("top-k", 1, 2**31), metavar="N",
-                   help="with --selection gumbel: release the N passing items a Gumbel selection ranks "
-                        "first (half of epsilon pays for the ranking)")
-    u.add_argument("--selection", choices=("gumbel",), help="rank the passing items by one-shot Gumbel noise")
+    u.add_argument("--selection", choices=("gumbel",),
+                   help="with --top-k N: release the N passing items a one-shot Gumbel selection ranks first "
+                        "(half of epsilon pays for the ranking)")
     o = _output_options(t, "print the release as JSON", "print rank,item,noisy_count as CSV",
                         "no header, notes or progress bar on stderr")
-    o.add_argument("--top", "-n", type=_int_at_least("top", 0), default=DEFAULT_TOP, metavar="N",
-                   help=f"print at most the N largest released items (post-processing; default "
-                        f"{DEFAULT_TOP}; 0 prints all)")
+    o.add_argument("--show", "--top", "-n", dest="top", type=_int_at_least("show", 0), default=None, metavar="N",
+                   help=f"print at most N rows of the release, its largest noisy counts (display only; default "
+                        f"{DEFAULT_TOP}, or all N with --top-k N; 0 prints all). It selects nothing privately: "
+                        "for exactly N items use --top-k N. --top is an older spelling")
     prog = o.add_mutually_exclusive_group()
     prog.add_argument("--progress", action="store_true",
                       help="show a progress bar with rate and ETA (default: only when stderr is a terminal)")

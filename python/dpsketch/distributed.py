@@ -27,6 +27,7 @@ from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
 from .dpss import check_cut, two_pass_release
 from .errors import ParameterError
+from .top_k import check_top_k, select_top_k
 
 __all__ = ["release_partitions", "release_windows", "check_windows", "charge_windows", "MAX_WINDOWS", "SketchRoute", "lookup_labels", "lookup_t", "fingerprint_delta", "FINGERPRINT_BITS"]
 
@@ -37,7 +38,8 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
                        public_length: bool = False, length_epsilon: float | None = None,
                        length_delta: float | None = None, seed: int | None = None,
                        budget: Budget | None = None, partition_ids: Sequence[int] | None = None,
-                       cut: str | None = "n/k", exact_counts: Mapping[Any, int] | None = None) -> Release:
+                       cut: str | None = "n/k", exact_counts: Mapping[Any, int] | None = None,
+                       top_k: int | None = None) -> Release:
     """(ε, δ)-DP heavy hitters from per-partition counter summaries of a stream partitioned **by
     key** (each key in one partition; docs/privacy.md §Counters route).
 
@@ -57,6 +59,9 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
     at least every tracked key of every part; each partition then releases the exact counts of its
     tracked keys instead of its SpaceSaving counts (docs/privacy.md §DPSS "Two passes": with key
     partitions, a key's count over the data set is its count in its own partition).
+    ``top_k=N``: of the union, keep the N largest noisy values (post-processing, docs/privacy.md
+    §Exact-k; ``metadata['qualified']`` is the size of the union); callers asking for exactly N
+    items pass k = the partitions' capacity, DPSS's lowest threshold.
     """
     parts = list(parts)
     kinds = {type(s) for s in parts}
@@ -65,6 +70,7 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
     summary = "spacesaving" if SpaceSaving in kinds else "misragries"
     kk = check_int("k", k, 1, 2**63 - 1)
     check_cut(cut)
+    n_top = None if top_k is None else check_top_k(top_k)
     if exact_counts is not None and summary != "spacesaving":
         raise ParameterError("exact_counts (two passes) applies to DPSS (SpaceSaving parts) only")
     if summary == "misragries" and cut is None:
@@ -116,6 +122,9 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
             items = [(key, v) for key, v in items if v >= threshold]
     else:
         threshold = max(1 + 2 * _core.release.pmg_t(cal["epsilon_mechanism"], cal["delta_mechanism"]), length.n_hat / kk)
+    selected: dict = {}
+    if n_top is not None:
+        items, _, _, selected = select_top_k((items, threshold, None, {}), n_top)
     meta = {
         "route": "counters",
         "composition": "parallel: partitions by a hash of the key alone, each row in exactly one partition "
@@ -140,6 +149,7 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
         meta["threshold_inclusive"] = cut == "n/k"
     if cal["length"] == "private":
         meta.update(n_used=length.n_hat, n_lower=length.n_lo, n_upper=length.n_up, length_t=length.t)
+    meta.update(selected)
     return Release(items=items, threshold=threshold, epsilon=cal["epsilon_total"], delta=cal["delta_total"],
                    mechanism=mechanism, n=length.n_hat, metadata=meta)
 

@@ -25,6 +25,7 @@ from .errors import ParameterError
 from ._keys import batch_key_type, int_batch, normalize_batch
 from ._validation import check_int
 from .release import Release, build_release
+from .top_k import check_top_k, select_top_k, top_k_capacity
 
 __all__ = ["CUTS", "DEFAULT_CUT", "CandidateCounts", "apply_cut", "heavy_hitters", "release_exact_counts",
            "two_pass_release"]
@@ -186,10 +187,11 @@ def _batches(data, *, column, format, keys, chunk_size):
 
 
 def heavy_hitters(
-    data: Any, *, k: int, epsilon: float, delta: float, capacity: int | None = None, passes: int = 1,
-    cut: str | None = DEFAULT_CUT, column: str | None = None, format: str | None = None, keys: str = "auto",
-    seed: int | None = None, public_length: bool = False, length_epsilon: float | None = None,
-    length_delta: float | None = None, budget: Budget | None = None, chunk_size: int = 1_000_000,
+    data: Any, *, k: int | None = None, epsilon: float, delta: float, top_k: int | None = None,
+    capacity: int | None = None, passes: int = 1, cut: str | None = DEFAULT_CUT, column: str | None = None,
+    format: str | None = None, keys: str = "auto", seed: int | None = None, public_length: bool = False,
+    length_epsilon: float | None = None, length_delta: float | None = None, budget: Budget | None = None,
+    chunk_size: int = 1_000_000,
 ) -> Release:
     """(ε, δ)-DP heavy hitters of ``data`` by DPSS (docs/algorithms.md §3, docs/privacy.md §DPSS).
 
@@ -203,9 +205,17 @@ def heavy_hitters(
     keeps only noisy values >= n̂/k; ``cut=None`` keeps everything above DPSS's τ. The length is
     private by default (a share of (ε, δ) buys n̂, as for ``SpaceSaving.release``); ``public_length``,
     ``length_epsilon``, ``length_delta``, ``seed`` and ``budget`` as there.
+
+    ``k`` is a frequency cut (items of frequency about n/k or more), NOT a count of items.
+    ``top_k=N`` (instead of ``k``) asks for the N most frequent items: exactly N are released
+    whenever N pass DPSS's threshold, the N largest noisy values (docs/privacy.md §Exact-k: the
+    selection is post-processing, the (ε, δ) are DPSS's). The capacity defaults to 64·N, the
+    threshold is DPSS's lowest (k = capacity), ``cut`` does not apply, and
+    ``metadata['qualified']`` says how many items passed (a function of the release).
     """
-    kk = check_int("k", k, 1, 2**63 - 1)
-    cap = 2 * kk if capacity is None else check_int("capacity", capacity, 1, _core.MAX_CAPACITY)
+    kk, n_top, cut = _k_or_top_k(k, top_k, capacity, cut)
+    cap = kk if n_top is not None else 2 * kk if capacity is None else check_int("capacity", capacity, 1,
+                                                                                  _core.MAX_CAPACITY)
     if cap < kk:
         raise ParameterError(f"DPSS needs capacity >= k, got capacity={cap} < k={kk}")
     if passes not in (1, 2) or isinstance(passes, bool):
@@ -220,8 +230,9 @@ def heavy_hitters(
     for batch in _batches(data, column=column, format=format, keys=keys, chunk_size=chunk_size):
         summary.update_many(batch)
     if passes == 1:
-        return summary.release(epsilon=epsilon, delta=delta, k=kk, cut=cut, seed=seed, public_length=public_length,
-                               length_epsilon=length_epsilon, length_delta=length_delta, budget=budget)
+        return summary.release(epsilon=epsilon, delta=delta, **({"top_k": n_top} if n_top else {"k": kk, "cut": cut}),
+                               seed=seed, public_length=public_length, length_epsilon=length_epsilon,
+                               length_delta=length_delta, budget=budget)
     tracked = [key for key, _ in summary.items()]
     counter = CandidateCounts(tracked, summary.key_type or "int")
     for batch in _batches(data, column=column, format=format, keys=keys, chunk_size=chunk_size):
@@ -229,21 +240,39 @@ def heavy_hitters(
     if counter.n != summary.n:
         raise ParameterError("the second pass read a different number of items than the first; the input "
                              "changed between the passes")
-    return release_exact_counts(summary, counter.counts(), epsilon=epsilon, delta=delta, k=kk, cut=cut, seed=seed,
+    return release_exact_counts(summary, counter.counts(), epsilon=epsilon, delta=delta,
+                                **({"top_k": n_top} if n_top else {"k": kk, "cut": cut}), seed=seed,
                                 public_length=public_length, length_epsilon=length_epsilon,
                                 length_delta=length_delta, budget=budget)
 
 
-def release_exact_counts(summary: Any, counts: list[int], *, epsilon: float, delta: float, k: int,
-                         cut: str | None = DEFAULT_CUT, seed: int | None = None, public_length: bool = False,
-                         length_epsilon: float | None = None, length_delta: float | None = None,
-                         allow_repeat: bool = False, budget: Budget | None = None) -> Release:
+def _k_or_top_k(k, top_k, capacity, cut) -> tuple:
+    """(k, top_k or None, cut) of a DPSS release asked for either k (the frequency cut n/k) or
+    top_k (exactly N items, docs/privacy.md §Exact-k: k = capacity, the lowest threshold DPSS
+    allows, chosen from N when capacity is None; the n/k cut does not apply)."""
+    check_cut(cut)
+    if top_k is None:
+        if k is None:
+            raise ParameterError("pass k= (keep items of frequency about n/k or more) or top_k= (exactly N items)")
+        return check_int("k", k, 1, 2**63 - 1), None, cut
+    if k is not None:
+        raise ParameterError("pass k= (the frequency cut n/k) or top_k= (exactly N items), not both; top_k sets "
+                             "k = capacity, the lowest threshold DPSS allows")
+    n_top = check_top_k(top_k)
+    return top_k_capacity(n_top, capacity), n_top, None
+
+
+def release_exact_counts(summary: Any, counts: list[int], *, epsilon: float, delta: float, k: int | None = None,
+                         cut: str | None = DEFAULT_CUT, top_k: int | None = None, seed: int | None = None,
+                         public_length: bool = False, length_epsilon: float | None = None,
+                         length_delta: float | None = None, allow_repeat: bool = False,
+                         budget: Budget | None = None) -> Release:
     """The two-pass release: ``summary`` is the SpaceSaving of the first pass, ``counts`` the exact
     counts of its tracked items in the order of ``summary.items()`` (the second pass). Spends (ε, δ)
     as ``SpaceSaving.release`` does (the length share included) and counts as a release of
-    ``summary`` (release once; ``allow_repeat=True`` composes)."""
-    kk = check_int("k", k, 1, 2**63 - 1)
-    check_cut(cut)
+    ``summary`` (release once; ``allow_repeat=True`` composes). ``k`` or ``top_k`` as for
+    ``SpaceSaving.release``."""
+    kk, n_top, cut = _k_or_top_k(k, top_k, summary.capacity, cut)
     cap = summary.capacity
     if cap < kk:
         raise ParameterError(f"DPSS needs capacity >= k, got capacity={cap} < k={kk}")
@@ -257,5 +286,7 @@ def release_exact_counts(summary: Any, counts: list[int], *, epsilon: float, del
     raw = two_pass_release(tracked, list(counts), epsilon=cal["epsilon_mechanism"], delta=cal["delta_mechanism"],
                            k=kk, capacity=cap, length=length, rng=rng)
     raw = apply_cut(raw, kk, cut)
+    if n_top is not None:
+        raw = select_top_k(raw, n_top)  # post-processing (docs/privacy.md §Exact-k)
     return build_release(raw, mechanism=TWO_PASS_MECHANISM, cal=cal, epsilon=float(epsilon), delta=float(delta),
                          seeded=seeded, extra=extra)

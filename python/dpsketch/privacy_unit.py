@@ -42,6 +42,7 @@ from .calibration import (check_privacy_params, dgauss_tail_gt, unit_cell_sensit
 from .errors import ParameterError
 from .release import Release
 from .summaries import MisraGries, SpaceSaving
+from .top_k import gumbel_top_k
 from ._validation import check_int
 
 __all__ = ["PRIVACY_UNIT_ID", "BoundedContributions", "ContributionBounder", "UnitRowLimiter", "UnitStream", "bound_contributions",
@@ -458,22 +459,9 @@ def _draw_release(bounded: BoundedContributions, plan: dict, rng) -> list[tuple]
     keys = bounded.keys[passed].tolist()
     vals = noisy[passed].tolist()
     if "gumbel_scale" in plan:
-        order = _gumbel_top_k(bounded.counts[passed], plan["gumbel_scale"], plan["k"], rng)
+        order = gumbel_top_k(bounded.counts[passed], plan["gumbel_scale"], plan["k"], rng)
         return [(keys[i], vals[i]) for i in order]
     return sorted(zip(keys, vals), key=lambda kv: (-kv[1], kv[0]))
-
-
-def _gumbel_top_k(scores: np.ndarray, scale: float, k: int, rng) -> list[int]:
-    """Indices of the k largest score + Gumbel(scale) (one shot; the same distribution as k peels of
-    the exponential mechanism ∝ exp(score/scale), Durfee & Rogers 2019). Uniforms come from the
-    secure generator (53-bit, never 0)."""
-    if len(scores) == 0:
-        return []
-    raw = np.array([rng.next_u64() for _ in range(len(scores))], dtype=np.uint64)
-    uni = ((raw >> np.uint64(11)).astype(np.float64) + 0.5) / 2.0**53
-    g = -np.log(-np.log(uni))
-    noisy = scores.astype(np.float64) / scale + g
-    return np.argsort(-noisy, kind="stable")[: min(k, len(scores))].tolist()
 
 
 def unit_heavy_hitters(keys, privacy_id, *, epsilon: float, delta: float, max_keys_per_unit: int,

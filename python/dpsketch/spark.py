@@ -39,6 +39,8 @@ from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
 from .windows import NS, WallClockReleaser, Windowed, assign, parse_duration, parse_instant, times_ns
+from .errors import ParameterError
+from .top_k import check_top_k, top_k_capacity
 
 __all__ = ["summarize", "heavy_hitters", "quantiles", "QuantileRelease", "windowed_heavy_hitters",
            "stream_heavy_hitters", "WindowedStream"]
@@ -211,7 +213,7 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
                   length_delta: float | None = None, seed: int | None = None, budget: Budget | None = None,
                   privacy_id: str | None = None, max_keys_per_unit: int | None = None, max_rows_per_key: int = 1,
                   noise: str = "gaussian", selection: str | None = None, cut: str | None = "n/k",
-                  passes: int = 1) -> Release:
+                  passes: int = 1, top_k: int | None = None) -> Release:
     """(ε, δ)-DP heavy hitters of ``df[column]`` (nulls skipped). The reported (ε, δ) are the ones
     asked for; ``budget`` (a :class:`dpsketch.Budget`) is charged them before any noise is drawn.
 
@@ -242,6 +244,12 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
     §DPSS "Two passes"; same threshold and (ε, δ)). The DataFrame must give the same rows twice
     (a deterministic source, or cache it).
 
+    ``top_k=N`` (instead of ``k``; counters route): exactly N items whenever N pass, the N
+    largest noisy values of the union (docs/privacy.md §Exact-k): each partition gets a capacity
+    of 64·N (or ``capacity``) and k = that capacity, DPSS's lowest threshold (PMG: the cut n̂/k at
+    that k); ``cut`` does not apply. With ``privacy_id``, ``top_k=N`` is ``k=N`` of the Gumbel
+    selection (``selection="gumbel"``).
+
     ``route="sketch"``: see docs/distributed.md §Sketch route -- per-partition non-private
     DyadicCountSketch over the keys (int64 keys as themselves, string keys as salted 64-bit
     fingerprints), merged on the driver, Gaussian noise once (ρ-zCDP, ρ from ``rho_fraction``·ε
@@ -259,6 +267,10 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
     ``seed`` makes all noise reproducible and NOT secret (experiments/tests only).
     """
     _require_spark()
+    if top_k is not None:
+        if k is not None:
+            raise ParameterError("pass k= or top_k= (exactly N items), not both")
+        k = check_top_k(top_k)
     if privacy_id is not None:
         if route not in (None, "exact"):
             raise ValueError(f"with privacy_id the route is 'exact' (bounded per-key counts), got route={route!r}")
@@ -271,6 +283,11 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
     if max_keys_per_unit is not None or selection is not None:
         raise ValueError("max_keys_per_unit and selection bound a privacy unit: pass privacy_id= (the unit's column) too")
     route = "counters" if route is None else route
+    if top_k is not None:  # docs/privacy.md §Exact-k: k = capacity, the lowest threshold
+        if route != "counters":
+            raise ValueError("top_k applies to route='counters' (or to privacy_id= with selection='gumbel')")
+        capacity = top_k_capacity(check_top_k(top_k), capacity)
+        k, cut = capacity, None if summary == "spacesaving" else "n/k"
     if cut is None and (route != "counters" or summary != "spacesaving"):
         raise ValueError("cut=None applies to route='counters' with summary='spacesaving' (DPSS) only")
     if passes not in (1, 2) or isinstance(passes, bool):
@@ -290,7 +307,7 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
         seed = check_int("seed", seed, 0, 2**64 - 1)
     if route == "counters":
         return _counters_route(df, column, kind, kk, eps, dlt, summary, capacity, num_partitions, seed, budget,
-                               public_length, length_epsilon, length_delta, cut, passes)
+                               public_length, length_epsilon, length_delta, cut, passes, top_k)
     if route == "sketch":
         if public_length or length_epsilon is not None or length_delta is not None:
             raise ValueError("route='sketch' reads its length from the noisy sketch itself (no length budget); "
@@ -344,7 +361,7 @@ def _unit_route(df, column, privacy_id, m, c, epsilon, delta, noise, selection, 
 
 
 def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partitions, seed, budget,
-                    public_length, length_epsilon, length_delta, cut="n/k", passes=1) -> Release:
+                    public_length, length_epsilon, length_delta, cut="n/k", passes=1, top_k=None) -> Release:
     from pyspark.sql import functions as F
 
     if summary not in ("spacesaving", "misragries"):
@@ -372,7 +389,7 @@ def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partit
     exact = _exact_counts(df, column, kind, parts) if passes == 2 else None
     return release_partitions(parts, k=k, epsilon=eps, delta=dlt, public_length=public_length,
                               length_epsilon=length_epsilon, length_delta=length_delta, seed=seed, budget=budget,
-                              partition_ids=ids, cut=cut, exact_counts=exact)
+                              partition_ids=ids, cut=cut, exact_counts=exact, top_k=top_k)
 
 
 def _exact_counts(df, column, kind, parts) -> dict:

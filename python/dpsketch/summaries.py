@@ -5,11 +5,13 @@ from __future__ import annotations
 from . import _core
 from .budget import Budget, charging
 from .calibration import used_value
+from .errors import ParameterError
 from ._keyed import SerializedKeyed, locked
 from ._validation import check_int
 from . import _seeds
 from .release import Release, build_release, calibrate, make_length
 from .dpss import DEFAULT_CUT, apply_cut, check_cut
+from .top_k import check_top_k, select_top_k, top_k_capacity
 
 __all__ = ["MisraGries", "SpaceSaving"]
 
@@ -61,7 +63,7 @@ class _CounterSummary(SerializedKeyed):
 
     @locked
     def _release(self, native_fn, mechanism, epsilon, delta, k, need, seed, public_length, length_epsilon,
-                 length_delta, allow_repeat, budget=None, cut=None):
+                 length_delta, allow_repeat, budget=None, cut=None, top_k=None):
         if self._impl.merged:  # before the budget guard: a refused release spends nothing
             raise ValueError(
                 f"{mechanism} cannot release a merged {type(self).__name__}: the per-stream sensitivity argument "
@@ -80,6 +82,8 @@ class _CounterSummary(SerializedKeyed):
         raw = native_fn(self._impl, cal["epsilon_mechanism"], cal["delta_mechanism"], k, length, rng)
         if mechanism == "DPSS":
             raw = apply_cut(raw, k, cut)
+        if top_k is not None:
+            raw = select_top_k(raw, top_k)  # post-processing (docs/privacy.md §Exact-k)
         return build_release(raw, mechanism=mechanism, cal=cal, epsilon=float(epsilon), delta=float(delta),
                              seeded=seeded, extra=extra)
 
@@ -129,9 +133,9 @@ class MisraGries(_CounterSummary):
         return self._impl.items(True)
 
     def release(
-        self, *, epsilon: float, delta: float, k: int | None = None, seed: int | None = None,
-        public_length: bool = False, length_epsilon: float | None = None, length_delta: float | None = None,
-        allow_repeat: bool = False, budget: Budget | None = None,
+        self, *, epsilon: float, delta: float, k: int | None = None, top_k: int | None = None,
+        seed: int | None = None, public_length: bool = False, length_epsilon: float | None = None,
+        length_delta: float | None = None, allow_repeat: bool = False, budget: Budget | None = None,
     ) -> Release:
         """PMG: (ε, δ)-DP release of this summary (docs/algorithms.md §2, docs/privacy.md §PMG).
 
@@ -139,7 +143,9 @@ class MisraGries(_CounterSummary):
         independent ``Z_x``, all ``DLap(1/ε)``; keys with noisy value ``>= 1 + 2t`` are released.
         ``k`` additionally keeps only values ``>= n̂/k`` (heavy hitters; post-processing of a noisy
         length n̂ that costs ``length_epsilon``, default ε/10, of the ε asked for; without ``k`` the
-        release reads no length and spends all of ε on the counts). ``public_length=True`` uses the
+        release reads no length and spends all of ε on the counts). ``top_k=N`` instead releases
+        exactly N items whenever N pass the threshold: the N largest noisy values (post-processing,
+        docs/privacy.md §Exact-k; needs capacity >= N; ``metadata['qualified']`` says how many passed). ``public_length=True`` uses the
         exact n as a public parameter instead: the guarantee then holds for replace-one neighbours
         (docs/privacy.md §Stream length). The reported (ε, δ) never exceed the ones asked for.
         ``seed`` makes the noise reproducible and NOT secret (experiments only).
@@ -147,11 +153,16 @@ class MisraGries(_CounterSummary):
         ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
         """
         kk = None if k is None else check_int("k", k, 1, 2**63 - 1)
+        n_top = None if top_k is None else check_top_k(top_k)
+        if kk is not None and n_top is not None:
+            raise ParameterError("pass k= (keep noisy values >= n/k) or top_k= (exactly N items), not both")
+        if n_top is not None:
+            top_k_capacity(n_top, self._capacity)  # capacity >= top_k
         if kk is None and length_delta is not None:
             raise ValueError("length_delta has no use here: PMG reads the length only for the k cut, which needs no delta")
         return self._release(
             _core.release.pmg, "PMG", epsilon, delta, kk, "none" if kk is None else "estimate", seed, public_length,
-            length_epsilon, None, allow_repeat, budget,
+            length_epsilon, None, allow_repeat, budget, top_k=n_top,
         )
 
     @property
@@ -197,9 +208,10 @@ class SpaceSaving(_CounterSummary):
         return self._impl.items()
 
     def release(
-        self, *, epsilon: float, delta: float, k: int, cut: str | None = DEFAULT_CUT, seed: int | None = None,
-        public_length: bool = False, length_epsilon: float | None = None, length_delta: float | None = None,
-        allow_repeat: bool = False, budget: Budget | None = None,
+        self, *, epsilon: float, delta: float, k: int | None = None, cut: str | None = DEFAULT_CUT,
+        top_k: int | None = None, seed: int | None = None, public_length: bool = False,
+        length_epsilon: float | None = None, length_delta: float | None = None, allow_repeat: bool = False,
+        budget: Budget | None = None,
     ) -> Release:
         """DPSS: (ε, δ)-DP heavy hitters of this SpaceSaving (docs/algorithms.md §3, Holland Alg. 3).
 
@@ -208,7 +220,11 @@ class SpaceSaving(_CounterSummary):
         (``capacity >= 2k`` for the recall guarantee). ``cut='n/k'`` (the default) also drops
         released items whose noisy value is below n̂/k: post-processing that removes most items
         with a true count in [n/k − γ, n/k) (docs/privacy.md §DPSS, "The n/k cut");
-        ``cut=None`` is Holland's release as published. By default the length is private: n̂ =
+        ``cut=None`` is Holland's release as published. ``top_k=N`` (instead of ``k``) releases
+        exactly N items whenever N pass the threshold: τ is DPSS's lowest, at k = capacity, and the
+        N largest noisy values are kept (post-processing, docs/privacy.md §Exact-k; ``cut`` does
+        not apply; ``metadata['qualified']`` says how many passed; needs capacity >= N, and
+        ``dpsketch.heavy_hitters(top_k=N)`` picks 64·N). By default the length is private: n̂ =
         n + DLap(1/ε_n) with n_lo, n_up = n̂ ∓ t_n; ε_n = ``length_epsilon`` (default ε/10) and
         δ_n = ``length_delta`` (default δ/10) are carved out of (ε, δ), and the counts use the rest.
         ``public_length=True`` reads the exact n as a public parameter instead (replace-one
@@ -217,8 +233,21 @@ class SpaceSaving(_CounterSummary):
         A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
         ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
         """
-        kk = check_int("k", k, 1, 2**63 - 1)
         check_cut(cut)
+        if top_k is not None:
+            if k is not None:
+                raise ParameterError("pass k= (the frequency cut n/k) or top_k= (exactly N items), not both; top_k "
+                                 "sets k = capacity, the lowest threshold DPSS allows")
+            n_top = check_top_k(top_k)
+            top_k_capacity(n_top, self._capacity)  # capacity >= top_k
+            return self._release(
+                _core.release.dpss, "DPSS", epsilon, delta, self._capacity, "bounds", seed, public_length,
+                length_epsilon, length_delta, allow_repeat, budget, None, top_k=n_top,
+            )
+        if k is None:
+            raise ParameterError("SpaceSaving.release needs k= (keep items of frequency about n/k or more) or "
+                            "top_k= (exactly N items)")
+        kk = check_int("k", k, 1, 2**63 - 1)
         if kk > self._capacity:
             raise ValueError(
                 f"DPSS needs capacity >= k, got capacity={self._capacity} < k={kk}; "

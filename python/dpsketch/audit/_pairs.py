@@ -263,6 +263,49 @@ def _dpss_two_pass_label(ctx):
                         t0, {"X": x, "X'": xp, "capacity": 2})
 
 
+# DPSS exact-k (docs/privacy.md §Exact-k), as SpaceSaving.release(top_k=N) runs it: DPSS with its
+# default private length at k = capacity (the lowest τ), then the library's selection of the N
+# largest noisy values.
+def _dpss_top_k(summary, eps, delta, n_top, rng):
+    from ..top_k import select_top_k
+
+    return select_top_k(_dpss(summary, eps, delta, summary.capacity, rng), n_top)
+
+
+@pair("DPSS[top-k]", "+1 on one of 3 equal keys competing for N = 2 places")
+def _dpss_top_k_plus_one(ctx):
+    rng = ctx.rng("dpss-top-k")
+    # capacity 4, k = 4, three keys of count c (no eviction): τ = max(n_lo/4 − γ, n_up/4 + 1 + γ)
+    # with n ≈ 3c and n_up ≤ n + 2t_n (rarely more), so c ≥ 4(γ + 2 + 20/ε) + 2t_n clears τ by 20/ε
+    gamma, t_n = _dpss_margins(ctx.epsilon, ctx.delta)
+    c = math.ceil(4 * (gamma + 2 + 20 / ctx.eps_used) + 2 * t_n) + 10
+    xp = [1] * c + [2] * c + [3] * c
+    summaries = [_space_saving(4, xp + [1]), _space_saving(4, xp)]
+    eps = ctx.eps(ctx.epsilon)
+
+    def sample(m):  # the value of key 1 when it is among the 2 released, else −∞
+        return tuple(np.array([_value_of(_dpss_top_k(s, eps, ctx.delta, 2, rng), 1) for _ in range(m)])
+                     for s in summaries)
+
+    res = ctx.samplers(sample, epsilon=ctx.eps_used, delta=ctx.delta)
+    res.notes.update(capacity=4, top_k=2, count=c)
+    return res
+
+
+@pair("DPSS[top-k]", "unstable label (evicted counter + 1) at k = capacity")
+def _dpss_top_k_label(ctx):
+    # capacity 2, X = 1 2 3 evicts 2 for 3 (count 2 = min + 1), X' = 1 2 has no 3; N = 2 releases
+    # everything that passes τ = max(n_lo/2 − γ, n_up/2 + 1 + γ), so the rate of 3 is P(Z > τ − 2) ≤ δ/4
+    t0 = time.perf_counter()
+    rng = ctx.rng("dpss-top-k-label")
+    ss, ssp = _space_saving(2, [1, 2, 3]), _space_saving(2, [1, 2])
+    _structure(3 not in [k for k, _ in ssp.items()], "DPSS top-k pair: 3 must be absent for X'")
+    eps = ctx.eps(ctx.epsilon)
+    hits = sum(_value_of(_dpss_top_k(ss, eps, ctx.label_delta, 2, rng), 3) != _NEG for _ in range(ctx.trials))
+    return label_result(ctx.mechanism, ctx.case, hits, ctx.trials, ctx.label_delta, ctx.eps_used, ctx.confidence,
+                        t0, {"X": [1, 2, 3], "X'": [1, 2], "capacity": 2, "top_k": 2})
+
+
 # Spark counters route (docs/privacy.md §Counters route), through the library function the driver
 # runs (dpsketch.distributed.release_partitions), on summaries built as the route builds them: one
 # per key partition, fed its rows sorted by key.
