@@ -804,3 +804,6 @@ from . import _unit_pairs  # noqa: E402,F401
 
 # Releases over time (docs/privacy.md §Windows): one release per event-time window.
 from . import _window_pairs  # noqa: E402,F401
+
+# Quantiles of data held in memory (docs/privacy.md §In-memory quantiles).
+from . import _quantile_pairs  # noqa: E402,F401
