@@ -196,3 +196,34 @@ def test_a_hint_when_every_quantile_sits_at_one_end_of_the_range(tmp_path, capsy
         assert "every quantile sits" not in err
     else:
         assert f"every quantile sits at the {end} end of the range" in err
+
+
+@pytest.mark.parametrize("method", ["auto", "exp", "joint", "recursive"])
+def test_in_memory_methods(values_csv, capsys, method):
+    path, v = values_csv
+    args = ["quantiles", str(path), "--column", "ms", "--bounds", "0,1000", "--epsilon", "1", "--q", "0.9,0.1,0.5",
+            "--method", method, "--seed", "4"]
+    assert main([*args, "--json"]) == 0
+    out, err = capsys.readouterr()
+    obj = json.loads(out)
+    assert [r["q"] for r in obj["quantiles"]] == [0.9, 0.1, 0.5]
+    got = {r["q"]: r["value"] for r in obj["quantiles"]}
+    assert got[0.1] <= got[0.5] <= got[0.9]
+    s = np.sort(v)
+    for q, x in got.items():
+        assert abs(np.searchsorted(s, x) - q * len(v)) < 200  # 1 % of n
+    priv = obj["privacy"]
+    assert priv["privacy"] == "pure" and priv["delta"] == 0.0 and priv["epsilon"] <= 1
+    assert priv["method"] == (method if method != "auto" else "joint")
+    assert "read into memory" in err and "epsilon=1" in err and "n is not published" in err
+
+
+def test_in_memory_method_errors(values_csv, capsys):
+    path, _ = values_csv
+    base = ["quantiles", str(path), "--column", "ms", "--method", "exp"]
+    for extra, msg in ((["--bounds", "0,1000", "--rho", "1"], "pure DP"),
+                       (["--epsilon", "1"], "--bounds"),
+                       (["--bounds", "0,1000", "--epsilon", "1", "--universe-bits", "20"], "--universe-bits"),
+                       (["--bounds", "0,1000", "--epsilon", "1", "--noise-allocation", "joint"], "--noise-allocation")):
+        assert main([*base, *extra]) == 2
+        assert msg in capsys.readouterr().err

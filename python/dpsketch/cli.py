@@ -344,6 +344,10 @@ def _quantiles_parser(sub):
     m.add_argument("--noise-allocation", choices=("joint", "zhao"),
                    help="Zhao's even split of rho (or epsilon) over the levels (default: about half the "
                         "rank-error variance) or one joint sigma^2 over all levels")
+    m.add_argument("--method", choices=("dyadic", "auto", "exp", "joint", "recursive"), default="dyadic",
+                   help="dyadic (default): the streaming PrivateDyadicCountSketch; auto, exp, joint, recursive: "
+                        "read the whole input into memory and run dpsketch.quantiles (pure DP: --epsilon and "
+                        "--bounds; usually a much smaller rank error)")
     m.add_argument("--seed", type=_seed, metavar="S", help="reproducible noise and hashes: NOT secret, for experiments only")
     u = _user_level_group(
         q,
