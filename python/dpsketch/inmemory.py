@@ -310,7 +310,7 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
     levels, _ = _check_levels(qs)
     lo, hi = _check_bounds(bounds, positive=scale == "log")
     eps, _ = check_privacy_params(epsilon, 0.5)
-    alpha = None
+    alpha = 0.0  # read only with scale="log"
     if scale == "log":
         if isinstance(relative_accuracy, bool) or not isinstance(relative_accuracy, numbers.Real) \
                 or not 0 < float(relative_accuracy) < 1:
