@@ -34,6 +34,7 @@ def test_table_json_csv(values_csv, capsys):
     assert obj["privacy"]["noise"] == "discrete_gaussian" and obj["privacy"]["reproducible_not_secret"] is True
     assert obj["resolution"] == pytest.approx(1000 / 2**32)
     assert "PrivateDyadicCountSketch" in err and "resolution" in err and "NOT secret" in err
+    assert f"rank noise sigma at most {obj['privacy']['rank_error_sigma']:.3g}" in err
     assert main(["quantiles", *args, "--csv"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == "q,value" and len(lines) == 4

@@ -888,7 +888,8 @@ def quantiles(args) -> int:
     out.note(f"PrivateDyadicCountSketch on {display(src.path)}: {rng}; universe 2^{meta['universe_bits']}, "
              f"width {meta['width']}, depth {meta['depth']}, exact levels 1..{meta['exact_levels']}")
     out.note(f"{priv}; resolution {res:.6g}; quantile targets use the noisy total "
-             f"{released._total():.0f} (n is not published)")
+             f"{released._total():.0f} (n is not published); rank noise sigma at most "
+             f"{meta['rank_error_sigma']:.3g} (hash collisions excluded)")
     if meta.get("reproducible_not_secret"):
         out.note("seeded: reproducible_not_secret=True")
     out.spent(budget, budget_file.ledger)
