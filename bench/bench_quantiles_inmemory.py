@@ -6,7 +6,8 @@ add/remove-one-value neighbours).
 
 Methods:
 - ``dpsketch.quantiles`` with method "exp" (ε/m per level), "joint" (JointExp), "recursive" and
-  "auto" (what the library picks);
+  "auto" (what the library picks); on the retail ids (integers with heavy ties) with
+  ``integer=True``;
 - dpsketch ``PrivateDyadicCountSketch`` (ε = 1, Laplace noise, the default even split over the
   levels, universe 2^16 over the bounds, γ = 1 %): the streaming sketch on the same data;
 - OpenDP ``make_private_quantile`` (the exponential mechanism on a grid of 2^12 candidates over the
@@ -62,6 +63,14 @@ def _versions() -> dict:
     return out
 
 
+def _cpu() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            return next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), "?")
+    except OSError:
+        return "?"
+
+
 def _data(name: str, n: int, seed: int):
     rng = np.random.default_rng(seed)
     if name == "gaussian":
@@ -74,18 +83,19 @@ def _data(name: str, n: int, seed: int):
 
 # ------------------------------------------------------------------------------------ methods
 def dpsketch_method(method):
-    def run(x, bounds, qs, seed):
-        return dpsketch.quantiles(x, qs, bounds=bounds, epsilon=EPSILON, method=method, seed=seed).values()
+    def run(x, bounds, qs, seed, integer):
+        return dpsketch.quantiles(x, qs, bounds=bounds, epsilon=EPSILON, method=method, integer=integer,
+                                  seed=seed).values()
     return run
 
 
-def dyadic(x, bounds, qs, seed):
+def dyadic(x, bounds, qs, seed, integer):
     sk = dpsketch.PrivateDyadicCountSketch(16, bounds=bounds, epsilon=EPSILON, seed=seed)
     sk.update_many(x)
     return sk.quantiles(qs)
 
 
-def opendp_em(x, bounds, qs, seed):
+def opendp_em(x, bounds, qs, seed, integer):
     import opendp.prelude as dp
 
     dp.enable_features("contrib")
@@ -106,7 +116,7 @@ def opendp_em(x, bounds, qs, seed):
     return np.sort(out)
 
 
-def pydp_tree(x, bounds, qs, seed):
+def pydp_tree(x, bounds, qs, seed, integer):
     from pydp.algorithms.quantile_tree import QuantileTree
 
     tree = QuantileTree(bounds[0], bounds[1], 4, 16)
@@ -115,7 +125,7 @@ def pydp_tree(x, bounds, qs, seed):
     return tree.compute_quantiles(EPSILON, 0.0, 1, 1, list(qs), "laplace")
 
 
-def kll(x, bounds, qs, seed):
+def kll(x, bounds, qs, seed, integer):
     from datasketches import kll_doubles_sketch
 
     sk = kll_doubles_sketch(KLL_K)
@@ -123,7 +133,7 @@ def kll(x, bounds, qs, seed):
     return sk.get_quantiles(qs)
 
 
-def req(x, bounds, qs, seed):
+def req(x, bounds, qs, seed, integer):
     from datasketches import req_floats_sketch
 
     sk = req_floats_sketch(REQ_K)
@@ -184,8 +194,8 @@ def main(argv=None) -> int:
                         if _skip(method, n, m):
                             continue
                         t0 = time.perf_counter()
-                        got = np.asarray(fn(x, bounds, qs, derive_seed(args.seed, "inmem", ds, n, rep, m, method)),
-                                         dtype=np.float64)
+                        got = np.asarray(fn(x, bounds, qs, derive_seed(args.seed, "inmem", ds, n, rep, m, method),
+                                            ds == "retail"), dtype=np.float64)
                         secs = time.perf_counter() - t0
                         err = float(np.mean(Q.quantile_rank_distance(srt, got, qs * n)))
                         rows.append({"dataset": ds, "n": n, "m": m, "repeat": rep, "method": method,
@@ -196,7 +206,7 @@ def main(argv=None) -> int:
     write_csv(out / "summary.csv", summary)
     info = {"script": "bench/bench_quantiles_inmemory.py", "quick": args.quick, "repeats": repeats, "ns": list(ns),
             "ms": list(ms), "epsilon": EPSILON, "datasets": list(datasets), "seed": args.seed, "peers": versions,
-            "python": platform.python_version(), "machine": f"{platform.machine()}, {os.cpu_count()} vCPU, "
+            "python": platform.python_version(), "machine": f"{_cpu()}, {platform.machine()}, {os.cpu_count()} vCPU, "
             f"{platform.platform()}", "wall_seconds": round(time.perf_counter() - t_start, 1),
             "started": time.strftime("%Y-%m-%d %H:%M:%S"),
             "note": "machine shared with other jobs; times are same-run comparisons (medians)"}

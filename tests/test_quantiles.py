@@ -273,3 +273,24 @@ def test_log_scale_relative_accuracy_at_the_tails(alpha):
         r = int(q * len(x))
         near = s[max(0, r - 25): r + 25]
         assert np.min(np.abs(v - near) / near) <= alpha
+
+
+def test_integer_mode_answers_inside_heavy_ties():
+    """Values with heavy ties: the continuous mechanism can only answer between distinct values, so
+    a target inside a pile of copies costs about half the pile; with integer=True the copies are
+    spread over [v, v + 1) and the answer is the tied value itself."""
+    x = np.concatenate((np.full(3000, 7), np.full(3000, 20), np.arange(100)))
+    s = np.sort(x)
+
+    def rank_err(vals, qs):
+        lo, hi = np.searchsorted(s, vals, "left"), np.searchsorted(s, vals, "right")
+        t = np.asarray(qs) * len(s)
+        return np.maximum(0, np.maximum(lo - t, t - hi))
+
+    qs = [0.25, 0.75]
+    plain = dp.quantiles(x, qs, bounds=(0, 1000), epsilon=1, method="joint", seed=1).values()
+    whole = dp.quantiles(x, qs, bounds=(0, 1000), epsilon=1, method="joint", integer=True, seed=1)
+    assert whole.values() == [7.0, 20.0] and whole.metadata["integer"] is True
+    assert rank_err(whole.values(), qs).max() == 0 and rank_err(plain, qs).min() > 500
+    with pytest.raises(dp.ParameterError, match="integer bounds"):
+        dp.quantiles(x, qs, bounds=(0, 10.5), epsilon=1, integer=True)

@@ -279,7 +279,8 @@ def _check_values(values) -> np.ndarray:
 
 
 def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale: str = "linear",
-              relative_accuracy: float = 0.01, seed=None, budget: Budget | None = None) -> Release:
+              relative_accuracy: float = 0.01, integer: bool = False, seed=None,
+              budget: Budget | None = None) -> Release:
     """ε-DP quantiles of ``values`` (an array held in memory) at the levels ``qs``
     (docs/privacy.md §In-memory quantiles).
 
@@ -295,6 +296,10 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
     with min_positive > 0; the mechanism runs on ln(value) and each answer is released as the
     representative 2γ^k/(γ + 1) of its log bucket (γ^{k−1}, γ^k], γ = (1 + α)/(1 − α), α =
     ``relative_accuracy``: within relative error α of the mechanism's answer, at every magnitude.
+
+    ``integer=True`` (integer data with ties, e.g. ids or counts; integer bounds): each value v,
+    floored, is spread over [v, v + 1) by an independent uniform draw, so that an answer can fall
+    among the copies of a value held many times, and the answers are floored to integers.
 
     ``seed`` makes the draws reproducible and NOT secret (experiments only). ``budget`` (a
     :class:`dpsketch.Budget`) is charged ε before anything is drawn.
@@ -316,6 +321,10 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
                 or not 0 < float(relative_accuracy) < 1:
             raise ParameterError(f"relative_accuracy must be in (0, 1), got {relative_accuracy!r}")
         alpha = float(relative_accuracy)
+    if not isinstance(integer, bool):
+        raise TypeError(f"integer must be True or False, got {type(integer).__name__}")
+    if integer and (scale == "log" or not (lo.is_integer() and hi.is_integer())):
+        raise ParameterError("integer=True needs integer bounds and the linear scale")
     v = _check_values(values)
     s = _seeds.check_user_seed(seed)
     eps_used = float(used_value(eps))  # the ε the mechanism uses and is charged (docs/algorithms.md §1)
@@ -333,6 +342,9 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
 
     with charging(budget, _MECHANISM[chosen], epsilon=used_value(eps)):
         rng, seeded = _seeds.rng(s, "quantiles")
+        if integer:  # docs/privacy.md §In-memory quantiles, integer data: one jitter per value
+            xs = np.sort(np.floor(xs) + np.array([_uniform(rng) for _ in range(len(xs))]))
+            hi_m = hi + 1.0
         if chosen == "exp":
             answers = np.sort([_exp_quantile(rng, xs, lo_m, hi_m, float(q), eps_used / m) for q in distinct])
         elif chosen == "joint":
@@ -340,6 +352,8 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
         else:
             answers = _recursive(rng, xs, lo_m, hi_m, distinct, eps_used / recursion_levels(m))
 
+    if integer:
+        answers = np.clip(np.floor(answers), lo, hi)
     if scale == "log":
         gamma = (1 + alpha) / (1 - alpha)
         k = np.ceil(answers / math.log(gamma))
@@ -365,6 +379,7 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
         "bounds_public": True,
         "out_of_bounds": "clamped",
         "scale": scale,
+        "integer": integer,
         "levels_requested": levels.tolist(),
         "distinct_levels": m,
         "reproducible_not_secret": seeded,
