@@ -178,7 +178,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=None, help="folder holding gcide_words.txt.gz")
     ap.add_argument("--resume", action="store_true",
                     help="keep the complete (data set, repeat) runs of an existing peers.csv in --out")
-    ap.add_argument("--redo", choices=("python-dp",),
+    ap.add_argument("--redo", choices=("python-dp", "DataSketches"),
                     help="rerun only this peer on every stream, keeping the other rows of peers.csv")
     args = ap.parse_args(argv)
     repeats = 1 if args.quick else args.repeats
@@ -206,7 +206,10 @@ def main(argv=None) -> int:
     rows = []
     done = set()
     if args.redo:
-        rows = [r for r in read_csv(out / "peers.csv") if not r["method"].startswith(args.redo)]
+        # the redone method's rows of the data sets this invocation has; every other row is kept
+        present = {s[0] for s in streams}
+        rows = [r for r in read_csv(out / "peers.csv")
+                if not (r["method"].startswith(args.redo) and r["dataset"] in present)]
         print(f"redo {args.redo}: kept {len(rows)} rows of the other methods", file=sys.stderr)
     elif args.resume and (out / "peers.csv").exists():
         old = read_csv(out / "peers.csv")
@@ -236,6 +239,14 @@ def main(argv=None) -> int:
             continue
         srt = np.sort(stream)
         print(f"{ds} repeat {rep}", file=sys.stderr)
+        if args.redo == "DataSketches":
+            ing, mem, res = run_kll(stream, ms)
+            record(ds, bits, rep, f"DataSketches KLL k={KLL_K} (non-private)", None, "none", ing, mem, res, srt, "yes", "yes")
+            if bits <= 24:
+                ing, mem, res = run_req(stream, ms)
+                record(ds, bits, rep, f"DataSketches REQ k={REQ_K} (non-private)", None, "none", ing, mem, res, srt,
+                       "yes", "yes")
+            continue
         if args.redo:
             for rho in rhos:
                 ing, mem, res, eps = run_pydp(stream, bits, rho, ms)
