@@ -228,3 +228,27 @@ def test_in_memory_method_errors(values_csv, capsys):
                        (["--bounds", "0,1000", "--epsilon", "1", "--noise-allocation", "joint"], "--noise-allocation")):
         assert main([*base, *extra]) == 2
         assert msg in capsys.readouterr().err
+
+
+def test_in_memory_log_scale_and_integer(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    lat = rng.lognormal(3, 1.5, 5000)
+    p = tmp_path / "lat.txt"
+    p.write_text("".join(f"{float(x)!r}\n" for x in lat))
+    args = ["quantiles", str(p), "--method", "auto", "--epsilon", "2", "--bounds", "0.001,100000", "--q", "0.01,0.5,0.99",
+            "--seed", "1", "--json"]
+    assert main([*args, "--scale", "log", "--relative-accuracy", "0.02"]) == 0
+    out, err = capsys.readouterr()
+    obj = json.loads(out)
+    assert obj["privacy"]["scale"] == "log" and "relative accuracy 0.02" in err
+    for r in obj["quantiles"]:
+        assert abs(r["value"] / np.quantile(lat, r["q"]) - 1) < 0.15
+    ids = tmp_path / "ids.txt"
+    ids.write_text("".join(f"{v}\n" for v in [3] * 800 + [9] * 800 + list(range(40))))
+    assert main(["quantiles", str(ids), "--method", "joint", "--epsilon", "1", "--bounds", "0,100", "--q", "0.25,0.75",
+                 "--integer", "--seed", "1", "--json"]) == 0
+    assert [r["value"] for r in json.loads(capsys.readouterr().out)["quantiles"]] == [3.0, 9.0]
+    for bad in (["--integer", "--bounds", "0,10.5"], ["--scale", "log", "--bounds", "0,10"]):
+        assert main(["quantiles", str(ids), "--method", "exp", "--epsilon", "1", *bad]) == 2
+    assert main(["quantiles", str(ids), "--epsilon", "1", "--bounds", "0,100", "--integer"]) == 2
+    assert "--method" in capsys.readouterr().err

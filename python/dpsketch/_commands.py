@@ -859,6 +859,8 @@ def quantiles(args) -> int:
     _refuse_unit_options(args, _QUANTILES_UNIT_LEVEL_ONLY)
     if method != "dyadic":
         return _quantiles_in_memory(args, out, method)
+    if getattr(args, "scale", "linear") != "linear" or getattr(args, "integer", False):
+        raise UsageError("--scale and --integer apply to --method auto|exp|joint|recursive")
     if args.delta is not None and args.rho is None:
         raise UsageError("--delta goes with --rho (it reports the (epsilon, delta)-DP conversion of the zCDP "
                          "guarantee) or with --privacy-id; --epsilon alone is pure DP")
@@ -922,6 +924,10 @@ def _quantiles_in_memory(args, out, method: str) -> int:
     if args.bounds is None:
         raise UsageError(f"--method {method} needs --bounds LO,HI (the public value range; values outside are clamped)")
     bounds = parse_bounds(args.bounds)
+    if args.scale == "log" and not bounds[0] > 0:
+        raise UsageError("--scale log needs --bounds MIN_POSITIVE,MAX with MIN_POSITIVE > 0")
+    if args.integer and (args.scale == "log" or not all(float(b).is_integer() for b in bounds)):
+        raise UsageError("--integer needs integer --bounds and --scale linear")
     qs = parse_qs(args.q)
     budget_file = _BudgetFile(args, "dpsketch quantiles", epsilon=args.epsilon)
     budget_file.check()
@@ -932,12 +938,14 @@ def _quantiles_in_memory(args, out, method: str) -> int:
     budget = Budget(args.epsilon)  # the run's accountant: its cap is what was asked for
     try:
         rel = in_memory_quantiles(values, qs, bounds=bounds, epsilon=args.epsilon, method=method, seed=args.seed,
+                                  scale=args.scale, relative_accuracy=args.relative_accuracy, integer=args.integer,
                                   budget=budget)
     except (ValueError, TypeError) as exc:  # pragma: no cover - the parameters are checked above
         raise UsageError(first_line(exc)) from None
     meta = rel.metadata
+    scale = f"; log buckets, relative accuracy {args.relative_accuracy:g}" if args.scale == "log" else ""
     out.note(f"{meta['mechanism']} on {display(src.path)} (read into memory): values clamped to "
-             f"[{bounds[0]:g}, {bounds[1]:g}]; method {meta['method']}")
+             f"[{bounds[0]:g}, {bounds[1]:g}]; method {meta['method']}{scale}{'; integers' if args.integer else ''}")
     out.note(f"epsilon={meta['epsilon_used']:g} (pure DP, exponential mechanism; add/remove one value); "
              "n is not published")
     if meta.get("reproducible_not_secret"):
