@@ -16,7 +16,11 @@ Methods (all private ones at the same privacy: ρ-zCDP, add/remove-one-item neig
   leaf per value), height 7 on 2^32 (leaves of 16 values): height 8 (one leaf per value) did not
   return within 2 minutes even for 10^4 items (16^8 = 2^32 leaves). One release per m answers the
   m quantiles; returned values are floored to integers.
-- Apache DataSketches KLL (``kll_doubles_sketch``, k = 200, non-private) for reference.
+- Apache DataSketches KLL (``kll_doubles_sketch``, k = 200) and REQ (``req_floats_sketch``,
+  k = 12, high-rank accuracy), non-private, for reference.
+
+The in-memory mechanisms of ``dpsketch.quantiles`` (pure ε-DP) are compared at dp_multiq's settings
+by the sibling script bench/bench_quantiles_inmemory.py.
 
 Metric: for q_i = i/(m+1), the rank distance of the returned value x̂ from the target q_i·N (0 when
 q_i·N lies in [#items < x̂, #items ≤ x̂]), averaged over i (``quantile_error`` of
@@ -49,6 +53,7 @@ from dpsketch.experiments._common import derive_seed, read_csv, summary_rows, wr
 
 GAMMA = 0.01
 KLL_K = 200
+REQ_K = 12
 N = 100_000
 
 
@@ -91,6 +96,21 @@ def run_kll(stream, ms):
     for m in ms:
         t0 = time.perf_counter()
         got = np.asarray(sk.get_quantiles(Q.levels(m)), dtype=np.float64).astype(np.int64)
+        res[m] = (got, time.perf_counter() - t0)
+    return ingest, len(sk.serialize()), res
+
+
+def run_req(stream, ms):
+    from datasketches import req_floats_sketch
+
+    sk = req_floats_sketch(REQ_K)
+    t0 = time.perf_counter()
+    sk.update(stream.astype(np.float32))  # float32 holds every integer below 2^24 exactly, not 2^32
+    ingest = time.perf_counter() - t0
+    res = {}
+    for m in ms:
+        t0 = time.perf_counter()
+        got = np.asarray([sk.get_quantile(float(q)) for q in Q.levels(m)], dtype=np.float64).astype(np.int64)
         res[m] = (got, time.perf_counter() - t0)
     return ingest, len(sk.serialize()), res
 
@@ -158,7 +178,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=None, help="folder holding gcide_words.txt.gz")
     ap.add_argument("--resume", action="store_true",
                     help="keep the complete (data set, repeat) runs of an existing peers.csv in --out")
-    ap.add_argument("--redo", choices=("python-dp",),
+    ap.add_argument("--redo", choices=("python-dp", "DataSketches"),
                     help="rerun only this peer on every stream, keeping the other rows of peers.csv")
     args = ap.parse_args(argv)
     repeats = 1 if args.quick else args.repeats
@@ -186,13 +206,17 @@ def main(argv=None) -> int:
     rows = []
     done = set()
     if args.redo:
-        rows = [r for r in read_csv(out / "peers.csv") if not r["method"].startswith(args.redo)]
+        # the redone method's rows of the data sets this invocation has; every other row is kept
+        present = {s[0] for s in streams}
+        rows = [r for r in read_csv(out / "peers.csv")
+                if not (r["method"].startswith(args.redo) and r["dataset"] in present)]
         print(f"redo {args.redo}: kept {len(rows)} rows of the other methods", file=sys.stderr)
     elif args.resume and (out / "peers.csv").exists():
         old = read_csv(out / "peers.csv")
         n_private = sum(not versions[p].startswith("not") for p in ("python-dp", "opendp")) + 1
-        expected = len(ms) * (1 + (not versions["datasketches"].startswith("not")) + n_private * len(rhos))
+        has_ds = not versions["datasketches"].startswith("not")
         for ds, bits, rep, _ in streams:
+            expected = len(ms) * (1 + has_ds * (1 + (bits <= 24)) + n_private * len(rhos))
             sel = [r for r in old if r["dataset"] == ds and int(r["repeat"]) == rep]
             if len(sel) == expected:
                 rows += sel
@@ -215,6 +239,14 @@ def main(argv=None) -> int:
             continue
         srt = np.sort(stream)
         print(f"{ds} repeat {rep}", file=sys.stderr)
+        if args.redo == "DataSketches":
+            ing, mem, res = run_kll(stream, ms)
+            record(ds, bits, rep, f"DataSketches KLL k={KLL_K} (non-private)", None, "none", ing, mem, res, srt, "yes", "yes")
+            if bits <= 24:
+                ing, mem, res = run_req(stream, ms)
+                record(ds, bits, rep, f"DataSketches REQ k={REQ_K} (non-private)", None, "none", ing, mem, res, srt,
+                       "yes", "yes")
+            continue
         if args.redo:
             for rho in rhos:
                 ing, mem, res, eps = run_pydp(stream, bits, rho, ms)
@@ -226,6 +258,10 @@ def main(argv=None) -> int:
         if not versions["datasketches"].startswith("not"):
             ing, mem, res = run_kll(stream, ms)
             record(ds, bits, rep, f"DataSketches KLL k={KLL_K} (non-private)", None, "none", ing, mem, res, srt, "yes", "yes")
+            if bits <= 24:  # REQ's sketch holds float32 values
+                ing, mem, res = run_req(stream, ms)
+                record(ds, bits, rep, f"DataSketches REQ k={REQ_K} (non-private)", None, "none", ing, mem, res, srt,
+                       "yes", "yes")
         for rho in rhos:
             ing, mem, res = run_dcs(stream, bits, rho, derive_seed(args.seed, "peers", ds, rep, "pdcs", rho), ms)
             record(ds, bits, rep, "dpsketch PrivateDCS (joint)", rho, f"{rho:g}-zCDP", ing, mem, res, srt,

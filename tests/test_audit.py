@@ -154,7 +154,7 @@ _UNIT = ["unit.exact[discrete_gaussian]", "unit.exact[discrete_laplace]", "unit.
          "unit.bounded_memory[DPSS]"]
 _ONE_PER_FAMILY = ["DPSS", "DPSS[two-pass]", "DPSS[top-k]", "PMG", "PrivateCountMin-laplace", "PrivateCountSketch-gaussian",
                    "PrivateDyadicCountSketch-laplace-zhao", "SketchHeavyHitters-countsketch",
-                   "spark.counters[DPSS]", "spark.sketch[lookup]", "Windowed[DPSS]", "Cumulative[binary]", *_UNIT]
+                   "spark.counters[DPSS]", "spark.sketch[lookup]", "Windowed[DPSS]", "Cumulative[binary]", "quantiles[exp]", *_UNIT]
 
 
 def test_quick_miscalibrated_audit_catches_each_family_and_every_user_level_mechanism(capsys):

@@ -34,6 +34,7 @@ def test_table_json_csv(values_csv, capsys):
     assert obj["privacy"]["noise"] == "discrete_gaussian" and obj["privacy"]["reproducible_not_secret"] is True
     assert obj["resolution"] == pytest.approx(1000 / 2**32)
     assert "PrivateDyadicCountSketch" in err and "resolution" in err and "NOT secret" in err
+    assert f"rank noise sigma at most {obj['privacy']['rank_error_sigma']:.3g}" in err
     assert main(["quantiles", *args, "--csv"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == "q,value" and len(lines) == 4
@@ -196,3 +197,58 @@ def test_a_hint_when_every_quantile_sits_at_one_end_of_the_range(tmp_path, capsy
         assert "every quantile sits" not in err
     else:
         assert f"every quantile sits at the {end} end of the range" in err
+
+
+@pytest.mark.parametrize("method", ["auto", "exp", "joint", "recursive"])
+def test_in_memory_methods(values_csv, capsys, method):
+    path, v = values_csv
+    args = ["quantiles", str(path), "--column", "ms", "--bounds", "0,1000", "--epsilon", "1", "--q", "0.9,0.1,0.5",
+            "--method", method, "--seed", "4"]
+    assert main([*args, "--json"]) == 0
+    out, err = capsys.readouterr()
+    obj = json.loads(out)
+    assert [r["q"] for r in obj["quantiles"]] == [0.9, 0.1, 0.5]
+    got = {r["q"]: r["value"] for r in obj["quantiles"]}
+    assert got[0.1] <= got[0.5] <= got[0.9]
+    s = np.sort(v)
+    for q, x in got.items():
+        assert abs(np.searchsorted(s, x) - q * len(v)) < 200  # 1 % of n
+    priv = obj["privacy"]
+    assert priv["privacy"] == "pure" and priv["delta"] == 0.0 and priv["epsilon"] <= 1
+    assert priv["method"] == (method if method != "auto" else "joint")
+    assert "read into memory" in err and "epsilon=1" in err and "n is not published" in err
+
+
+def test_in_memory_method_errors(values_csv, capsys):
+    path, _ = values_csv
+    base = ["quantiles", str(path), "--column", "ms", "--method", "exp"]
+    for extra, msg in ((["--bounds", "0,1000", "--rho", "1"], "pure DP"),
+                       (["--epsilon", "1"], "--bounds"),
+                       (["--bounds", "0,1000", "--epsilon", "1", "--universe-bits", "20"], "--universe-bits"),
+                       (["--bounds", "0,1000", "--epsilon", "1", "--noise-allocation", "joint"], "--noise-allocation")):
+        assert main([*base, *extra]) == 2
+        assert msg in capsys.readouterr().err
+
+
+def test_in_memory_log_scale_and_integer(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    lat = rng.lognormal(3, 1.5, 5000)
+    p = tmp_path / "lat.txt"
+    p.write_text("".join(f"{float(x)!r}\n" for x in lat))
+    args = ["quantiles", str(p), "--method", "auto", "--epsilon", "2", "--bounds", "0.001,100000", "--q", "0.01,0.5,0.99",
+            "--seed", "1", "--json"]
+    assert main([*args, "--scale", "log", "--relative-accuracy", "0.02"]) == 0
+    out, err = capsys.readouterr()
+    obj = json.loads(out)
+    assert obj["privacy"]["scale"] == "log" and "relative accuracy 0.02" in err
+    for r in obj["quantiles"]:
+        assert abs(r["value"] / np.quantile(lat, r["q"]) - 1) < 0.15
+    ids = tmp_path / "ids.txt"
+    ids.write_text("".join(f"{v}\n" for v in [3] * 800 + [9] * 800 + list(range(40))))
+    assert main(["quantiles", str(ids), "--method", "joint", "--epsilon", "1", "--bounds", "0,100", "--q", "0.25,0.75",
+                 "--integer", "--seed", "1", "--json"]) == 0
+    assert [r["value"] for r in json.loads(capsys.readouterr().out)["quantiles"]] == [3.0, 9.0]
+    for bad in (["--integer", "--bounds", "0,10.5"], ["--scale", "log", "--bounds", "0,10"]):
+        assert main(["quantiles", str(ids), "--method", "exp", "--epsilon", "1", *bad]) == 2
+    assert main(["quantiles", str(ids), "--epsilon", "1", "--bounds", "0,100", "--integer"]) == 2
+    assert "--method" in capsys.readouterr().err

@@ -481,3 +481,30 @@ def test_batch_paths_avx2_and_portable_identical():
         out.append(subprocess.run([sys.executable, "-c", _SIMD_WORKLOAD], env=env, capture_output=True, text=True,
                                   check=True).stdout.strip())
     assert out[0] == out[1] and len(out[0]) == 64
+
+
+# -- the analytic rank-error σ in privacy() ------------------------------------------------------
+
+
+@pytest.mark.parametrize("noise,depth", [({"epsilon": 1.0}, 3), ({"rho": 1.0}, 4)])
+def test_rank_error_sigma_matches_seeded_runs(noise, depth):
+    """privacy()['rank_error_sigma'] is the noise std of rank(x) at the position with all L bits set
+    (one node per level; median of d cells on CountSketch levels): the variance of that rank over
+    independent noise draws on an empty sketch (no collisions) agrees within a 4-standard-error
+    band (the band's width from the sample kurtosis), and the band has power: it rejects the
+    variance that ignores the median (one cell per CountSketch node)."""
+    bits, width = 12, 64
+    meta = dp.PrivateDyadicCountSketch(bits, width=width, depth=depth, seed=0, **noise).privacy()
+    assert 0 < meta["exact_levels"] < bits  # both kinds of level are summed
+    predicted = meta["rank_error_sigma"] ** 2
+    assert meta["rank_error_sigma_mean_position"] ** 2 == pytest.approx(predicted / 2)
+    runs = 2000
+    r = np.array([dp.PrivateDyadicCountSketch(bits, width=width, depth=depth, seed=s, **noise).rank(2**bits - 1)
+                  for s in range(1, runs + 1)])
+    var = r.var(ddof=1)
+    kurt = float(np.mean((r - r.mean()) ** 4) / np.mean((r - r.mean()) ** 2) ** 2) - 3
+    se = math.sqrt((2 + max(kurt, 0.0)) / runs)
+    assert abs(var / predicted - 1) < 4 * se
+    key = "sigma2" if "rho" in noise else "laplace_scale"
+    cells = sum(lv[key] if key == "sigma2" else 2 * lv[key] ** 2 for lv in meta["levels"])
+    assert abs(var / cells - 1) > 4 * se

@@ -6,8 +6,12 @@ Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
 DataFrame or file), :class:`PrivateCountMin`, :class:`PrivateCountSketch`,
 :class:`SketchHeavyHitters`; each returns or builds on a :class:`Release`. Ranks, quantiles,
 range counts and hierarchical heavy hitters: :class:`DyadicCountSketch`,
-:class:`PrivateDyadicCountSketch`. Several releases can draw from one :class:`Budget`, kept in a file shared by several processes with :meth:`Budget.open`. One release per event-time window: :class:`Windowed` (``dpsketch.windows``), charged once by parallel composition. Cumulative ("since start") releases of a linear sketch over a series of windows, by the binary tree mechanism: :class:`Cumulative` (``dpsketch.cumulative``). Every error is a :class:`DPSketchError`
-(``dpsketch.errors``). The
+:class:`PrivateDyadicCountSketch`; quantiles of data held in memory: :func:`quantiles`. Several
+releases can draw from one :class:`Budget`, kept in a file shared by several processes with
+:meth:`Budget.open`. One release per event-time window: :class:`Windowed` (``dpsketch.windows``),
+charged once by parallel composition. Cumulative ("since start") releases of a linear sketch over a
+series of windows, by the binary tree mechanism: :class:`Cumulative` (``dpsketch.cumulative``).
+Every error is a :class:`DPSketchError` (``dpsketch.errors``). The
 documentation is installed with the package: ``dpsketch docs`` (the specification is
 docs/algorithms.md, the derivations docs/privacy.md).
 """
@@ -29,6 +33,7 @@ from .errors import (
 from .dpss import heavy_hitters
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
+from .inmemory import quantiles
 from .privacy_unit import (ContributionBounder, UnitStream, bound_contributions, bound_rows_per_unit,
                            unit_heavy_hitters, unit_quantiles, unit_quantiles_cost, unit_release_cost)
 from .release import Release
@@ -48,6 +53,7 @@ __all__ = [
     "heavy_hitters",
     "DyadicCountSketch",
     "PrivateDyadicCountSketch",
+    "quantiles",
     "Release",
     "unit_heavy_hitters",
     "unit_quantiles",

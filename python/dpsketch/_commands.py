@@ -1020,9 +1020,16 @@ def quantiles(args) -> int:
     hierarchy once. The whole output is a private release, so nothing about the input fails the run
     or is counted in it (see Source.values); an input with no values is released like any other."""
     out = Output.for_args(args)
+    method = getattr(args, "method", "dyadic")
     if args.privacy_id is not None:
+        if method != "dyadic":
+            raise UsageError(f"--method {method} releases row-level quantiles; --privacy-id uses the dyadic sketch")
         return _quantiles_units(args, out)
     _refuse_unit_options(args, _QUANTILES_UNIT_LEVEL_ONLY)
+    if method != "dyadic":
+        return _quantiles_in_memory(args, out, method)
+    if getattr(args, "scale", "linear") != "linear" or getattr(args, "integer", False):
+        raise UsageError("--scale and --integer apply to --method auto|exp|joint|recursive")
     if args.delta is not None and args.rho is None:
         raise UsageError("--delta goes with --rho (it reports the (epsilon, delta)-DP conversion of the zCDP "
                          "guarantee) or with --privacy-id; --epsilon alone is pure DP")
@@ -1052,7 +1059,8 @@ def quantiles(args) -> int:
     out.note(f"PrivateDyadicCountSketch on {display(src.path)}: {rng}; universe 2^{meta['universe_bits']}, "
              f"width {meta['width']}, depth {meta['depth']}, exact levels 1..{meta['exact_levels']}")
     out.note(f"{priv}; resolution {res:.6g}; quantile targets use the noisy total "
-             f"{released._total():.0f} (n is not published)")
+             f"{released._total():.0f} (n is not published); rank noise sigma at most "
+             f"{meta['rank_error_sigma']:.3g} (hash collisions excluded)")
     if meta.get("reproducible_not_secret"):
         out.note("seeded: reproducible_not_secret=True")
     out.spent(budget, budget_file.ledger)
@@ -1065,6 +1073,59 @@ def quantiles(args) -> int:
     out.release(
         [Column("q", "q", ">", lambda q: f"{q:g}", lambda q: f"{q:g}"),
          Column("value", "value", "<", (lambda v: f"{v:.10g}") if real else str, repr if real else str)],
+        rows, json_obj=obj,
+    )
+    return 0
+
+
+def _quantiles_in_memory(args, out, method: str) -> int:
+    """``quantiles --method auto|exp|joint|recursive``: dpsketch.quantiles (docs/privacy.md
+    §In-memory quantiles) on the whole input, read into memory. Parameters and the budget file are
+    checked before the input is opened; the file is charged before it is read."""
+    from .budget import Budget
+    from .inmemory import quantiles as in_memory_quantiles
+
+    if args.epsilon is None:
+        raise UsageError(f"--method {method} is pure DP: give --epsilon E (--rho is for the dyadic sketch)")
+    for name in ("delta", "noise_allocation", "universe_bits"):
+        if getattr(args, name) is not None:
+            raise UsageError(f"{_option(name)} applies to the dyadic sketch, not to --method {method}")
+    if args.bounds is None:
+        raise UsageError(f"--method {method} needs --bounds LO,HI (the public value range; values outside are clamped)")
+    bounds = parse_bounds(args.bounds)
+    if args.scale == "log" and not bounds[0] > 0:
+        raise UsageError("--scale log needs --bounds MIN_POSITIVE,MAX with MIN_POSITIVE > 0")
+    if args.integer and (args.scale == "log" or not all(float(b).is_integer() for b in bounds)):
+        raise UsageError("--integer needs integer --bounds and --scale linear")
+    qs = parse_qs(args.q)
+    budget_file = _BudgetFile(args, "dpsketch quantiles", epsilon=args.epsilon)
+    budget_file.check()
+    src = _open_input(args, out, keys="str")
+    budget_file.charge()
+    batches = list(src.values(integer=False, bits=52))
+    values = np.concatenate(batches) if batches else np.zeros(0)
+    budget = Budget(args.epsilon)  # the run's accountant: its cap is what was asked for
+    try:
+        rel = in_memory_quantiles(values, qs, bounds=bounds, epsilon=args.epsilon, method=method, seed=args.seed,
+                                  scale=args.scale, relative_accuracy=args.relative_accuracy, integer=args.integer,
+                                  budget=budget)
+    except (ValueError, TypeError) as exc:  # pragma: no cover - the parameters are checked above
+        raise UsageError(first_line(exc)) from None
+    meta = rel.metadata
+    scale = f"; log buckets, relative accuracy {args.relative_accuracy:g}" if args.scale == "log" else ""
+    out.note(f"{meta['mechanism']} on {display(src.path)} (read into memory): values clamped to "
+             f"[{bounds[0]:g}, {bounds[1]:g}]; method {meta['method']}{scale}{'; integers' if args.integer else ''}")
+    out.note(f"epsilon={meta['epsilon_used']:g} (pure DP, exponential mechanism; add/remove one value); "
+             "n is not published")
+    if meta.get("reproducible_not_secret"):
+        out.note("seeded: reproducible_not_secret=True")
+    out.spent(budget, budget_file.ledger)
+    rows = list(rel.items)
+    obj = {"mechanism": meta["mechanism"], "quantiles": [{"q": q, "value": v} for q, v in rows],
+           "bounds": list(bounds), "privacy": meta}
+    out.release(
+        [Column("q", "q", ">", lambda q: f"{q:g}", lambda q: f"{q:g}"),
+         Column("value", "value", "<", lambda v: f"{v:.10g}", repr)],
         rows, json_obj=obj,
     )
     return 0

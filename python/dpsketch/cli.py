@@ -362,6 +362,19 @@ def _quantiles_parser(sub):
     m.add_argument("--noise-allocation", choices=("joint", "zhao"),
                    help="Zhao's even split of rho (or epsilon) over the levels (default: about half the "
                         "rank-error variance) or one joint sigma^2 over all levels")
+    m.add_argument("--method", choices=("dyadic", "auto", "exp", "joint", "recursive"), default="dyadic",
+                   help="dyadic (default): the streaming PrivateDyadicCountSketch; auto, exp, joint, recursive: "
+                        "read the whole input into memory and run dpsketch.quantiles (pure DP: --epsilon and "
+                        "--bounds; usually a much smaller rank error)")
+    m.add_argument("--scale", choices=("linear", "log"), default="linear",
+                   help="with --method auto|exp|joint|recursive: log releases log-bucket representatives within "
+                        "--relative-accuracy of the answer (positive heavy-tailed values; --bounds MIN_POSITIVE,MAX)")
+    m.add_argument("--relative-accuracy", type=_float_in("relative-accuracy", lambda v: 0 < v < 1,
+                                                         "strictly between 0 and 1"), default=0.01, metavar="A",
+                   help="alpha of --scale log (default 0.01)")
+    m.add_argument("--integer", action="store_true",
+                   help="with --method auto|exp|joint|recursive: integer values with ties (integer --bounds); "
+                        "answers are integers")
     m.add_argument("--seed", type=_seed, metavar="S", help="reproducible noise and hashes: NOT secret, for experiments only")
     u = _user_level_group(
         q,

@@ -14,6 +14,7 @@ quantiles are reported in the original units at the resolution (hi − lo)/2^L (
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from typing import Any, ClassVar
@@ -379,6 +380,50 @@ def _sensitivities(bits, exact, depth, neighbours):
             for j in range(1, bits + 1)]
 
 
+_NOISE_GRID = 1 << 16  # lattice points of the node-noise distributions behind the rank-error σ
+
+
+@functools.lru_cache(maxsize=256)
+def node_noise_variance(kind: str, num: int, den: int, depth: int) -> float:
+    """Variance of one node's noise (docs/privacy.md "Dyadic sketches (§6)", rank error): one
+    cell's DLap(b = num/den) or DGauss(σ² = num/den) noise on an exact level (``depth`` 1), the
+    median of ``depth`` independent cells (mean of the two middle ones for an even depth) on a
+    CountSketch level. Computed from the distribution on the integers truncated at 60 scales (on
+    a coarser lattice of the same law when that exceeds 2^16 points: relative error below
+    (step/scale)²), the median's law from the order statistics of the truncated law."""
+    p = num / den
+    scale = p if kind == "laplace" else math.sqrt(p)
+    step = max(1, math.ceil(120 * scale / _NOISE_GRID))
+    half = math.ceil(60 * scale / step) + 1
+    k = np.arange(-half, half + 1, dtype=np.float64) * step
+    logw = -np.abs(k) / p if kind == "laplace" else -(k * k) / (2 * p)
+    pmf = np.exp(logw - logw.max())
+    pmf /= pmf.sum()
+    if depth == 1:
+        return float(np.sum(k * k * pmf))
+    cdf = np.minimum(np.cumsum(pmf), 1.0)
+    below = cdf - pmf  # P(X < k)
+    surv = np.concatenate((np.cumsum(pmf[::-1])[::-1][1:], [0.0]))  # P(X > k)
+
+    def order_cdf(r, c):  # P(X_(r) <= k) with c = P(X <= k): at least r of the d values
+        return sum(math.comb(depth, i) * c**i * (1 - c) ** (depth - i) for i in range(r, depth + 1))
+
+    if depth % 2:
+        r = (depth + 1) // 2
+        med = order_cdf(r, cdf) - order_cdf(r, below)
+        return float(np.sum(k * k * med))
+    r = depth // 2
+    second = [float(np.sum(k * k * (order_cdf(j, cdf) - order_cdf(j, below)))) for j in (r, r + 1)]
+    # E[X_(r)·X_(r+1)]: X_(r) = a < X_(r+1) = b has probability C(d,r)(F(a)^r − F(a−1)^r)·g(b),
+    # g(b) = P(X >= b)^{d−r} − P(X > b)^{d−r}; the rest of P(X_(r) = a) is X_(r+1) = a
+    top = math.comb(depth, r) * (cdf**r - below**r)
+    g = (surv + pmf) ** (depth - r) - surv ** (depth - r)
+    after = np.concatenate((np.cumsum((k * g)[::-1])[::-1][1:], [0.0]))  # Σ_{b > a} b·g(b)
+    p_r = order_cdf(r, cdf) - order_cdf(r, below)
+    cross = float(np.sum(k * top * after) + np.sum(k * k * (p_r - top * surv ** (depth - r))))
+    return (second[0] + second[1] + 2 * cross) / 4
+
+
 class PrivateDyadicCountSketch(Publishable, _DyadicBase):
     """Dyadic CountSketch with noise in every cell from construction (docs/algorithms.md §6).
 
@@ -543,7 +588,9 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
             else:
                 lv["laplace_scale"] = num / den
                 lv["epsilon_share"] = eps_share
+            lv["node_noise_variance"] = node_noise_variance(impl.noise_kind, num, den, 1 if j <= exact else d)
             levels.append(lv)
+        rank_var = math.fsum(lv["node_noise_variance"] for lv in levels)
         out = {
             "mechanism": "PrivateDyadicCountSketch",
             "reference": "docs/algorithms.md §6",
@@ -562,6 +609,13 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
             "l2_sensitivity_squared_total": sum(b for _, b in sens),
             "levels": levels,
             "quantile_targets": "q times the noisy total rank(2^L) (post-processing; no public n needed)",
+            # docs/privacy.md "Dyadic sketches (§6)", rank error: rank(x) sums one node per 1-bit of x
+            "rank_error_sigma": math.sqrt(rank_var),
+            "rank_error_sigma_mean_position": math.sqrt(rank_var / 2),
+            "rank_error_sigma_note": ("standard deviation of the noise in rank(x): at a position whose L bits "
+                                      "are all set (the largest), and the root mean square over uniformly "
+                                      "random positions; CountSketch levels add a hash-collision error that "
+                                      "depends on the data and is not included"),
             "reproducible_not_secret": self._reproducible_not_secret,
         }
         # the guarantee of the noise as drawn (ε, ρ rounded down to multiples of 2^-32, §1)

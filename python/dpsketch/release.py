@@ -29,7 +29,8 @@ class Release:
     """A differentially private release.
 
     :ivar items: list of (key, noisy value), noisy value descending (ties by key); empty for a
-                  sketch release
+                  sketch release; (q, value) in the order of the levels asked for, for
+                  :func:`dpsketch.quantiles`
     :ivar threshold: released values are > threshold (>= for PMG; see metadata['threshold_inclusive']);
                   None for a sketch release
     :ivar epsilon: total ε of this release: at most the ε asked for (the length's share included);
@@ -80,6 +81,11 @@ class Release:
 
     def keys(self) -> list:
         return [k for k, _ in self.items]
+
+    def values(self) -> list:
+        """The second member of every item: the noisy values (heavy hitters) or the released
+        quantile values (``dpsketch.quantiles``, in the order of the levels asked for)."""
+        return [v for _, v in self.items]
 
     def to_dict(self) -> dict[str, Any]:
         """Everything released, JSON-ready; a published sketch as its class name and base64 bytes."""

@@ -850,3 +850,5 @@ from . import _window_pairs  # noqa: E402,F401
 
 # Cumulative releases (docs/privacy.md §Cumulative): the nodes of a tree schedule.
 from . import _cumulative_pairs  # noqa: E402,F401
+# Quantiles of data held in memory (docs/privacy.md §In-memory quantiles).
+from . import _quantile_pairs  # noqa: E402,F401
