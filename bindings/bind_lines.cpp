@@ -126,6 +126,33 @@ void replace_invalid(const u8* b, const u8* e, std::vector<u8>& out) {
   }
 }
 
+// The integer key of a stripped line under --int-keys (dpsketch._input, "keys='int'"): an optional
+// sign, one or more ASCII digits and nothing else, with its value in the signed 64-bit range
+// (leading zeros allowed). False for anything else: the caller drops such a line.
+inline bool parse_int_key(const u8* b, const u8* e, std::int64_t& out) {
+  bool negative = false;
+  if (b < e && (*b == '+' || *b == '-')) {
+    negative = *b == '-';
+    ++b;
+  }
+  if (b == e) return false;
+  // magnitude limit: 2^63 for a negative value, 2^63 - 1 otherwise
+  const std::uint64_t limit = negative ? (std::uint64_t{1} << 63) : (std::uint64_t{1} << 63) - 1;
+  std::uint64_t v = 0;
+  for (; b < e; ++b) {
+    const unsigned d = static_cast<unsigned>(*b) - '0';
+    if (d > 9) return false;
+    if (v > (limit - d) / 10) {  // v * 10 + d > limit; keep checking that the rest are digits
+      for (++b; b < e; ++b)
+        if (static_cast<unsigned>(*b) - '0' > 9) return false;
+      return false;
+    }
+    v = v * 10 + d;
+  }
+  out = negative ? static_cast<std::int64_t>(0 - v) : static_cast<std::int64_t>(v);
+  return true;
+}
+
 // A numpy array that owns the vector's memory (no copy).
 template <class T>
 py::array_t<T> to_numpy(std::vector<T>&& v) {
@@ -170,12 +197,14 @@ class LineEnds {
 //   lines: lines consumed; blank: indices (0-based, within this call) of the skipped blank lines
 //   bad: lines skipped or replaced under on_bad (a line is counted once, when it starts)
 //   error: 0 ok, 1 invalid UTF-8, 2 line longer than max_line_bytes (on_bad error); error_line: its index
+//   ints: with int_keys, the lines' integer keys (parse_int_key; data and offsets stay empty, and
+//     a line that is not an integer key is dropped)
 // on_bad: 0 error, 1 skip the line, 2 replace: ill-formed UTF-8 becomes U+FFFD and a line longer
 // than max_line_bytes keeps its first max_line_bytes bytes (then decoded with replacement).
 // Every byte is searched and checked a bounded number of times over a whole stream, whatever the
 // line lengths (the caller appends blocks to the unconsumed rest and passes `scanned` back).
 py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool final, std::int64_t max_line,
-                     int on_bad, std::int64_t scanned_in, bool discarding) {
+                     int on_bad, std::int64_t scanned_in, bool discarding, bool int_keys) {
   if (block.ndim() != 1) throw py::value_error("expected a 1-D byte array");
   if (max_line < 1) throw py::value_error("max_line_bytes must be >= 1");
   if (on_bad < kError || on_bad > kReplace) throw py::value_error("on_bad must be 0 (error), 1 (skip) or 2 (replace)");
@@ -185,6 +214,7 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
   std::vector<u8> data;
   std::vector<std::int64_t> offsets{0};
   std::vector<std::int64_t> blank;
+  std::vector<std::int64_t> ints;
   std::size_t pos = 0, lines = 0, bad = 0, scanned = static_cast<std::size_t>(scanned_in);
   int error = 0;
   std::int64_t error_line = -1;
@@ -192,6 +222,20 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
     py::gil_scoped_release nogil;
     const auto limit = static_cast<std::size_t>(max_line);
     std::vector<u8> fixed;  // one replaced line
+    // a kept line: its integer key (int_keys; dropped when it is not one), else its bytes
+    const auto emit = [&](const u8* b, const u8* f) {
+      if (int_keys) {
+        std::int64_t v;
+        if (parse_int_key(b, f, v)) {
+          if (ints.empty()) ints.reserve(size / 8 + 1);
+          ints.push_back(v);
+        }
+        return;
+      }
+      if (data.empty()) data.reserve(std::min(size, static_cast<std::size_t>(f - b) + (size - pos)));
+      data.insert(data.end(), b, f);
+      offsets.push_back(static_cast<std::int64_t>(data.size()));
+    };
     // UTF-8 is checked once over the complete lines after the first (line ends are ASCII, so a
     // sequence cannot span two lines); the first line, which may be a long carried one, and every
     // line of a block that fails are checked on their own, once each.
@@ -220,7 +264,7 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
             f = b + fixed.size();
             strip(b, f);
             if (b == f) blank.push_back(static_cast<std::int64_t>(lines));
-            else { data.insert(data.end(), b, f); offsets.push_back(static_cast<std::int64_t>(data.size())); }
+            else emit(b, f);
           }
           ++lines;
           discarding = true;
@@ -279,9 +323,7 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
       if (b == f) {
         blank.push_back(static_cast<std::int64_t>(lines - 1));
       } else {
-        if (data.empty()) data.reserve(std::min(size, static_cast<std::size_t>(f - b) + (size - pos)));
-        data.insert(data.end(), b, f);
-        offsets.push_back(static_cast<std::int64_t>(data.size()));
+        emit(b, f);
       }
     }
   }
@@ -296,6 +338,7 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
   out["blank"] = py::array_t<std::int64_t>(static_cast<py::ssize_t>(blank.size()), blank.data());
   out["error"] = error;
   out["error_line"] = error_line;
+  out["ints"] = to_numpy(std::move(ints));
   return out;
 }
 
@@ -303,6 +346,7 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
 
 void bind_lines(py::module_& m) {
   m.def("split_lines", &split_lines, py::arg("block"), py::arg("final"), py::arg("max_line_bytes"),
-        py::arg("on_bad") = 0, py::arg("scanned") = 0, py::arg("discarding") = false,
-        "Split a UTF-8 block into stripped, non-blank lines (Arrow large_string layout); see _input.py.");
+        py::arg("on_bad") = 0, py::arg("scanned") = 0, py::arg("discarding") = false, py::arg("int_keys") = false,
+        "Split a UTF-8 block into stripped, non-blank lines (Arrow large_string layout), or with int_keys "
+        "into their integer keys; see _input.py.");
 }
