@@ -1,4 +1,4 @@
-"""dpsketch top: the Arrow input path (line limits, gzip errors, typing rules), --top, the
+"""dpsketch top: the text and CSV input paths (line limits, gzip errors, typing rules), --top, the
 no-result hint and parameter checks that run before any input is read."""
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The input of every ``dpsketch`` command: text lines, CSV/TSV columns, Parquet columns and Arrow
 IPC columns (the stream format, e.g. from ``duckdb -arrow`` or a program writing
 ``pyarrow.ipc.new_stream``, and the file format, Feather v2), plain or gzip-compressed, from a file or
-stdin, read by pyarrow's C++ readers in bounded blocks. A
-:class:`Source` hands a command
+stdin, read in bounded blocks (text by Python's io and zlib and the C++ core, the other formats by
+pyarrow's C++ readers). A :class:`Source` hands a command
 
-- :meth:`Source.chunks`: key batches for ``update_many`` (``dpsketch top``), as Arrow string arrays
-  or int64 numpy arrays -- no Python object per item;
+- :meth:`Source.chunks`: key batches for ``update_many`` (``dpsketch top``), as Arrow string arrays,
+  :class:`dpsketch._keys.Utf8Lines` (text) or int64 numpy arrays -- no Python object per item;
 - :meth:`Source.pairs`: the key and the privacy id of each row, aligned (``dpsketch top
   --privacy-id``; CSV, Parquet and Arrow; the batches go to ``dpsketch.ContributionBounder`` as they come),
   and :func:`column` to join batches into one column for the library;
@@ -15,8 +15,8 @@ stdin, read by pyarrow's C++ readers in bounded blocks. A
   id), aligned, for ``dpsketch top --window`` (:mod:`dpsketch.windows`); with ``follow`` a pipe or
   file that keeps growing is read as lines arrive.
 
-Memory is bounded: text is decompressed by pyarrow in blocks of ``TEXT_BLOCK_BYTES`` and split
-into lines in C++ (``dpsketch._core.split_lines``); CSV rows are parsed by ``pyarrow.csv.open_csv``
+Memory is bounded: text is decompressed in blocks of ``TEXT_BLOCK_BYTES`` and split into lines
+in C++ (``dpsketch._core.split_lines``, which also reads the integer keys under ``keys='int'``); CSV rows are parsed by ``pyarrow.csv.open_csv``
 in blocks of ``max_line_bytes``. Parquet and Arrow are read one record batch at a time (an Arrow
 batch is as large as its writer made it).
 
@@ -707,9 +707,15 @@ class Source:
                     owned.close()
             return
         if self.path == "-":
-            raw, owned = sys.stdin.buffer, None
-            if not hasattr(raw, "peek"):  # pragma: no cover - exotic stdin replacements
-                raw = io.BufferedReader(raw)
+            # A reader of its own on stdin's descriptor: the thread reading it is not waited for
+            # when a run stops early, and one blocked inside sys.stdin's own reader at exit
+            # would abort the interpreter (it holds that reader's lock).
+            try:
+                raw = owned = open(sys.stdin.buffer.fileno(), "rb", closefd=False)
+            except (AttributeError, OSError, ValueError):  # a replaced stdin without a descriptor
+                raw, owned = sys.stdin.buffer, None
+                if not hasattr(raw, "peek"):  # pragma: no cover - exotic stdin replacements
+                    raw = io.BufferedReader(raw)
         else:
             try:
                 raw = owned = open(self.path, "rb")
@@ -752,8 +758,14 @@ class Source:
         max_line_bytes; under skip/replace the rest of an overlong line is dropped as it comes)."""
         from . import _core
         from ._keys import Utf8Lines
+        from ._prefetch import Prefetch
 
-        blocks = self._text_blocks()
+        # Reading and inflating run in a thread of their own, a block or two ahead of the split:
+        # inflating gzip costs about as much as splitting, so one thread doing both would be the
+        # pipeline's bottleneck (the summary's update is the third stage). It has its own stop
+        # event (stopping it must not cancel this read) and is not waited for when the split
+        # stops early, so an error is not held up by a read from a pipe that delivers nothing.
+        blocks = Prefetch(self._text_blocks(), name="dpsketch-inflate")
         on_bad = _ON_BAD_CODE[self.on_bad_line]
         buf = np.empty(2 * TEXT_BLOCK_BYTES, dtype=np.uint8)
         lo = hi = 0  # buf[lo:hi]: bytes read and not yet consumed
@@ -761,8 +773,10 @@ class Source:
         bom_checked = not self.utf8
         try:
             while not self._cancel.is_set():
-                chunk = next(blocks, b"")
-                eof = len(chunk) == 0
+                chunk = blocks.get()
+                eof = chunk is Prefetch.DONE
+                if eof:
+                    chunk = b""
                 if chunk:
                     buf, lo, hi = _append(buf, lo, hi, np.frombuffer(chunk, dtype=np.uint8))
                 if not bom_checked:  # only at the start of the input, before any line is split
@@ -796,7 +810,7 @@ class Source:
                 if eof:
                     return
         finally:
-            blocks.close()
+            blocks.close(wait=False)
 
     def _at(self, what, number):
         """'line N of FILE' when positions may be named, else 'a line of FILE'."""
