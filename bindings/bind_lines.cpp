@@ -10,6 +10,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace py = pybind11;
 
 namespace {
@@ -163,30 +167,24 @@ py::array_t<T> to_numpy(std::vector<T>&& v) {
 
 enum OnBad : int { kError = 0, kSkip = 1, kReplace = 2 };
 
-// Line ends of one block, found left to right. The next '\n' and the next '\r' are each remembered
-// until passed, so a block whose lines all end in one of them is still searched once in all (a
-// fresh memchr per line for the other byte would scan to the block end every time).
-class LineEnds {
- public:
-  LineEnds(const u8* p, std::size_t size) : p_(p), size_(size) {}
-  // The end of the line starting at `from` (its first '\n' or '\r'), or `size` when there is none.
-  // Calls come with non-decreasing `from`.
-  std::size_t after(std::size_t from) { return std::min(next(nl_, '\n', from), next(cr_, '\r', from)); }
-
- private:
-  static constexpr std::size_t kUnknown = static_cast<std::size_t>(-1);
-  // `at` is the first `ch` at or after some earlier `from`, so none lies in [from, at) either
-  std::size_t next(std::size_t& at, u8 ch, std::size_t from) {
-    if (at == kUnknown || at < from) {
-      const void* q = std::memchr(p_ + from, ch, size_ - from);
-      at = q ? static_cast<std::size_t>(static_cast<const u8*>(q) - p_) : size_;
-    }
-    return at;
+// The first line end ('\n' or '\r') in p[from, size), or size when there is none. Both bytes are
+// looked for in one pass, 16 bytes at a time, so every byte of a block is read once however its
+// lines end, and a short line costs one step.
+inline std::size_t line_end(const u8* p, std::size_t from, std::size_t size) {
+  std::size_t i = from;
+#if defined(__SSE2__)
+  const __m128i nl = _mm_set1_epi8('\n');
+  const __m128i cr = _mm_set1_epi8('\r');
+  for (; i + 16 <= size; i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    const int hit = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, nl), _mm_cmpeq_epi8(v, cr)));
+    if (hit) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(hit)));  // GCC, Clang
   }
-  const u8* p_;
-  std::size_t size_;
-  std::size_t nl_ = kUnknown, cr_ = kUnknown;
-};
+#endif
+  for (; i < size; ++i)
+    if (p[i] == '\n' || p[i] == '\r') return i;
+  return size;
+}
 
 // split_lines(block, final, max_line_bytes, on_bad=0, scanned=0, discarding=False) -> dict with
 //   data, offsets: the non-blank stripped lines as an Arrow large_string layout
@@ -216,33 +214,54 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
   std::vector<std::int64_t> blank;
   std::vector<std::int64_t> ints;
   std::size_t pos = 0, lines = 0, bad = 0, scanned = static_cast<std::size_t>(scanned_in);
+  std::size_t used = 0;  // bytes of `data` written
   int error = 0;
   std::int64_t error_line = -1;
   {
     py::gil_scoped_release nogil;
     const auto limit = static_cast<std::size_t>(max_line);
     std::vector<u8> fixed;  // one replaced line
+    // Output sized at the first kept line: at most one key per '\n' after the known-scanned
+    // prefix (which holds none; lines ended by '\r' alone grow the vectors as usual), and at most
+    // the block's bytes from that line on (a replaced line can be longer: `data` then grows).
+    // Nothing is allocated or counted for a call that only extends a long line, so such a line
+    // costs O(L) in all. kSlack spare bytes let a short line be copied as one 16-byte move.
+    constexpr std::size_t kSlack = 16;
+    bool sized = false;
     // a kept line: its integer key (int_keys; dropped when it is not one), else its bytes
-    const auto emit = [&](const u8* b, const u8* f) {
+    const auto emit = [&](const u8* b, const u8* f, bool in_block) {
+      const auto n = static_cast<std::size_t>(f - b);
+      if (!sized) {
+        sized = true;
+        const std::size_t keys = static_cast<std::size_t>(
+            std::count(p + scanned_in, p + size, static_cast<u8>('\n'))) + 1;
+        if (int_keys) {
+          ints.reserve(keys);
+        } else {
+          offsets.reserve(keys + 1);
+          data.resize(size - std::min(pos, size) + n + kSlack);
+        }
+      }
       if (int_keys) {
         std::int64_t v;
-        if (parse_int_key(b, f, v)) {
-          if (ints.empty()) ints.reserve(size / 8 + 1);
-          ints.push_back(v);
-        }
+        if (parse_int_key(b, f, v)) ints.push_back(v);
         return;
       }
-      if (data.empty()) data.reserve(std::min(size, static_cast<std::size_t>(f - b) + (size - pos)));
-      data.insert(data.end(), b, f);
-      offsets.push_back(static_cast<std::int64_t>(data.size()));
+      if (used + n + kSlack > data.size()) data.resize(std::max(2 * data.size(), used + n + kSlack));
+      if (in_block && n <= kSlack && static_cast<std::size_t>(b - p) + kSlack <= size) {
+        std::memcpy(data.data() + used, b, kSlack);  // a constant-size copy: one vector move
+      } else {
+        std::memcpy(data.data() + used, b, n);
+      }
+      used += n;
+      offsets.push_back(static_cast<std::int64_t>(used));
     };
     // UTF-8 is checked once over the complete lines after the first (line ends are ASCII, so a
     // sequence cannot span two lines); the first line, which may be a long carried one, and every
     // line of a block that fails are checked on their own, once each.
     int block_ok = -1;  // unknown until the first line is done
-    LineEnds ends(p, size);
     while (pos < size) {
-      const std::size_t e = ends.after(pos + scanned);
+      const std::size_t e = line_end(p, pos + scanned, size);
       scanned = 0;
       if (discarding) {  // the tail of an overlong line: drop it, up to its end
         if (e == size && !final) { pos = size; break; }
@@ -264,7 +283,7 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
             f = b + fixed.size();
             strip(b, f);
             if (b == f) blank.push_back(static_cast<std::int64_t>(lines));
-            else emit(b, f);
+            else emit(b, f, false);
           }
           ++lines;
           discarding = true;
@@ -323,10 +342,11 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
       if (b == f) {
         blank.push_back(static_cast<std::int64_t>(lines - 1));
       } else {
-        emit(b, f);
+        emit(b, f, !replaced);
       }
     }
   }
+  data.resize(used);  // keeps the capacity: no copy
   py::dict out;
   out["data"] = to_numpy(std::move(data));
   out["offsets"] = to_numpy(std::move(offsets));
