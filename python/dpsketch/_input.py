@@ -810,7 +810,8 @@ class Source:
                 if eof:
                     return
         finally:
-            blocks.close(wait=False)
+            # pyarrow's transcoding stream may read sys.stdin itself: that reader is waited for
+            blocks.close(wait=not self.utf8)
 
     def _at(self, what, number):
         """'line N of FILE' when positions may be named, else 'a line of FILE'."""
