@@ -645,7 +645,7 @@ class Source:
             yield arr.slice(start, self.chunk_size)
 
     def _keyed(self, items):
-        """Text/CSV items (large_string arrays) as key batches of at most chunk_size items."""
+        """CSV items (large_string arrays) as key batches of at most chunk_size items."""
         for arr in items:
             for part in self._slices(arr):
                 keys = self.keys.convert(part)
@@ -653,7 +653,8 @@ class Source:
                     yield keys
 
     def _items(self):
-        """The stripped, non-empty text items of a text file or a CSV column (large_string arrays)."""
+        """The stripped, non-empty text items of a text file (dpsketch._keys.Utf8Lines) or a CSV
+        column (large_string arrays)."""
         if self.format == "text":
             yield from self._text_lines()
             return
