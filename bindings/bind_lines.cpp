@@ -10,6 +10,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace py = pybind11;
 
 namespace {
@@ -126,6 +130,33 @@ void replace_invalid(const u8* b, const u8* e, std::vector<u8>& out) {
   }
 }
 
+// The integer key of a stripped line under --int-keys (dpsketch._input, "keys='int'"): an optional
+// sign, one or more ASCII digits and nothing else, with its value in the signed 64-bit range
+// (leading zeros allowed). False for anything else: the caller drops such a line.
+inline bool parse_int_key(const u8* b, const u8* e, std::int64_t& out) {
+  bool negative = false;
+  if (b < e && (*b == '+' || *b == '-')) {
+    negative = *b == '-';
+    ++b;
+  }
+  if (b == e) return false;
+  // magnitude limit: 2^63 for a negative value, 2^63 - 1 otherwise
+  const std::uint64_t limit = negative ? (std::uint64_t{1} << 63) : (std::uint64_t{1} << 63) - 1;
+  std::uint64_t v = 0;
+  for (; b < e; ++b) {
+    const unsigned d = static_cast<unsigned>(*b) - '0';
+    if (d > 9) return false;
+    if (v > (limit - d) / 10) {  // v * 10 + d > limit; keep checking that the rest are digits
+      for (++b; b < e; ++b)
+        if (static_cast<unsigned>(*b) - '0' > 9) return false;
+      return false;
+    }
+    v = v * 10 + d;
+  }
+  out = negative ? static_cast<std::int64_t>(0 - v) : static_cast<std::int64_t>(v);
+  return true;
+}
+
 // A numpy array that owns the vector's memory (no copy).
 template <class T>
 py::array_t<T> to_numpy(std::vector<T>&& v) {
@@ -136,30 +167,24 @@ py::array_t<T> to_numpy(std::vector<T>&& v) {
 
 enum OnBad : int { kError = 0, kSkip = 1, kReplace = 2 };
 
-// Line ends of one block, found left to right. The next '\n' and the next '\r' are each remembered
-// until passed, so a block whose lines all end in one of them is still searched once in all (a
-// fresh memchr per line for the other byte would scan to the block end every time).
-class LineEnds {
- public:
-  LineEnds(const u8* p, std::size_t size) : p_(p), size_(size) {}
-  // The end of the line starting at `from` (its first '\n' or '\r'), or `size` when there is none.
-  // Calls come with non-decreasing `from`.
-  std::size_t after(std::size_t from) { return std::min(next(nl_, '\n', from), next(cr_, '\r', from)); }
-
- private:
-  static constexpr std::size_t kUnknown = static_cast<std::size_t>(-1);
-  // `at` is the first `ch` at or after some earlier `from`, so none lies in [from, at) either
-  std::size_t next(std::size_t& at, u8 ch, std::size_t from) {
-    if (at == kUnknown || at < from) {
-      const void* q = std::memchr(p_ + from, ch, size_ - from);
-      at = q ? static_cast<std::size_t>(static_cast<const u8*>(q) - p_) : size_;
-    }
-    return at;
+// The first line end ('\n' or '\r') in p[from, size), or size when there is none. Both bytes are
+// looked for in one pass, 16 bytes at a time, so every byte of a block is read once however its
+// lines end, and a short line costs one step.
+inline std::size_t line_end(const u8* p, std::size_t from, std::size_t size) {
+  std::size_t i = from;
+#if defined(__SSE2__)
+  const __m128i nl = _mm_set1_epi8('\n');
+  const __m128i cr = _mm_set1_epi8('\r');
+  for (; i + 16 <= size; i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    const int hit = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, nl), _mm_cmpeq_epi8(v, cr)));
+    if (hit) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(hit)));  // GCC, Clang
   }
-  const u8* p_;
-  std::size_t size_;
-  std::size_t nl_ = kUnknown, cr_ = kUnknown;
-};
+#endif
+  for (; i < size; ++i)
+    if (p[i] == '\n' || p[i] == '\r') return i;
+  return size;
+}
 
 // split_lines(block, final, max_line_bytes, on_bad=0, scanned=0, discarding=False) -> dict with
 //   data, offsets: the non-blank stripped lines as an Arrow large_string layout
@@ -170,12 +195,14 @@ class LineEnds {
 //   lines: lines consumed; blank: indices (0-based, within this call) of the skipped blank lines
 //   bad: lines skipped or replaced under on_bad (a line is counted once, when it starts)
 //   error: 0 ok, 1 invalid UTF-8, 2 line longer than max_line_bytes (on_bad error); error_line: its index
+//   ints: with int_keys, the lines' integer keys (parse_int_key; data and offsets stay empty, and
+//     a line that is not an integer key is dropped)
 // on_bad: 0 error, 1 skip the line, 2 replace: ill-formed UTF-8 becomes U+FFFD and a line longer
 // than max_line_bytes keeps its first max_line_bytes bytes (then decoded with replacement).
 // Every byte is searched and checked a bounded number of times over a whole stream, whatever the
 // line lengths (the caller appends blocks to the unconsumed rest and passes `scanned` back).
 py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool final, std::int64_t max_line,
-                     int on_bad, std::int64_t scanned_in, bool discarding) {
+                     int on_bad, std::int64_t scanned_in, bool discarding, bool int_keys) {
   if (block.ndim() != 1) throw py::value_error("expected a 1-D byte array");
   if (max_line < 1) throw py::value_error("max_line_bytes must be >= 1");
   if (on_bad < kError || on_bad > kReplace) throw py::value_error("on_bad must be 0 (error), 1 (skip) or 2 (replace)");
@@ -185,20 +212,56 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
   std::vector<u8> data;
   std::vector<std::int64_t> offsets{0};
   std::vector<std::int64_t> blank;
+  std::vector<std::int64_t> ints;
   std::size_t pos = 0, lines = 0, bad = 0, scanned = static_cast<std::size_t>(scanned_in);
+  std::size_t used = 0;  // bytes of `data` written
   int error = 0;
   std::int64_t error_line = -1;
   {
     py::gil_scoped_release nogil;
     const auto limit = static_cast<std::size_t>(max_line);
     std::vector<u8> fixed;  // one replaced line
+    // Output sized at the first kept line: at most one key per '\n' after the known-scanned
+    // prefix (which holds none; lines ended by '\r' alone grow the vectors as usual), and at most
+    // the block's bytes from that line on (a replaced line can be longer: `data` then grows).
+    // Nothing is allocated or counted for a call that only extends a long line, so such a line
+    // costs O(L) in all. kSlack spare bytes let a short line be copied as one 16-byte move.
+    constexpr std::size_t kSlack = 16;
+    bool sized = false;
+    // a kept line: its integer key (int_keys; dropped when it is not one), else its bytes
+    const auto emit = [&](const u8* b, const u8* f, bool in_block) {
+      const auto n = static_cast<std::size_t>(f - b);
+      if (!sized) {
+        sized = true;
+        const std::size_t keys = static_cast<std::size_t>(
+            std::count(p + scanned_in, p + size, static_cast<u8>('\n'))) + 1;
+        if (int_keys) {
+          ints.reserve(keys);
+        } else {
+          offsets.reserve(keys + 1);
+          data.resize(size - std::min(pos, size) + n + kSlack);
+        }
+      }
+      if (int_keys) {
+        std::int64_t v;
+        if (parse_int_key(b, f, v)) ints.push_back(v);
+        return;
+      }
+      if (used + n + kSlack > data.size()) data.resize(std::max(2 * data.size(), used + n + kSlack));
+      if (in_block && n <= kSlack && static_cast<std::size_t>(b - p) + kSlack <= size) {
+        std::memcpy(data.data() + used, b, kSlack);  // a constant-size copy: one vector move
+      } else {
+        std::memcpy(data.data() + used, b, n);
+      }
+      used += n;
+      offsets.push_back(static_cast<std::int64_t>(used));
+    };
     // UTF-8 is checked once over the complete lines after the first (line ends are ASCII, so a
     // sequence cannot span two lines); the first line, which may be a long carried one, and every
     // line of a block that fails are checked on their own, once each.
     int block_ok = -1;  // unknown until the first line is done
-    LineEnds ends(p, size);
     while (pos < size) {
-      const std::size_t e = ends.after(pos + scanned);
+      const std::size_t e = line_end(p, pos + scanned, size);
       scanned = 0;
       if (discarding) {  // the tail of an overlong line: drop it, up to its end
         if (e == size && !final) { pos = size; break; }
@@ -220,7 +283,7 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
             f = b + fixed.size();
             strip(b, f);
             if (b == f) blank.push_back(static_cast<std::int64_t>(lines));
-            else { data.insert(data.end(), b, f); offsets.push_back(static_cast<std::int64_t>(data.size())); }
+            else emit(b, f, false);
           }
           ++lines;
           discarding = true;
@@ -279,12 +342,11 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
       if (b == f) {
         blank.push_back(static_cast<std::int64_t>(lines - 1));
       } else {
-        if (data.empty()) data.reserve(std::min(size, static_cast<std::size_t>(f - b) + (size - pos)));
-        data.insert(data.end(), b, f);
-        offsets.push_back(static_cast<std::int64_t>(data.size()));
+        emit(b, f, !replaced);
       }
     }
   }
+  data.resize(used);  // keeps the capacity: no copy
   py::dict out;
   out["data"] = to_numpy(std::move(data));
   out["offsets"] = to_numpy(std::move(offsets));
@@ -296,6 +358,7 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
   out["blank"] = py::array_t<std::int64_t>(static_cast<py::ssize_t>(blank.size()), blank.data());
   out["error"] = error;
   out["error_line"] = error_line;
+  out["ints"] = to_numpy(std::move(ints));
   return out;
 }
 
@@ -303,6 +366,7 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
 
 void bind_lines(py::module_& m) {
   m.def("split_lines", &split_lines, py::arg("block"), py::arg("final"), py::arg("max_line_bytes"),
-        py::arg("on_bad") = 0, py::arg("scanned") = 0, py::arg("discarding") = false,
-        "Split a UTF-8 block into stripped, non-blank lines (Arrow large_string layout); see _input.py.");
+        py::arg("on_bad") = 0, py::arg("scanned") = 0, py::arg("discarding") = false, py::arg("int_keys") = false,
+        "Split a UTF-8 block into stripped, non-blank lines (Arrow large_string layout), or with int_keys "
+        "into their integer keys; see _input.py.");
 }

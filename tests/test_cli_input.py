@@ -1,4 +1,4 @@
-"""dpsketch top: the Arrow input path (line limits, gzip errors, typing rules), --top, the
+"""dpsketch top: the text and CSV input paths (line limits, gzip errors, typing rules), --top, the
 no-result hint and parameter checks that run before any input is read."""
 
 from __future__ import annotations
@@ -202,19 +202,23 @@ def test_unit_separator_lines_are_counted(capsys, tmp_path):
     assert d["n"] == 60 and d["items"][0][0] == "a\x1fb"
 
 
-def test_chunks_yield_arrow_or_int64_without_python_items(heavy):
+def test_text_chunks_are_byte_buffers_or_int64_without_python_items(heavy):
     import numpy as np
-    import pyarrow as pa
+
+    from dpsketch._keys import Utf8Lines
 
     src = _input.Source(heavy, chunk_size=7_000)
     batches = list(src.chunks())
-    assert all(isinstance(b, pa.Array) and b.type == pa.large_string() for b in batches)
-    assert sum(len(b) for b in batches) == 30_000
+    assert all(isinstance(b, Utf8Lines) and b.data.dtype == np.uint8 and b.offsets.dtype == np.int64 for b in batches)
+    assert sum((b.to_pylist() for b in batches), []) == [line.strip() for line in heavy.read_text().splitlines()
+                                                         if line.strip()]
     assert max(len(b) for b in batches) <= 7_000
+    assert batches[1].to_arrow().to_pylist() == batches[1].to_pylist()
     ints = heavy.parent / "i.txt"
     ints.write_text("\n".join(str(i % 13 - 6) for i in range(1000)) + "\n")
-    batches = list(_input.Source(ints, keys="int").chunks())
+    batches = list(_input.Source(ints, keys="int", chunk_size=300).chunks())
     assert all(isinstance(b, np.ndarray) and b.dtype == np.int64 for b in batches)
+    assert sum((b.tolist() for b in batches), []) == [i % 13 - 6 for i in range(1000)]
 
 
 def test_split_lines_matches_python_across_block_boundaries():
@@ -262,3 +266,46 @@ def test_split_lines_errors_name_the_line():
     assert r["error"] == 2 and r["error_line"] == 1
     for surrogate in (b"\xed\xa0\x80\n", b"\xc0\xaf\n", b"\xf4\x90\x80\x80\n"):  # surrogate, overlong, > U+10FFFF
         assert _core.split_lines(np.frombuffer(surrogate, dtype=np.uint8), True, 100)["error"] == 1
+
+
+def test_int_keys_of_text_follow_the_arrow_rule_line_by_line():
+    # Text under --int-keys is parsed in the C++ split; CSV, Parquet and Arrow strings go through
+    # _lenient_ints. Both must keep and drop exactly the same items, with the same values.
+    import pyarrow as pa
+
+    from dpsketch import _core
+
+    rng = random.Random(11)
+    edge = ["0", "-0", "+0", "007", "-007", "+", "-", "+-1", "--1", "1-", "1 2", "0x10", "1e3", "1.0", "١٢",
+            "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+            "00000000000000000000009223372036854775807", "+00000000000000000000000000000000000000000",
+            "18446744073709551616", "99999999999999999999", "9" * 400, "-" + "9" * 400, "12a", "a12", " 5 "]
+    alphabet = "0123456789+- x"
+    random_items = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 22))) for _ in range(3000)]
+    items = [s for s in edge + random_items if s.strip()]
+    got = _core.split_lines(np.frombuffer(("\n".join(items) + "\n").encode(), dtype=np.uint8), True, 1 << 20,
+                            int_keys=True)["ints"].tolist()
+    stripped = pa.array([s.strip() for s in items], type=pa.large_string())
+    want, _ = _input._lenient_ints(stripped)
+    assert got == want.tolist()
+    assert 2**63 - 1 in got and -(2**63) in got and 0 in got  # the ends of int64 are kept
+
+
+def test_gzip_members_trailing_bytes_and_truncation(capsys, tmp_path):
+    two = tmp_path / "two.txt.gz"
+    two.write_bytes(gzip.compress(b"a\nb\n" * 40_000) + gzip.compress(b"c\n" * 30_000))
+    batches = list(_input.Source(two).chunks())
+    assert sum(len(b) for b in batches) == 110_000  # both members are read
+    assert sum(b.to_pylist().count("c") for b in batches) == 30_000
+    for tail, needle in ((b"garbage", "gzip"), (b"\0" * 16, "gzip")):
+        bad = tmp_path / "tail.txt.gz"
+        bad.write_bytes(gzip.compress(b"a\n" * 10) + tail)
+        code, _, err = run(capsys, "top", bad)
+        assert code == 1
+        assert needle in one_error_line(err)
+    cut = tmp_path / "cut.txt.gz"
+    blob = gzip.compress(os.urandom(300_000).hex().encode())  # incompressible: the cut is mid-stream
+    cut.write_bytes(blob[: len(blob) - 9])
+    code, _, err = run(capsys, "top", cut)
+    assert code == 1
+    assert "truncated" in one_error_line(err)

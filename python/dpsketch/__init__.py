@@ -16,31 +16,60 @@ documentation is installed with the package: ``dpsketch docs`` (the specificatio
 docs/algorithms.md, the derivations docs/privacy.md).
 """
 
-from ._core import __version__
-from . import datasets, errors
-from .budget import Budget, DisjointScope, PrivacyTotals, Spend
-from .budget_file import FileBudget
-from .errors import (
-    BudgetExceededError,
-    BudgetFileError,
-    CorruptBytesError,
-    DPSketchError,
-    ParameterError,
-    ReadOnlyError,
-    ReleaseBudgetError,
-    StreamLimitError,
-)
-from .dpss import heavy_hitters
-from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
-from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
-from .inmemory import quantiles
-from .privacy_unit import (ContributionBounder, UnitStream, bound_contributions, bound_rows_per_unit,
-                           unit_heavy_hitters, unit_quantiles, unit_quantiles_cost, unit_release_cost)
-from .release import Release
-from .sketches import CountMin, CountSketch
-from .summaries import MisraGries, SpaceSaving
-from .windows import Windowed
-from .cumulative import Cumulative
+from typing import TYPE_CHECKING
+
+# The public names load on first use (PEP 562), so that a command line that only parses its
+# options (``dpsketch --version``, ``--help``) imports neither numpy nor the compiled module.
+# ``from dpsketch import X`` and ``dpsketch.X`` work as for eager imports; the block below gives
+# type checkers the same names.
+_LAZY = {
+    "__version__": "._core",
+    "Budget": ".budget", "DisjointScope": ".budget", "PrivacyTotals": ".budget", "Spend": ".budget",
+    "FileBudget": ".budget_file",
+    "BudgetExceededError": ".errors", "BudgetFileError": ".errors", "CorruptBytesError": ".errors",
+    "DPSketchError": ".errors", "ParameterError": ".errors", "ReadOnlyError": ".errors",
+    "ReleaseBudgetError": ".errors", "StreamLimitError": ".errors",
+    "heavy_hitters": ".dpss",
+    "DyadicCountSketch": ".dyadic", "PrivateDyadicCountSketch": ".dyadic",
+    "PrivateCountMin": ".private", "PrivateCountSketch": ".private", "SketchHeavyHitters": ".private",
+    "ContributionBounder": ".privacy_unit", "UnitStream": ".privacy_unit", "bound_contributions": ".privacy_unit",
+    "bound_rows_per_unit": ".privacy_unit", "unit_heavy_hitters": ".privacy_unit", "unit_quantiles": ".privacy_unit",
+    "unit_quantiles_cost": ".privacy_unit", "unit_release_cost": ".privacy_unit",
+    "Release": ".release",
+    "CountMin": ".sketches", "CountSketch": ".sketches",
+    "MisraGries": ".summaries", "SpaceSaving": ".summaries",
+    "Windowed": ".windows",
+    "Cumulative": ".cumulative",
+    "quantiles": ".inmemory",
+}
+_SUBMODULES = ("audit", "datasets", "errors")
+
+if TYPE_CHECKING:
+    from ._core import __version__
+    from . import audit, datasets, errors
+    from .budget import Budget, DisjointScope, PrivacyTotals, Spend
+    from .budget_file import FileBudget
+    from .errors import (
+        BudgetExceededError,
+        BudgetFileError,
+        CorruptBytesError,
+        DPSketchError,
+        ParameterError,
+        ReadOnlyError,
+        ReleaseBudgetError,
+        StreamLimitError,
+    )
+    from .dpss import heavy_hitters
+    from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
+    from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
+    from .privacy_unit import (ContributionBounder, UnitStream, bound_contributions, bound_rows_per_unit,
+                               unit_heavy_hitters, unit_quantiles, unit_quantiles_cost, unit_release_cost)
+    from .release import Release
+    from .sketches import CountMin, CountSketch
+    from .summaries import MisraGries, SpaceSaving
+    from .windows import Windowed
+    from .cumulative import Cumulative
+    from .inmemory import quantiles
 
 __all__ = [
     "MisraGries",
@@ -85,9 +114,18 @@ __all__ = [
 ]
 
 
-def __getattr__(name):  # dpsketch.audit loads on first use: importing dpsketch does not import it
-    if name == "audit":
-        import importlib
+def __getattr__(name):
+    import importlib
 
-        return importlib.import_module(".audit", __name__)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

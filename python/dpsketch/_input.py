@@ -1,11 +1,11 @@
 """The input of every ``dpsketch`` command: text lines, CSV/TSV columns, Parquet columns and Arrow
 IPC columns (the stream format, e.g. from ``duckdb -arrow`` or a program writing
 ``pyarrow.ipc.new_stream``, and the file format, Feather v2), plain or gzip-compressed, from a file or
-stdin, read by pyarrow's C++ readers in bounded blocks. A
-:class:`Source` hands a command
+stdin, read in bounded blocks (text by Python's io and zlib and the C++ core, the other formats by
+pyarrow's C++ readers). A :class:`Source` hands a command
 
-- :meth:`Source.chunks`: key batches for ``update_many`` (``dpsketch top``), as Arrow string arrays
-  or int64 numpy arrays -- no Python object per item;
+- :meth:`Source.chunks`: key batches for ``update_many`` (``dpsketch top``), as Arrow string arrays,
+  :class:`dpsketch._keys.Utf8Lines` (text) or int64 numpy arrays -- no Python object per item;
 - :meth:`Source.pairs`: the key and the privacy id of each row, aligned (``dpsketch top
   --privacy-id``; CSV, Parquet and Arrow; the batches go to ``dpsketch.ContributionBounder`` as they come),
   and :func:`column` to join batches into one column for the library;
@@ -15,8 +15,8 @@ stdin, read by pyarrow's C++ readers in bounded blocks. A
   id), aligned, for ``dpsketch top --window`` (:mod:`dpsketch.windows`); with ``follow`` a pipe or
   file that keeps growing is read as lines arrive.
 
-Memory is bounded: text is decompressed by pyarrow in blocks of ``TEXT_BLOCK_BYTES`` and split
-into lines in C++ (``dpsketch._core.split_lines``); CSV rows are parsed by ``pyarrow.csv.open_csv``
+Memory is bounded: text is decompressed in blocks of ``TEXT_BLOCK_BYTES`` and split into lines
+in C++ (``dpsketch._core.split_lines``, which also reads the integer keys under ``keys='int'``); CSV rows are parsed by ``pyarrow.csv.open_csv``
 in blocks of ``max_line_bytes``. Parquet and Arrow are read one record batch at a time (an Arrow
 batch is as large as its writer made it).
 
@@ -59,18 +59,15 @@ import threading
 
 import numpy as np
 
-from .errors import DPSketchError
+from ._input_options import DEFAULT_MAX_LINE_BYTES, FORMATS, ON_BAD_LINE, RunError, UsageError
 
 __all__ = [
     "FORMATS", "UsageError", "RunError", "InputError", "InputUsageError", "Source", "column", "detect_format",
     "DEFAULT_MAX_LINE_BYTES", "ON_BAD_LINE",
 ]
 
-FORMATS = ("text", "csv", "parquet", "arrow")
 _COLUMNAR = ("parquet", "arrow")  # typed columns: the schema decides the key type
-ON_BAD_LINE = ("error", "skip", "replace")
 _ON_BAD_CODE = {"error": 0, "skip": 1, "replace": 2}  # dpsketch._core.split_lines(on_bad=)
-DEFAULT_MAX_LINE_BYTES = 1 << 20  # also the CSV reader's block size: bounds memory in flight
 _LENIENT_INT = r"^[+-]?[0-9]+$"
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _BOM = b"\xef\xbb\xbf"
@@ -83,14 +80,6 @@ _EDGE_WS[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
 _EDGE_WS[0x80:] = True
 _DIGIT = np.zeros(256, dtype=bool)
 _DIGIT[ord("0") : ord("9") + 1] = True
-
-
-class UsageError(DPSketchError):
-    """A bad command line: an option out of range, or options that do not fit together (exit status 2)."""
-
-
-class RunError(DPSketchError):
-    """The command could not be carried out: unreadable input, a release the library refuses (exit status 1)."""
 
 
 class InputUsageError(UsageError):
@@ -229,6 +218,39 @@ def _plain_ints(arr):
         return pc.cast(arr, pa.int64()).to_numpy()
     except pa.ArrowInvalid:
         return None
+
+
+def _gunzip(raw, block):
+    """The inflated bytes of the gzip stream ``raw``, at most ``block`` bytes at a time; every
+    member in turn, as gzip -d reads them. EOFError when the stream ends inside a member; OSError
+    for corrupt data (bytes after a member that are not another member included)."""
+    import zlib
+
+    member = zlib.decompressobj(31)  # wbits 16 + 15: a gzip header and trailer
+    pending, inside = b"", True  # compressed bytes not yet given to zlib; inside a member
+    try:
+        while True:
+            if not pending:
+                pending = raw.read(block // 4)
+                if not pending:
+                    if inside:
+                        rest = member.flush()  # what zlib holds back when the output was capped
+                        if rest:
+                            yield rest
+                        if not member.eof:
+                            raise EOFError("compressed stream ended early")
+                    return
+            if not inside:
+                member, inside = zlib.decompressobj(31), True
+            out = member.decompress(pending, block)
+            if member.eof:
+                pending, inside = member.unused_data, False
+            else:
+                pending = member.unconsumed_tail
+            if out:
+                yield out
+    except zlib.error as exc:
+        raise OSError(f"zlib inflate failed: {exc}") from None
 
 
 def _append(buf, lo, hi, chunk):
@@ -548,10 +570,14 @@ class Source:
 
     # -- what the commands read ---------------------------------------------------------------
     def chunks(self):
-        """Key batches (pyarrow large_string arrays or int64 numpy arrays) of at most chunk_size
-        items; empty items are skipped. Read one batch ahead in a thread."""
+        """Key batches (pyarrow large_string arrays, dpsketch._keys.Utf8Lines for text input, or
+        int64 numpy arrays) of at most chunk_size items; empty items are skipped. Read one batch
+        ahead in a thread."""
         self._cancel = threading.Event()  # this read's own: set when its consumer stops
-        gen = self._parquet_chunks() if self.format in _COLUMNAR else self._keyed(self._items())
+        if self.format in _COLUMNAR:
+            gen = self._parquet_chunks()
+        else:
+            gen = self._text_chunks() if self.format == "text" else self._keyed(self._items())
         yield from self._guard(_read_ahead(gen, stop=self._cancel))
 
     def pairs(self, in_reader=None):
@@ -619,7 +645,7 @@ class Source:
             yield arr.slice(start, self.chunk_size)
 
     def _keyed(self, items):
-        """Text/CSV items (large_string arrays) as key batches of at most chunk_size items."""
+        """CSV items (large_string arrays) as key batches of at most chunk_size items."""
         for arr in items:
             for part in self._slices(arr):
                 keys = self.keys.convert(part)
@@ -627,7 +653,8 @@ class Source:
                     yield keys
 
     def _items(self):
-        """The stripped, non-empty text items of a text file or a CSV column (large_string arrays)."""
+        """The stripped, non-empty text items of a text file (dpsketch._keys.Utf8Lines) or a CSV
+        column (large_string arrays)."""
         if self.format == "text":
             yield from self._text_lines()
             return
@@ -666,19 +693,80 @@ class Source:
                     yield values, ids_part
 
     # -- text ---------------------------------------------------------------------------------
-    def _text_lines(self):
-        """Lines, split in C++ (dpsketch._core.split_lines) from decompressed blocks read by pyarrow:
-        line ends \\n, \\r\\n or \\r; str.strip() whitespace; blank lines skipped; UTF-8 and the
-        line length checked, a bad line handled by ``on_bad_line``. The unconsumed bytes (one
-        partial line) live in a buffer that doubles when full, and split_lines resumes its search
-        where the last call stopped, so a line of L bytes costs O(L) however many blocks it spans;
-        each call handles one block, so the loop sees a cancel (Ctrl-C) between blocks. Memory: a
-        block plus one partial line (at most max_line_bytes; under skip/replace the rest of an
-        overlong line is dropped as it comes)."""
-        pa, _ = _pa()
-        from . import _core
+    def _text_blocks(self):
+        """The decompressed bytes of the text input, in blocks of at most TEXT_BLOCK_BYTES: read with
+        Python's io and inflated with zlib (both release the GIL; gzip is detected by its magic and
+        every member is read, as gzip -d does), or through pyarrow's transcoding stream for an
+        --encoding other than UTF-8."""
+        if not self.utf8:
+            stream, owned = self._open_bytes()
+            try:
+                while chunk := stream.read(TEXT_BLOCK_BYTES):
+                    yield chunk
+            finally:
+                if owned is not None:
+                    owned.close()
+            return
+        if self.path == "-":
+            # A reader of its own on stdin's descriptor: the thread reading it is not waited for
+            # when a run stops early, and one blocked inside sys.stdin's own reader at exit
+            # would abort the interpreter (it holds that reader's lock).
+            try:
+                raw = owned = open(sys.stdin.buffer.fileno(), "rb", closefd=False)
+            except (AttributeError, OSError, ValueError):  # a replaced stdin without a descriptor
+                raw, owned = sys.stdin.buffer, None
+                if not hasattr(raw, "peek"):  # pragma: no cover - exotic stdin replacements
+                    raw = io.BufferedReader(raw)
+        else:
+            try:
+                raw = owned = open(self.path, "rb")
+            except OSError as exc:
+                raise InputError(f"cannot read {self.where()}: {exc.strerror or first_line(exc)}") from None
+            st = os.fstat(raw.fileno())
+            if stat.S_ISREG(st.st_mode):
+                self.total, self.unit = st.st_size, "B"
+                self._pos = _safe_position(raw, st.st_size)
+        try:
+            if raw.peek(2)[:2] == b"\x1f\x8b":
+                yield from _gunzip(raw, TEXT_BLOCK_BYTES)
+            else:
+                while chunk := raw.read(TEXT_BLOCK_BYTES):
+                    yield chunk
+        finally:
+            if owned is not None:
+                owned.close()
 
-        stream, owned = self._open_bytes()
+    def _text_chunks(self):
+        """Key batches of text input, at most chunk_size keys each: the lines as
+        dpsketch._keys.Utf8Lines, or with keys='int' their int64 keys (read in the split)."""
+        for batch in self._text_lines(int_keys=self.keys.chosen == "int"):
+            for start in range(0, len(batch), self.chunk_size):
+                if isinstance(batch, np.ndarray):
+                    yield batch[start : start + self.chunk_size]
+                else:
+                    yield batch.slice(start, self.chunk_size)
+
+    def _text_lines(self, int_keys=False):
+        """Lines, split in C++ (dpsketch._core.split_lines) from decompressed blocks
+        (:meth:`_text_blocks`): line ends \\n, \\r\\n or \\r; str.strip() whitespace; blank lines
+        skipped; UTF-8 and the line length checked, a bad line handled by ``on_bad_line``; as
+        dpsketch._keys.Utf8Lines batches, or with ``int_keys`` as int64 arrays of the lines that
+        are integer keys (the rule of the module doc, applied in the same C++ pass; the other
+        lines are dropped). The unconsumed bytes (one partial line) live in a buffer that doubles
+        when full, and split_lines resumes its search where the last call stopped, so a line of L
+        bytes costs O(L) however many blocks it spans; each call handles one block, so the loop
+        sees a cancel (Ctrl-C) between blocks. Memory: a block plus one partial line (at most
+        max_line_bytes; under skip/replace the rest of an overlong line is dropped as it comes)."""
+        from . import _core
+        from ._keys import Utf8Lines
+        from ._prefetch import Prefetch
+
+        # Reading and inflating run in a thread of their own, a block or two ahead of the split:
+        # inflating gzip costs about as much as splitting, so one thread doing both would be the
+        # pipeline's bottleneck (the summary's update is the third stage). It has its own stop
+        # event (stopping it must not cancel this read) and is not waited for when the split
+        # stops early, so an error is not held up by a read from a pipe that delivers nothing.
+        blocks = Prefetch(self._text_blocks(), name="dpsketch-inflate")
         on_bad = _ON_BAD_CODE[self.on_bad_line]
         buf = np.empty(2 * TEXT_BLOCK_BYTES, dtype=np.uint8)
         lo = hi = 0  # buf[lo:hi]: bytes read and not yet consumed
@@ -686,9 +774,11 @@ class Source:
         bom_checked = not self.utf8
         try:
             while not self._cancel.is_set():
-                chunk = stream.read_buffer(TEXT_BLOCK_BYTES)
-                eof = chunk.size == 0
-                if chunk.size:
+                chunk = blocks.get()
+                eof = chunk is Prefetch.DONE
+                if eof:
+                    chunk = b""
+                if chunk:
                     buf, lo, hi = _append(buf, lo, hi, np.frombuffer(chunk, dtype=np.uint8))
                 if not bom_checked:  # only at the start of the input, before any line is split
                     if hi - lo < 3 and not eof:
@@ -696,7 +786,7 @@ class Source:
                     bom_checked = True
                     if buf[lo : lo + 3].tobytes() == _BOM:
                         lo += 3
-                r = _core.split_lines(buf[lo:hi], eof, self.max_line_bytes, on_bad, scanned, discarding)
+                r = _core.split_lines(buf[lo:hi], eof, self.max_line_bytes, on_bad, scanned, discarding, int_keys)
                 if r["error"]:
                     line = lines_before + int(r["error_line"]) + 1
                     if r["error"] == 1:
@@ -704,13 +794,14 @@ class Source:
                             f"{self._at('line', line)} is not valid {self.encoding} text; "
                             f"--on-bad-line skip or replace goes on (or pass the right --encoding)")
                     raise self._too_long(line)
-                offsets, blank = r["offsets"], r["blank"]
-                self.skipped += len(blank)
+                self.skipped += len(r["blank"])
                 self.bad_lines += int(r["bad"])
                 lines_before += int(r["lines"])
-                if len(offsets) > 1:
-                    yield pa.Array.from_buffers(pa.large_string(), len(offsets) - 1,
-                                                [None, pa.py_buffer(offsets), pa.py_buffer(r["data"])])
+                if int_keys:
+                    if len(r["ints"]):
+                        yield r["ints"]
+                elif len(r["offsets"]) > 1:
+                    yield Utf8Lines(r["data"], r["offsets"])
                 lo += int(r["consumed"])
                 scanned, discarding = int(r["scanned"]), bool(r["discarding"])
                 if lo == hi:
@@ -720,8 +811,8 @@ class Source:
                 if eof:
                     return
         finally:
-            if owned is not None:
-                owned.close()
+            # pyarrow's transcoding stream may read sys.stdin itself: that reader is waited for
+            blocks.close(wait=not self.utf8)
 
     def _at(self, what, number):
         """'line N of FILE' when positions may be named, else 'a line of FILE'."""

@@ -12,6 +12,7 @@ from . import _core
 from ._guarded import Guarded, Serialized, locked  # noqa: F401  (locked: re-exported for the classes)
 from ._streams import streamed
 from ._keys import (
+    Utf8Lines,
     as_int_key,
     batch_key_type,
     check_key_type,
@@ -156,7 +157,7 @@ class Keyed(FastUpdated):
             elif c is None:
                 feed_str_batch(self._impl, items)
             else:
-                if type(items).__module__.startswith("pyarrow"):
+                if type(items).__module__.startswith("pyarrow") or isinstance(items, Utf8Lines):
                     items = items.to_pylist()
                 self._impl.update_many_counted(items, c)
 

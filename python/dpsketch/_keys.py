@@ -64,6 +64,40 @@ _TABLE_FIX = {
 }
 
 
+class Utf8Lines:
+    """A batch of str keys as one UTF-8 byte buffer and int64 offsets (Arrow's large_string layout:
+    key i is ``data[offsets[i]:offsets[i + 1]]``), as the text reader of dpsketch._input makes it
+    without pyarrow. The bytes are valid UTF-8 (checked by the reader); ``update_many`` feeds them
+    to the core without a Python object per key."""
+
+    __slots__ = ("data", "offsets")
+
+    def __init__(self, data: np.ndarray, offsets: np.ndarray) -> None:
+        self.data = data
+        self.offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def slice(self, start: int, length: int) -> "Utf8Lines":
+        """Keys start .. start+length-1 (a view: the bytes are shared)."""
+        return Utf8Lines(self.data, self.offsets[start : start + length + 1])
+
+    def to_pylist(self) -> list:
+        blob, off = self.data.tobytes(), self.offsets.tolist()
+        return [blob[a:b].decode("utf-8") for a, b in zip(off, off[1:])]
+
+    def __iter__(self):
+        return iter(self.to_pylist())
+
+    def to_arrow(self):
+        """The keys as a pyarrow large_string array (shares the buffers)."""
+        import pyarrow as pa
+
+        return pa.Array.from_buffers(pa.large_string(), len(self), [None, pa.py_buffer(self.offsets),
+                                                                     pa.py_buffer(self.data)])
+
+
 def normalize_batch(items):
     """A user container as something the feeders take: a numpy array, a pyarrow Array/ChunkedArray of
     integers or (large_)strings, or the object itself (sequences). Zero-copy where the data allow:
@@ -158,6 +192,8 @@ def _is_string_view(t) -> bool:
 
 def batch_key_type(items) -> str:
     """Key type of a batch (numpy array, pyarrow array, or sequence), from its dtype or first element."""
+    if isinstance(items, Utf8Lines):
+        return "str"
     if isinstance(items, np.ndarray):
         if items.ndim != 1:
             raise ValueError(f"expected a 1-D batch of keys, got an array of shape {items.shape}")
@@ -242,7 +278,10 @@ def _int_sequence(items) -> np.ndarray:
 
 def feed_str_batch(impl, items) -> None:
     """Feed a batch of str keys: numpy str/object arrays and sequences go straight to the core;
-    pyarrow string arrays pass their UTF-8 buffer and offsets without per-item Python objects."""
+    pyarrow string arrays and Utf8Lines pass their UTF-8 buffer and offsets without per-item Python objects."""
+    if isinstance(items, Utf8Lines):
+        impl.update_many_utf8(items.data, items.offsets)
+        return
     if _is_arrow(items):
         import pyarrow as pa
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from ._keys import Utf8Lines
 from .errors import ParameterError
 
 _TABLE_MODULES = ("pandas", "polars", "pyarrow")
@@ -36,9 +37,9 @@ def _is_frame(obj) -> bool:
 
 
 def _is_column(obj) -> bool:
-    """One column already: numpy arrays, pandas/polars Series, pyarrow arrays (also their
-    subclasses such as StringArray, Int64Array), lists and tuples."""
-    if isinstance(obj, (np.ndarray, list, tuple, str, bytes)):
+    """One column already: numpy arrays, the text reader's Utf8Lines, pandas/polars Series, pyarrow
+    arrays (also their subclasses such as StringArray, Int64Array), lists and tuples."""
+    if isinstance(obj, (np.ndarray, Utf8Lines, list, tuple, str, bytes)):
         return True
     mod = _module(obj)
     if mod == "pyarrow":

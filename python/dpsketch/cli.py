@@ -38,14 +38,12 @@ import math
 import os
 import sys
 
-from . import _input
-from ._input import RunError, UsageError
+from ._input_options import DEFAULT_MAX_LINE_BYTES, FORMATS, ON_BAD_LINE, RunError, UsageError
 
 __all__ = ["main"]
 
 PROG = "dpsketch"
 ALGORITHMS = ("spacesaving", "misragries", "countmin", "countsketch")
-FORMATS = _input.FORMATS
 # Frequency threshold n/k: k = 1000 (0.1% of the stream) releases something on typical data
 # (GCIDE words: ~100 items, retail: ~50); --show caps what is printed.
 DEFAULT_K = 1000
@@ -182,10 +180,10 @@ def _input_options(p, what):
     g.add_argument("--chunk-size", type=_int_at_least("chunk-size", 1), default=DEFAULT_CHUNK,
                    metavar="N", help=f"{what} per batch (default {DEFAULT_CHUNK:,})")
     g.add_argument("--max-line-length", type=_int_at_least("max-line-length", 1),
-                   default=_input.DEFAULT_MAX_LINE_BYTES, metavar="BYTES",
+                   default=DEFAULT_MAX_LINE_BYTES, metavar="BYTES",
                    help="longest line (text) or row (CSV) accepted; longer input is an error, so "
-                        f"input without newlines cannot exhaust memory (default {_input.DEFAULT_MAX_LINE_BYTES:,})")
-    g.add_argument("--on-bad-line", choices=_input.ON_BAD_LINE, default="error",
+                        f"input without newlines cannot exhaust memory (default {DEFAULT_MAX_LINE_BYTES:,})")
+    g.add_argument("--on-bad-line", choices=ON_BAD_LINE, default="error",
                    help="a line or row that is not valid UTF-8, is longer than --max-line-length, or "
                         "(CSV) has the wrong number of fields: error (default) stops the run; skip "
                         "drops it; replace keeps it with U+FFFD for bad bytes, cut to --max-line-length "

@@ -22,7 +22,7 @@ from . import _core, _seeds
 from .budget import Budget, charging
 from .calibration import calibrate, make_length, used_value
 from .errors import ParameterError
-from ._keys import batch_key_type, int_batch, normalize_batch
+from ._keys import Utf8Lines, batch_key_type, int_batch, normalize_batch
 from ._validation import check_int
 from .release import Release, build_release
 from .top_k import check_top_k, select_top_k, top_k_capacity
@@ -98,12 +98,14 @@ class CandidateCounts:
             pos[pos == len(self._sorted)] = 0
             hit = self._sorted[pos] == arr
             np.add.at(self._counts, self._order[pos[hit]], 1)
-        elif type(items).__module__.startswith("pyarrow"):
+        elif type(items).__module__.startswith("pyarrow") or isinstance(items, Utf8Lines):
             import pyarrow as pa
             import pyarrow.compute as pc
 
             if not self._keys:
                 return
+            if isinstance(items, Utf8Lines):
+                items = items.to_arrow()
             arr = items.cast(pa.large_string()) if isinstance(items, (pa.Array, pa.ChunkedArray)) else items
             picked = arr.filter(pc.is_in(arr, value_set=pa.array(self._keys, type=pa.large_string())))
             for entry in pc.value_counts(picked).to_pylist():

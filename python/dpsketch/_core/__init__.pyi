@@ -506,9 +506,9 @@ def make_fast_state(impl: typing.Any, lock: typing.Any) -> typing.Any:
     ...
 def register_fast_class(cls: typing.Any) -> None:
     ...
-def split_lines(block: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], final: bool, max_line_bytes: typing.SupportsInt | typing.SupportsIndex, on_bad: typing.SupportsInt | typing.SupportsIndex = 0, scanned: typing.SupportsInt | typing.SupportsIndex = 0, discarding: bool = False) -> dict:
+def split_lines(block: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], final: bool, max_line_bytes: typing.SupportsInt | typing.SupportsIndex, on_bad: typing.SupportsInt | typing.SupportsIndex = 0, scanned: typing.SupportsInt | typing.SupportsIndex = 0, discarding: bool = False, int_keys: bool = False) -> dict:
     """
-    Split a UTF-8 block into stripped, non-blank lines (Arrow large_string layout); see _input.py.
+    Split a UTF-8 block into stripped, non-blank lines (Arrow large_string layout), or with int_keys into their integer keys; see _input.py.
     """
 MAX_CAPACITY: int = 16777216
 MAX_CELLS: int = 268435456
