@@ -169,22 +169,48 @@ def summarize(df, column: str, factory: Callable[[], Any]):
     return out
 
 
+_RAW, _LZ4 = b"\x00", b"\x01"  # how a part's bytes travel: as they are, or LZ4 with the raw length first
+
+
+def _pack(pa, raw: bytes) -> bytes:
+    """A part's bytes for the trip to the driver: LZ4-compressed when the codec is there (a sketch's
+    cells are mostly zero where the keys are few, e.g. the upper levels of a 64-bit dyadic sketch:
+    9.9 MB shrink to about 0.5 MB at width 8000). The driver gets the same bytes back (_unpack)."""
+    if pa.Codec.is_available("lz4"):
+        return _LZ4 + len(raw).to_bytes(8, "little") + pa.compress(raw, codec="lz4", asbytes=True)
+    return _RAW + raw
+
+
+def _unpack(packed: bytes) -> bytes:
+    if packed[:1] == _RAW:
+        return packed[1:]
+    import pyarrow as pa
+
+    size = int.from_bytes(packed[1:9], "little")
+    return pa.decompress(packed[9:], decompressed_size=size, codec="lz4", asbytes=True)
+
+
 def _parts(df, cls, proto_bytes, fill) -> list:
     """``fill(summary, arrow batches)`` on every partition of ``df`` (mapInArrow), each starting from
-    the prototype's bytes; the parts' bytes come back to the driver, a task's exception pickled."""
+    the prototype's bytes; the parts' bytes come back to the driver (compressed on the way), a
+    task's exception pickled. The prototype travels compressed too (an empty sketch is all zeros)."""
+    import pyarrow as pa
+
+    packed_proto = _pack(pa, proto_bytes)
+
     def build(batches):
         import pyarrow as pa
 
         try:
-            s = cls.from_bytes(proto_bytes)
+            s = cls.from_bytes(_unpack(packed_proto))
             fill(s, batches)
-            out = s.to_bytes()
+            out = _pack(pa, s.to_bytes())
         except (ValueError, TypeError, OverflowError) as e:
             yield _part_batch(pa, None, e)
             return
         yield _part_batch(pa, out)
 
-    return [r["part"] for r in _collect_parts(df.mapInArrow(build, "part binary, error binary"))]
+    return [_unpack(r["part"]) for r in _collect_parts(df.mapInArrow(build, "part binary, error binary"))]
 
 
 def _summary_parts(df, kind, cls, proto_bytes) -> list:
