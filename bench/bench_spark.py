@@ -265,11 +265,14 @@ def ratios_main(args):
     result = {"machine": os.uname().nodename, "cores": os.cpu_count(), "master": f"local[{args.parallelism}]",
               "load_average_before": os.getloadavg(), "runs": []}
     for rows in [int(v) for v in args.ratio_rows.split(",")]:
-        df = spark.read.parquet(str(zipf_parquet(rows, tmp))).repartition(8)
-        if rows <= 10_000_000:
-            df = df.cache()
+        path = zipf_parquet(rows, tmp)
+        if rows <= 10_000_000:  # cached in memory, 8 partitions
+            df = spark.read.parquet(str(path)).repartition(8).cache()
             df.count()
-        run = {"rows": rows, "cached": rows <= 10_000_000, "input_partitions": 8,
+        else:  # read from the file in every run, about 8 input splits (no shuffle before the method)
+            spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(1 << 20, path.stat().st_size // 8)))
+            df = spark.read.parquet(str(path))
+        run = {"rows": rows, "cached": rows <= 10_000_000, "input_partitions": df.rdd.getNumPartitions(),
                **route_ratios(spark, df, "x", ks, args.epsilon, args.delta, args.reps),
                "sketch_breakdown": [sketch_breakdown(df, "x", k, args.epsilon, args.delta) for k in ks],
                "load_average_after": os.getloadavg()}

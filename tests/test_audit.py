@@ -196,8 +196,9 @@ def test_row_exact_pairs_pass_and_see_the_threshold_probability():
     assert all(r.verdict == "pass" for r in results), results
     by = {(r.mechanism, r.label_rate is not None): r for r in results}
     assert by["exact[discrete_laplace]", False].epsilon_hat > 0.5
-    g = by["exact[discrete_gaussian]", False]
-    assert g.mu == pytest.approx(g.notes["mu_sqrt_2rho"], rel=1e-3) and g.mu_hat is not None and g.mu_hat <= g.mu
+    g = by["exact[discrete_gaussian]", False]  # μ bound: √(2ρ), or the discrete Gaussian's slightly larger one
+    assert g.notes["mu_sqrt_2rho"] <= g.mu <= 1.01 * g.notes["mu_sqrt_2rho"] and g.mu_hat is not None
+    assert g.mu_hat <= g.mu
     for noise in ("gaussian", "laplace"):  # δ_τ = P[noise > τ − 1] is the exact release probability
         lab = by[f"exact[discrete_{noise}]", True]
         assert lab.label_rate_lower <= lab.delta <= lab.label_rate_upper, lab
