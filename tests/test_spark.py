@@ -217,6 +217,18 @@ def test_exact_route_hides_single_row_keys_and_takes_laplace(spark, zipf_ints):
     assert big.items and all(v == exact[key] for key, v in big.items)
 
 
+def test_exact_route_refused_by_the_budget_reads_no_row(int_df):
+    def _unreadable(batches):  # nested: pickled by value for the Python workers
+        raise RuntimeError("this DataFrame must not be read")
+        yield  # a generator, as mapInArrow wants
+
+    unreadable = int_df.mapInArrow(_unreadable, int_df.schema)
+    with pytest.raises(dp.BudgetExceededError):
+        dps.heavy_hitters(unreadable, "x", k=20, epsilon=1.0, delta=1e-6, budget=dp.Budget(0.5, 1e-6))
+    with pytest.raises(Exception, match="must not be read"):  # the same call with budget left does read it
+        dps.heavy_hitters(unreadable, "x", k=20, epsilon=1.0, delta=1e-6, budget=dp.Budget(2.0, 1e-5))
+
+
 def test_route_parameters_choose_or_refuse_a_route(int_df):
     ok = dict(k=20, epsilon=1.0, delta=1e-6, seed=1)
     assert dps.heavy_hitters(int_df, "x", width=64, depth=2, **ok).metadata["route"] == "sketch"

@@ -31,7 +31,7 @@ from ._validation import check_int
 from .dpss import check_cut, two_pass_release
 from .errors import ParameterError
 
-__all__ = ["release_partitions", "release_exact_counts", "SketchRoute", "lookup_labels", "lookup_t", "fingerprint_delta", "FINGERPRINT_BITS"]
+__all__ = ["release_partitions", "release_exact_counts", "exact_counts_plan", "SketchRoute", "lookup_labels", "lookup_t", "fingerprint_delta", "FINGERPRINT_BITS"]
 
 _MECHANISM = {"spacesaving": "DPSS", "misragries": "PMG"}
 
@@ -147,6 +147,16 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
                    mechanism=mechanism, n=length.n_hat, metadata=meta)
 
 
+def exact_counts_plan(epsilon: float, delta: float, noise: str = "gaussian") -> tuple[str, dict]:
+    """(mechanism name, plan) of :func:`release_exact_counts`: the unit-level exact route's noise and
+    τ for one row (m = c = 1; docs/privacy.md §Exact route, one row). Reads no data: a front end
+    charges the budget with it before it aggregates."""
+    from . import privacy_unit as U
+
+    plan = U._exact_plan(epsilon, delta, 1, 1, noise, None, None)
+    return f"exact[{plan['noise']}]", plan
+
+
 def release_exact_counts(keys, counts, *, k: int | None, epsilon: float, delta: float, noise: str = "gaussian",
                          cut: str | None = "n/k", seed: int | None = None, budget: Budget | None = None) -> Release:
     """(ε, δ)-DP heavy hitters from the exact count of every key in the whole data set, one row the
@@ -187,8 +197,7 @@ def release_exact_counts(keys, counts, *, k: int | None, epsilon: float, delta: 
     keys, counts = keys[order], counts[order]
     if np.any(keys[1:] == keys[:-1]):
         raise ParameterError("keys must be distinct (one count per key)")
-    plan = U._exact_plan(epsilon, delta, 1, 1, noise, None, None)
-    mechanism = f"exact[{plan['noise']}]"
+    mechanism, plan = exact_counts_plan(epsilon, delta, noise)
     with charging(budget, mechanism, epsilon=plan["epsilon"], delta=plan["delta"]):
         pass  # nothing drawn yet: a refusal spends nothing
     rng, seeded = _seeds.rng(seed, "noise")

@@ -371,8 +371,7 @@ def _exact_route(df, column, k, epsilon, delta, noise, cut, seed, budget, **othe
     """The exact route (docs/privacy.md §Exact route, one row): Spark's ``groupBy(key).count()`` in the
     JVM, the aggregated rows (one per distinct key) to the driver as Arrow, and the noise and the
     threshold there (:func:`dpsketch.distributed.release_exact_counts`)."""
-    from .distributed import release_exact_counts
-    from .privacy_unit import _exact_plan
+    from .distributed import exact_counts_plan, release_exact_counts
 
     wrong = _asked(_SKETCH_DEFAULTS, others) + _asked(_COUNTERS_DEFAULTS, others)
     if wrong:
@@ -381,18 +380,20 @@ def _exact_route(df, column, k, epsilon, delta, noise, cut, seed, budget, **othe
     if k is None:
         raise ValueError("route='exact' needs k= (the heavy-hitter cut; cut=None keeps every key above τ)")
     kk = check_int("k", k, 1, 2**40)
-    _exact_plan(epsilon, delta, 1, 1, noise, None, None)  # every parameter is checked before Spark reads a row
+    mechanism, plan = exact_counts_plan(epsilon, delta, noise)
     check_cut(cut)
     if seed is not None:
         seed = check_int("seed", seed, 0, 2**64 - 1)
     kind = _column_kind(df, column)
     if kind == "float":
         raise TypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
+    # Every parameter is checked and the budget charged before Spark reads a row (a refusal runs no job).
+    with charging(budget, mechanism, epsilon=plan["epsilon"], delta=plan["delta"]):
+        pass
     keys, counts = _key_counts(df, column)
     if kind == "int":
         keys = keys.astype(np.int64, copy=False)
-    rel = release_exact_counts(keys, counts, k=kk, epsilon=epsilon, delta=delta, noise=noise, cut=cut, seed=seed,
-                               budget=budget)
+    rel = release_exact_counts(keys, counts, k=kk, epsilon=epsilon, delta=delta, noise=noise, cut=cut, seed=seed)
     rel.metadata.update(front_end="spark", aggregation="Spark: groupBy(key).count() in the JVM; the noise on the driver")
     return rel
 
