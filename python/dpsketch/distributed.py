@@ -31,7 +31,8 @@ from ._validation import check_int
 from .dpss import check_cut, two_pass_release
 from .errors import ParameterError
 
-__all__ = ["release_partitions", "release_exact_counts", "exact_counts_plan", "SketchRoute", "lookup_labels", "lookup_t", "fingerprint_delta", "FINGERPRINT_BITS"]
+__all__ = ["release_partitions", "release_exact_counts", "exact_counts_plan", "SketchRoute", "lookup_labels",
+           "lookup_t", "fingerprint_delta", "FINGERPRINT_BITS"]
 
 _MECHANISM = {"spacesaving": "DPSS", "misragries": "PMG"}
 

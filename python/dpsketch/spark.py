@@ -3,10 +3,11 @@ Python, and private releases done once, on the driver (docs/distributed.md; docs
 
 - :func:`summarize` -- the building block: every partition feeds Arrow batches straight into
   ``update_many`` (``mapInArrow``) and returns ``to_bytes()``; the driver merges them (tree order).
-- :func:`heavy_hitters` -- ``route="exact"`` (the default): Spark's ``groupBy(key).count()``, noise and
-  a threshold on the aggregated rows on the driver; ``route="counters"``: partition by key, PMG/DPSS per partition, union of
-  the releases (parallel composition); ``route="sketch"``: per-partition non-private dyadic sketch,
-  merge, noise once, hierarchical descent, and (string keys) a private label lookup pass.
+- :func:`heavy_hitters` -- ``route="exact"`` (the default): Spark's ``groupBy(key).count()``, noise
+  and a threshold on the aggregated rows on the driver; ``route="counters"``: partition by key,
+  PMG/DPSS per partition, union of the releases (parallel composition); ``route="sketch"``:
+  per-partition non-private dyadic sketch, merge, noise once, hierarchical descent, and (string
+  keys) a private label lookup pass.
 - :func:`quantiles` -- merged dyadic sketch, noise once, quantile descent.
 
 Privacy unit: one row (add/remove one row), or with ``privacy_id=`` one unit (all its rows):
