@@ -3,6 +3,7 @@
 On the same DataFrame (Zipf int64 rows; GCIDE tokens when ../shared/data is present):
   - floor:        mapInArrow pass that only sums batch lengths (the floor of any Arrow aggregation)
   - exact:        groupBy(key).count() (ground truth)
+  - dpsketch exact: dpsketch.spark.heavy_hitters(route="exact") (groupBy in the JVM, noise on the driver)
   - counters:     dpsketch.spark.heavy_hitters(route="counters")  (DPSS per key partition)
   - sketch:       dpsketch.spark.heavy_hitters(route="sketch")    (merged dyadic sketch, noise once)
   - pipelinedp:   PipelineDP on Spark: DP count per key with private partition selection (if installed)
@@ -12,6 +13,7 @@ status store, driver memory (Python RSS and JVM heap used). Then time vs number 
 The machine is shared: run with `nice`, compare ratios within one run.
 
   nice python bench/bench_spark.py --rows 10000000 --out docs/results/spark
+  nice python bench/bench_spark.py --ratios --ratio-rows 10000000,100000000 --ks 100,1000 --reps 3
 """
 
 from __future__ import annotations
@@ -141,7 +143,7 @@ def run_dataset(spark, name, df, column, k, eps, delta, rows_out, args, reps=3, 
     rows_out.append({"dataset": name, "n": n, **m, "recall": 1.0, "precision": 1.0})
     _, m = measure(spark, "floor (mapInArrow len)", lambda: floor_pass(df), reps)
     rows_out.append({"dataset": name, "n": n, **m})
-    for route in ("counters", "sketch"):
+    for route in ("exact", "counters", "sketch"):
         kw = {"width": args.width, "depth": args.depth} if route == "sketch" else {}
         rel, m = measure(spark, f"dpsketch {route}",
                          lambda: dps.heavy_hitters(df, column, k=k, epsilon=eps, delta=delta, route=route, **kw), reps)
@@ -169,8 +171,126 @@ def run_dataset(spark, name, df, column, k, eps, delta, rows_out, args, reps=3, 
     df.unpersist()
 
 
+def zipf_parquet(rows: int, tmp: Path) -> Path:
+    """Zipf(1.1) int64 keys mod 100,001 (seed 1), written in chunks of 10^7 rows (bounded memory)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp / f"zipf_{rows}.parquet"
+    if not path.exists():
+        r = np.random.default_rng(1)
+        with pq.ParquetWriter(path, pa.schema([("x", pa.int64())])) as w:
+            for start in range(0, rows, 10_000_000):
+                x = (r.zipf(1.1, size=min(10_000_000, rows - start)) % 100_001).astype(np.int64)
+                w.write_table(pa.table({"x": x}))
+    return path
+
+
+def sketch_breakdown(df, column, k, eps, delta):
+    """The sketch route's stages, timed: the executors' parts (mapInArrow + collect), the merge tree,
+    the noise and descent on the driver; and the bytes one partition ships."""
+    from dpsketch import spark as dps
+    from dpsketch.distributed import SketchRoute
+    from dpsketch.dyadic import DyadicCountSketch
+
+    route = SketchRoute(k=k, epsilon=eps, delta=delta, strings=False, rho_fraction=0.9, seed=1)
+    proto = route.prototype(width=max(1024, 8 * k), depth=3)
+    keyed = df.select(df[column].cast("long").alias("fp"))
+    t0 = time.perf_counter()
+    parts = dps._dyadic_parts(keyed, proto.to_bytes())
+    t1 = time.perf_counter()
+    merged = dps._merge_tree([DyadicCountSketch.from_bytes(b) for b in parts])
+    t2 = time.perf_counter()
+    route.candidates(merged, parts=len(parts))
+    t3 = time.perf_counter()
+    import pyarrow as pa
+
+    shipped = [len(dps._pack(pa, b)) for b in parts]  # what each task sends (the cells, LZ4)
+    return {"k": k, "parts": len(parts), "bytes_per_part": len(parts[0]) if parts else 0,
+            "shipped_bytes_per_part_max": max(shipped, default=0),
+            "executors_and_collect_s": t1 - t0, "merge_s": t2 - t1, "noise_and_descent_s": t3 - t2}
+
+
+def route_ratios(spark, df, column, ks, eps, delta, reps):
+    """Same-run comparison, runs alternating (one round = every method once), after one warm-up
+    round: Spark's groupBy(key).count() (collect() and toArrow()), the mapInArrow floor, and
+    dpsketch's exact and sketch routes at each k. Ratios are taken within each round; the medians
+    of the per-round ratios are reported."""
+    from dpsketch import spark as dps
+
+    methods = [("groupBy.count.collect", lambda: df.groupBy(column).count().collect()),
+               ("groupBy.count.toArrow", lambda: df.groupBy(column).count().toArrow()),
+               ("floor", lambda: floor_pass(df))]
+    def uncompressed(fn):  # the sketch route with its parts shipped as raw bytes (A/B of the LZ4 packing)
+        def run():
+            packed = dps._pack
+            dps._pack = lambda pa, raw: dps._RAW + raw
+            try:
+                return fn()
+            finally:
+                dps._pack = packed
+        return run
+
+    for k in ks:
+        methods.append((f"exact k={k}", lambda k=k: dps.heavy_hitters(df, column, k=k, epsilon=eps, delta=delta)))
+        sketch = (lambda k=k: dps.heavy_hitters(df, column, k=k, epsilon=eps, delta=delta, route="sketch"))
+        methods.append((f"sketch k={k}", sketch))
+        methods.append((f"sketch k={k} raw parts", uncompressed(sketch)))
+    for _, fn in methods:
+        fn()
+    times = {name: [] for name, _ in methods}
+    for _ in range(reps):
+        for name, fn in methods:
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+        print(json.dumps({n: round(t[-1], 3) for n, t in times.items()}), flush=True)
+    out = {"rounds": reps, "median_seconds": {n: float(np.median(t)) for n, t in times.items()}, "seconds": times}
+    ratios = {}
+    for k in ks:
+        for num, den in ((f"exact k={k}", "groupBy.count.collect"), (f"exact k={k}", "groupBy.count.toArrow"),
+                         (f"sketch k={k}", "floor"), (f"sketch k={k}", "groupBy.count.collect"),
+                         (f"sketch k={k} raw parts", "floor"), (f"sketch k={k}", f"sketch k={k} raw parts")):
+            ratios[f"{num} / {den}"] = float(np.median(np.array(times[num]) / np.array(times[den])))
+    out["median_ratio"] = ratios
+    return out
+
+
+def ratios_main(args):
+    """--ratios: the exact and sketch routes against Spark's groupBy().count() and the floor."""
+    spark = spark_session(args.parallelism)
+    tmp = Path("/tmp/dpsketch_bench_spark")
+    tmp.mkdir(exist_ok=True)
+    ks = [int(v) for v in args.ks.split(",")]
+    result = {"machine": os.uname().nodename, "cores": os.cpu_count(), "master": f"local[{args.parallelism}]",
+              "load_average_before": os.getloadavg(), "runs": []}
+    for rows in [int(v) for v in args.ratio_rows.split(",")]:
+        path = zipf_parquet(rows, tmp)
+        if rows <= 10_000_000:  # cached in memory, 8 partitions
+            df = spark.read.parquet(str(path)).repartition(8).cache()
+            df.count()
+        else:  # read from the file in every run, about 8 input splits (no shuffle before the method)
+            spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(1 << 20, path.stat().st_size // 8)))
+            df = spark.read.parquet(str(path))
+        run = {"rows": rows, "cached": rows <= 10_000_000, "input_partitions": df.rdd.getNumPartitions(),
+               **route_ratios(spark, df, "x", ks, args.epsilon, args.delta, args.reps),
+               "sketch_breakdown": [sketch_breakdown(df, "x", k, args.epsilon, args.delta) for k in ks],
+               "load_average_after": os.getloadavg()}
+        print(json.dumps({kk: v for kk, v in run.items() if kk != "seconds"}), flush=True)
+        result["runs"].append(run)
+        df.unpersist()
+    spark.stop()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "exact_route_ratios.json").write_text(json.dumps(result, indent=1))
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--ratios", action="store_true", help="only the exact/sketch routes against groupBy and the floor")
+    ap.add_argument("--ratio-rows", default="10000000", help="row counts for --ratios (comma-separated)")
+    ap.add_argument("--ks", default="100,1000", help="k values for --ratios")
+    ap.add_argument("--reps", type=int, default=3, help="alternating rounds for --ratios")
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--epsilon", type=float, default=1.0)
@@ -183,6 +303,8 @@ def main():
     ap.add_argument("--scaling-reps", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "docs" / "results" / "spark"))
     args = ap.parse_args()
+    if args.ratios:
+        return ratios_main(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     spark = spark_session(args.parallelism)

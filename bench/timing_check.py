@@ -42,6 +42,9 @@ PY_ITEM_PATH = "python_update_int_k256"  # per-item SpaceSaving.update(int) thro
 PY_DYADIC_INT_PATH = "python_dyadic_update_int_l32"
 PY_DYADIC_FLOAT_PATH = "python_dyadic_update_float_l32"
 PY_STR_LIST_PATH = "python_str_list_k256"  # SpaceSaving(256).update_many(list of str), fed in blocks
+# the exact Spark route's driver step: noise and threshold on the aggregated (key, count) rows
+# (dpsketch.distributed.release_exact_counts; no Spark), per aggregated row
+PY_EXACT_DRIVER_PATH = "python_spark_exact_driver_int"
 
 
 def cpu_model() -> str:
@@ -130,6 +133,30 @@ def _batch_ns(summary, xs, reps: int) -> float:
     return statistics.median(times) * 1e9 / len(xs)
 
 
+def time_python_exact_driver(stream_file: Path, reps: int) -> float | None:
+    """Median ns per aggregated row of the exact Spark route's driver step,
+    ``release_exact_counts(keys, counts, k=256)`` on the (distinct key, count) rows of the dumped
+    stream (what ``groupBy(key).count()`` hands the driver), or None without dpsketch."""
+    try:
+        import numpy as np
+
+        from dpsketch.distributed import release_exact_counts
+    except ImportError:
+        return None
+    keys, counts = np.unique(np.fromfile(stream_file, dtype=np.int64), return_counts=True)
+
+    def release():
+        release_exact_counts(keys, counts, k=256, epsilon=1.0, delta=1e-6, seed=1)
+
+    release()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        release()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e9 / len(keys)
+
+
 def time_python(stream_file: Path, reps: int) -> float | None:
     """Median ns/item of SpaceSaving(256).update_many on the dumped stream, or None without dpsketch."""
     try:
@@ -183,6 +210,10 @@ def main() -> int:
             if list_ns is not None:  # string keys: against the exact string counter
                 ratios[PY_STR_LIST_PATH] = list_ns / res["exact_str_ns"]
                 ns[PY_STR_LIST_PATH] = list_ns
+            driver_ns = time_python_exact_driver(stream, args.rounds)
+            if driver_ns is not None:
+                ratios[PY_EXACT_DRIVER_PATH] = driver_ns / res["exact_int_ns"]
+                ns[PY_EXACT_DRIVER_PATH] = driver_ns
             return res, ratios, ns
 
         if args.update:

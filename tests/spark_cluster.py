@@ -280,13 +280,17 @@ def run_suite(spark) -> dict:
 
     # the default partition count (APP_CONF: min(4 shuffle partitions, parallelism 2)) and an explicit one
     out["heavy_hitters.counters.spacesaving"] = _items(dps.heavy_hitters(int_df, "x", k=20, epsilon=1.0, delta=1e-6,
-                                                                         seed=11))
+                                                                         route="counters", seed=11))
     out["heavy_hitters.counters.misragries.num_partitions=3"] = _items(dps.heavy_hitters(
         str_df, "w", k=20, epsilon=1.0, delta=1e-6, summary="misragries", num_partitions=3, seed=12))
     out["heavy_hitters.sketch.int"] = _items(dps.heavy_hitters(int_df, "x", k=20, epsilon=1.0, delta=1e-6,
                                                                route="sketch", seed=13))
     out["heavy_hitters.sketch.str"] = _items(dps.heavy_hitters(str_df, "w", k=20, epsilon=1.0, delta=1e-6,
                                                                route="sketch", seed=14))
+    # the exact route (the default): Spark's groupBy in the JVM, the noise on the driver
+    out["heavy_hitters.exact.int"] = _items(dps.heavy_hitters(int_df, "x", k=20, epsilon=1.0, delta=1e-6, seed=20))
+    out["heavy_hitters.exact.str.laplace"] = _items(dps.heavy_hitters(str_df, "w", k=20, epsilon=1.0, delta=1e-6,
+                                                                      noise="laplace", cut=None, seed=21))
     out["heavy_hitters.privacy_id"] = _items(dps.heavy_hitters(ev_df, "item", epsilon=1.0, delta=1e-6,
                                                                privacy_id="user", max_keys_per_unit=3, seed=15))
 

@@ -135,9 +135,9 @@ def test_every_real_mechanism_passes_a_small_audit():
         assert r.epsilon_hat is None or r.epsilon_hat <= r.epsilon
         assert r.mu_hat is None or r.mu_hat <= r.mu
     labels = [r for r in results if r.label_rate is not None]
-    assert len(labels) == 7  # DPSS, DPSS[two-pass], DPSS[top-k], PMG, lookup, and the unit-level route with each noise
-    # below δ where the proof's bound is loose; the unit labels' δ_τ is the exact release probability
-    assert all(0 < r.label_rate_upper < r.delta for r in labels if not r.mechanism.startswith("unit."))
+    assert len(labels) == 9  # DPSS, DPSS[two-pass], DPSS[top-k], PMG, lookup, the unit-level and row-level exact routes (2 noises)
+    # below δ where the proof's bound is loose; the exact routes' δ_τ is the exact release probability
+    assert all(0 < r.label_rate_upper < r.delta for r in labels if "exact[" not in r.mechanism)
     # every pair on Gaussian values is μ-tested (the label pairs and the Gumbel ranking are not values)
     assert all(r.mu is not None for r in results
                if "gaussian" in r.mechanism and r.label_rate is None and "+gumbel" not in r.mechanism)
@@ -154,7 +154,8 @@ _UNIT = ["unit.exact[discrete_gaussian]", "unit.exact[discrete_laplace]", "unit.
          "unit.bounded_memory[DPSS]"]
 _ONE_PER_FAMILY = ["DPSS", "DPSS[two-pass]", "DPSS[top-k]", "PMG", "PrivateCountMin-laplace", "PrivateCountSketch-gaussian",
                    "PrivateDyadicCountSketch-laplace-zhao", "SketchHeavyHitters-countsketch",
-                   "spark.counters[DPSS]", "spark.sketch[lookup]", "Windowed[DPSS]", "Cumulative[binary]", "quantiles[exp]", *_UNIT]
+                   "spark.counters[DPSS]", "spark.sketch[lookup]", "Windowed[DPSS]", "Cumulative[binary]", "quantiles[exp]",
+                   "exact[discrete_gaussian]", *_UNIT]
 
 
 def test_quick_miscalibrated_audit_catches_each_family_and_every_user_level_mechanism(capsys):
@@ -186,6 +187,29 @@ def test_unit_pairs_pass_with_real_noise_and_see_most_of_the_claim():
         lab = by[f"unit.exact[discrete_{noise}]", True]
         assert lab.label_rate_lower <= lab.delta <= lab.label_rate_upper, lab
         assert lab.delta < 0.2 and lab.notes["label_delta"] == 0.2
+
+
+def test_row_exact_pairs_pass_and_see_the_threshold_probability():
+    # docs/privacy.md §Exact route, one row: the unit route at m = c = 1
+    names = ["exact[discrete_gaussian]", "exact[discrete_laplace]"]
+    results = A.audit(names, trials=10_000, seed=6)
+    assert {r.mechanism for r in results} == set(names) and len(results) == 4
+    assert all(r.verdict == "pass" for r in results), results
+    by = {(r.mechanism, r.label_rate is not None): r for r in results}
+    assert by["exact[discrete_laplace]", False].epsilon_hat > 0.5
+    g = by["exact[discrete_gaussian]", False]  # μ bound: √(2ρ), or the discrete Gaussian's slightly larger one
+    assert g.notes["mu_sqrt_2rho"] <= g.mu <= 1.01 * g.notes["mu_sqrt_2rho"] and g.mu_hat is not None
+    assert g.mu_hat <= g.mu
+    for noise in ("gaussian", "laplace"):  # δ_τ = P[noise > τ − 1] is the exact release probability
+        lab = by[f"exact[discrete_{noise}]", True]
+        assert lab.label_rate_lower <= lab.delta <= lab.label_rate_upper, lab
+
+
+def test_row_exact_label_pair_fails_a_threshold_for_count_zero(monkeypatch):
+    # τ − 1: as if the added row's key had count 0 (the unit threshold t + c with c forgotten)
+    _break_plan(monkeypatch, lambda real, *a, **k: {**(p := real(*a, **k)), "threshold": p["threshold"] - a[3]})
+    res = [r for r in A.audit(["exact[discrete_laplace]"], trials=10_000, seed=3) if r.label_rate is not None]
+    assert res and res[0].verdict == "FAIL"
 
 
 def _break_plan(monkeypatch, breakage):

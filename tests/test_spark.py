@@ -169,11 +169,71 @@ def test_counters_route_top_k_releases_exactly_n(spark, int_df, zipf_ints, summa
 
 
 def test_counters_route_strings(str_df, words):
-    rel = dps.heavy_hitters(str_df, "w", k=10, epsilon=2.0, delta=1e-6, seed=1)
+    rel = dps.heavy_hitters(str_df, "w", k=10, epsilon=2.0, delta=1e-6, route="counters", seed=1)
     exact = Counter(words)
     heavy = {x for x, f in exact.items() if f >= len(words) / 10}
     assert heavy and heavy <= set(rel.keys())
     assert all(exact[x] > 0 for x in rel.keys())
+
+
+# -- exact route (one row; docs/privacy.md §Exact route, one row) -------------------------------------
+
+@pytest.mark.parametrize("df_name,column,values", [("int_df", "x", "zipf_ints"), ("str_df", "w", "words")])
+def test_exact_route_is_the_default_and_equals_the_library_on_any_layout(request, df_name, column, values):
+    df, data = request.getfixturevalue(df_name), request.getfixturevalue(values)
+    keys, counts = np.unique(np.asarray(data), return_counts=True)
+    want = dpd.release_exact_counts(keys, counts, k=20, epsilon=1.0, delta=1e-6, seed=6)
+    for layout in (df, df.coalesce(1), df.repartition(3)):
+        rel = dps.heavy_hitters(layout, column, k=20, epsilon=1.0, delta=1e-6, seed=6)
+        assert rel.items and rel.items == want.items and rel.threshold == want.threshold
+    m = rel.metadata
+    assert rel.mechanism == "exact[discrete_gaussian]" and m["route"] == "exact" and m["front_end"] == "spark"
+    assert rel.n is None and m["length"] == "unused" and m["neighbours"] == "add_remove"
+    heavy = {x for x, f in zip(keys.tolist(), counts.tolist()) if f >= len(data) / 20}
+    assert heavy and heavy <= set(rel.keys())
+
+
+def test_exact_route_hides_single_row_keys_and_takes_laplace(spark, zipf_ints):
+    import pandas as pd
+
+    singles = np.arange(10**6, 10**6 + 3000, dtype=np.int64)  # 3000 keys of one row each
+    df = spark.createDataFrame(pd.DataFrame({"x": np.r_[zipf_ints, singles]})).repartition(PARTS)
+    exact = Counter(np.r_[zipf_ints, singles].tolist())
+    for noise in ("gaussian", "laplace"):
+        rel = dps.heavy_hitters(df, "x", k=20, epsilon=1.0, delta=1e-6, noise=noise, cut=None, seed=2)
+        assert rel.items and not set(rel.keys()) & set(singles.tolist())
+        assert all(v > rel.threshold and exact[key] > 1 for key, v in rel.items)
+        assert rel.mechanism == f"exact[discrete_{noise}]"
+    big = dps.heavy_hitters(df, "x", k=20, epsilon=2000.0, delta=1e-6, cut=None, seed=2)  # the noise is 0
+    assert big.items and all(v == exact[key] for key, v in big.items)
+
+
+def test_exact_route_refused_by_the_budget_reads_no_row(int_df):
+    def _unreadable(batches):  # nested: pickled by value for the Python workers
+        raise RuntimeError("this DataFrame must not be read")
+        yield  # a generator, as mapInArrow wants
+
+    unreadable = int_df.mapInArrow(_unreadable, int_df.schema)
+    with pytest.raises(dp.BudgetExceededError):
+        dps.heavy_hitters(unreadable, "x", k=20, epsilon=1.0, delta=1e-6, budget=dp.Budget(0.5, 1e-6))
+    with pytest.raises(Exception, match="must not be read"):  # the same call with budget left does read it
+        dps.heavy_hitters(unreadable, "x", k=20, epsilon=1.0, delta=1e-6, budget=dp.Budget(2.0, 1e-5))
+
+
+def test_route_parameters_choose_or_refuse_a_route(int_df):
+    ok = dict(k=20, epsilon=1.0, delta=1e-6, seed=1)
+    assert dps.heavy_hitters(int_df, "x", width=64, depth=2, **ok).metadata["route"] == "sketch"
+    assert dps.heavy_hitters(int_df, "x", capacity=40, **ok).metadata["route"] == "counters"
+    with pytest.raises(ValueError, match="pass route="):
+        dps.heavy_hitters(int_df, "x", width=64, capacity=40, **ok)
+    with pytest.raises(ValueError, match="do not apply to the exact route"):
+        dps.heavy_hitters(int_df, "x", route="exact", public_length=True, **ok)
+    with pytest.raises(ValueError, match="noise"):
+        dps.heavy_hitters(int_df, "x", route="sketch", noise="laplace", **ok)
+    with pytest.raises(ValueError, match="needs k"):
+        dps.heavy_hitters(int_df, "x", epsilon=1.0, delta=1e-6)
+    with pytest.raises(ValueError, match="route must be"):
+        dps.heavy_hitters(int_df, "x", route="fast", **ok)
 
 
 # -- sketch route ------------------------------------------------------------------------------------
@@ -240,8 +300,10 @@ def test_empty_dataframe(spark):
     assert s.n == 0
     mg = dps.summarize(df, "x", lambda: dp.MisraGries(4))
     assert mg.n == 0 and mg.merged  # counter summaries from Spark are always marked merged
-    rel = dps.heavy_hitters(df, "x", k=5, epsilon=1.0, delta=1e-6, seed=1)
+    rel = dps.heavy_hitters(df, "x", k=5, epsilon=1.0, delta=1e-6, route="counters", seed=1)
     assert len(rel) == 0 and rel.metadata["length"] == "private"
+    rel = dps.heavy_hitters(df, "x", k=5, epsilon=1.0, delta=1e-6, seed=1)
+    assert len(rel) == 0 and rel.metadata["route"] == "exact" and rel.n is None
     rel2 = dps.heavy_hitters(df, "x", k=5, epsilon=1.0, delta=1e-6, route="sketch", width=64, depth=2, seed=1)
     assert len(rel2) == 0
 
@@ -309,8 +371,8 @@ def test_task_retry_does_not_double_count(spark, int_df, zipf_ints):
     clean = dps.summarize(int_df, "x", lambda: dp.CountSketch(64, 3, seed=4))
     assert got.n == clean.n == len(zipf_ints)
     assert np.array_equal(got.cells(), clean.cells())
-    rel = dps.heavy_hitters(flaky, "x", k=20, epsilon=2.0, delta=1e-6, seed=5)
-    rel_clean = dps.heavy_hitters(int_df, "x", k=20, epsilon=2.0, delta=1e-6, seed=5)
+    rel = dps.heavy_hitters(flaky, "x", k=20, epsilon=2.0, delta=1e-6, route="counters", seed=5)
+    rel_clean = dps.heavy_hitters(int_df, "x", k=20, epsilon=2.0, delta=1e-6, route="counters", seed=5)
     assert rel.items == rel_clean.items and rel.n == rel_clean.n
 
 
@@ -322,8 +384,8 @@ def test_counters_route_does_not_depend_on_row_order_or_input_partitioning(spark
     shuffled = np.random.default_rng(1).permutation(zipf_ints)
     a = spark.createDataFrame(pd.DataFrame({"x": zipf_ints})).repartition(3)
     b = spark.createDataFrame(pd.DataFrame({"x": shuffled})).coalesce(1)
-    ra = dps.heavy_hitters(a, "x", k=20, epsilon=1.0, delta=1e-6, seed=9)
-    rb = dps.heavy_hitters(b, "x", k=20, epsilon=1.0, delta=1e-6, seed=9)
+    ra = dps.heavy_hitters(a, "x", k=20, epsilon=1.0, delta=1e-6, route="counters", seed=9)
+    rb = dps.heavy_hitters(b, "x", k=20, epsilon=1.0, delta=1e-6, route="counters", seed=9)
     assert ra.items == rb.items and ra.n == rb.n
 
 
@@ -415,7 +477,7 @@ def test_counters_route_default_partitions_come_from_configuration(spark, int_df
         spark.conf.set("spark.sql.shuffle.partitions", "3")
         assert dps._counters_partitions(spark) == 3
         # the default is the explicit count it stands for, on any input layout
-        got = dps.heavy_hitters(int_df.coalesce(1), "x", k=10, epsilon=1.0, delta=1e-6, seed=4)
+        got = dps.heavy_hitters(int_df.coalesce(1), "x", k=10, epsilon=1.0, delta=1e-6, route="counters", seed=4)
         want = dps.heavy_hitters(int_df, "x", k=10, epsilon=1.0, delta=1e-6, num_partitions=3, seed=4)
         assert got.items == want.items and got.items
         spark.conf.set("spark.sql.shuffle.partitions", "200")

@@ -27,7 +27,8 @@ SUITE_TIMEOUT = 420  # seconds for one configuration's run of the workload
 CASES = ["counters.default_partitions", "summarize.countsketch", "summarize.countmin", "summarize.dyadic",
          "summarize.task_error", "heavy_hitters.counters.spacesaving",
          "heavy_hitters.counters.misragries.num_partitions=3", "heavy_hitters.sketch.int",
-         "heavy_hitters.sketch.str", "heavy_hitters.privacy_id", "quantiles.int", "quantiles.int.sketch",
+         "heavy_hitters.sketch.str", "heavy_hitters.exact.int", "heavy_hitters.exact.str.laplace",
+         "heavy_hitters.privacy_id", "quantiles.int", "quantiles.int.sketch",
          "quantiles.bounds", "quantiles.privacy_id"]
 
 def _need_java():
@@ -133,10 +134,12 @@ def test_workload_ran_where_asked_and_released_something(results):
     assert local["counters.default_partitions"] == 2  # min(4 shuffle partitions, default parallelism 2)
     assert local["summarize.task_error"] == "ValueError"
     for case in ("heavy_hitters.counters.spacesaving", "heavy_hitters.counters.misragries.num_partitions=3",
-                 "heavy_hitters.sketch.int", "heavy_hitters.sketch.str", "heavy_hitters.privacy_id"):
+                 "heavy_hitters.sketch.int", "heavy_hitters.sketch.str", "heavy_hitters.exact.int",
+                 "heavy_hitters.exact.str.laplace", "heavy_hitters.privacy_id"):
         assert local[case], f"{case} released nothing"
     assert local["heavy_hitters.counters.spacesaving"][0][0] == -49  # the Zipf head (key 1 - 50)
     assert local["heavy_hitters.sketch.str"][0][0] == "w1"
+    assert local["heavy_hitters.exact.int"][0][0] == -49 and local["heavy_hitters.exact.str.laplace"][0][0] == "w1"
     assert local["quantiles.bounds"] == sorted(local["quantiles.bounds"])
     assert 35 < local["quantiles.bounds"][1] < 65  # median of N(50, 15²)
 

@@ -119,3 +119,92 @@ def test_sketch_route_refusal_reads_the_128_bit_bound():
     assert route.delta_fingerprint == dpd.fingerprint_delta(route.n_up) <= 1e-6 / 3
     m = route.release({}).metadata
     assert m["fingerprint_bits"] == 128 and m["delta_fingerprint"] == route.delta_fingerprint
+
+
+# -- the exact route, one row (docs/privacy.md §Exact route, one row) ---------------------------------
+
+def _zipf_counts(seed=3, n=30_000):
+    import numpy as np
+
+    x = np.random.default_rng(seed).zipf(1.3, size=n) % 3000
+    return x, *np.unique(x, return_counts=True)
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+def test_exact_counts_release_is_the_unit_route_with_one_row_per_unit(noise):
+    import numpy as np
+
+    import dpsketch as dp
+
+    x, keys, counts = _zipf_counts()
+    rel = dpd.release_exact_counts(keys, counts, k=None, cut=None, epsilon=1.0, delta=1e-6, noise=noise, seed=4)
+    # every row its own unit: bounding with m = c = 1 keeps every row, the bounded counts are the counts
+    bounded = dp.bound_contributions(x, np.arange(len(x)), max_keys_per_unit=1, max_rows_per_key=1, seed=4)
+    unit = dp.privacy_unit.release_bounded_counts(bounded, epsilon=1.0, delta=1e-6, noise=noise, seed=4)
+    assert rel.items and rel.items == unit.items and rel.threshold == unit.threshold
+    assert (rel.epsilon, rel.delta) == (unit.epsilon, unit.delta) and rel.epsilon <= 1.0 and rel.delta <= 1e-6
+    m = rel.metadata
+    assert m["privacy_unit"] == "one stream element" and m["neighbours"] == "add_remove" and rel.n is None
+    assert m["length"] == "unused" and m["route"] == "exact" and m["noise_param"] == unit.metadata["noise_param"]
+
+
+@pytest.mark.parametrize("noise, eps, delta", [("gaussian", 1.0, 1e-6), ("gaussian", 0.3, 1e-9), ("laplace", 1.0, 1e-6),
+                                                ("laplace", 5.0, 1e-3)])
+def test_exact_counts_threshold_is_the_smallest_that_protects_a_count_of_one(noise, eps, delta):
+    from dpsketch.calibration import dgauss_tail_gt
+
+    rel = dpd.release_exact_counts([1], [1], k=None, cut=None, epsilon=eps, delta=delta, noise=noise, seed=1)
+    m = rel.metadata
+    tau = m["threshold"]
+    num, den = m["noise_param"]
+    if noise == "gaussian":
+        tail = lambda t: dgauss_tail_gt(num / den, t)  # noqa: E731
+        budget = delta / 2
+    else:
+        tail = lambda t: math.exp(-t * den / num) / (1 + math.exp(den / num))  # noqa: E731
+        budget = delta
+    # a key held by the removed row alone has count 1: released iff 1 + Z > τ
+    assert tail(tau - 1) <= budget and tail(tau - 2) > budget
+    assert m["delta_threshold"] == pytest.approx(tail(tau - 1)) and rel.delta <= delta
+
+
+def test_exact_counts_cut_keeps_values_at_or_above_the_released_mass_over_k():
+    _, keys, counts = _zipf_counts()
+    every = dpd.release_exact_counts(keys, counts, k=None, cut=None, epsilon=1.0, delta=1e-6, seed=2)
+    cut = dpd.release_exact_counts(keys, counts, k=20, epsilon=1.0, delta=1e-6, seed=2)
+    mass = sum(v for _, v in every.items)
+    assert cut.threshold == mass / 20 and cut.metadata["threshold_inclusive"]
+    assert cut.items == [kv for kv in every.items if kv[1] >= mass / 20] and 0 < len(cut.items) < len(every.items)
+    assert set(keys[counts >= counts.sum() / 20].tolist()) <= set(cut.keys())
+
+
+def test_exact_counts_reject_bad_input():
+    from dpsketch.errors import ParameterError
+
+    ok = dict(epsilon=1.0, delta=1e-6)
+    with pytest.raises(ParameterError, match="distinct"):
+        dpd.release_exact_counts([1, 1], [2, 3], k=5, **ok)
+    with pytest.raises(ParameterError, match="positive"):
+        dpd.release_exact_counts([1, 2], [2, 0], k=5, **ok)
+    with pytest.raises(ParameterError, match="aligned"):
+        dpd.release_exact_counts([1, 2], [2], k=5, **ok)
+    with pytest.raises(ParameterError, match="int64 or str"):
+        dpd.release_exact_counts([1.5], [2], k=5, **ok)
+    with pytest.raises(ParameterError, match="needs k"):
+        dpd.release_exact_counts([1], [2], k=None, **ok)
+    with pytest.raises(ParameterError, match="noise"):
+        dpd.release_exact_counts([1], [2], k=2, noise="uniform", **ok)
+    assert dpd.release_exact_counts(["b", "a"], [9_000, 8_000], k=None, cut=None, epsilon=50.0, delta=1e-6,
+                                    seed=1).keys() == ["b", "a"]
+
+
+def test_default_route_follows_the_parameters_asked():
+    assert dps._default_route(**dps._SKETCH_DEFAULTS, **dps._COUNTERS_DEFAULTS) == "exact"
+    sketch = dict(dps._COUNTERS_DEFAULTS, **dps._SKETCH_DEFAULTS)
+    for name, v in (("width", 2048), ("depth", 5), ("gamma", 0.01), ("rho_fraction", 0.8)):
+        assert dps._default_route(**dict(sketch, **{name: v})) == "sketch"
+    for name, v in (("summary", "misragries"), ("capacity", 64), ("num_partitions", 3), ("passes", 2),
+                    ("public_length", True), ("length_epsilon", 0.1), ("length_delta", 1e-7)):
+        assert dps._default_route(**dict(sketch, **{name: v})) == "counters"
+    with pytest.raises(ValueError, match="route="):
+        dps._default_route(**dict(sketch, width=64, capacity=8))

@@ -10,13 +10,19 @@ series charged once (parallel composition, docs/privacy.md §Windows "On Spark")
 :func:`lookup_labels` -- the sketch route's label lookup: candidate fingerprints (a DP output)
 mapped back to labels by a noisy exact count that a label of count 1 rarely clears.
 :func:`fingerprint_delta` -- the probability bound of a fingerprint collision among the labels.
+:func:`release_exact_counts` -- the exact route: noise and a label-protecting threshold on the exact
+per-key counts of the whole data set (an engine aggregated them), no length read.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import replace
+from operator import itemgetter
 from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
 
 from . import _core
 from .budget import Budget, DisjointScope, charging
@@ -29,7 +35,7 @@ from .dpss import check_cut, two_pass_release
 from .errors import ParameterError
 from .top_k import check_top_k, select_top_k
 
-__all__ = ["release_partitions", "release_windows", "check_windows", "charge_windows", "MAX_WINDOWS", "SketchRoute", "lookup_labels", "lookup_t", "fingerprint_delta", "FINGERPRINT_BITS"]
+__all__ = ["release_partitions", "release_exact_counts", "exact_counts_plan", "release_windows", "check_windows", "charge_windows", "MAX_WINDOWS", "SketchRoute", "lookup_labels", "lookup_t", "fingerprint_delta", "FINGERPRINT_BITS"]
 
 _MECHANISM = {"spacesaving": "DPSS", "misragries": "PMG"}
 
@@ -249,6 +255,88 @@ def release_windows(parts: Mapping[int, Sequence[tuple[int, SpaceSaving | MisraG
                    "its key (docs/privacy.md §Windows \"On Spark\")")
         out.append(replace(rel, metadata=meta))
     return out
+
+
+def exact_counts_plan(epsilon: float, delta: float, noise: str = "gaussian") -> tuple[str, dict]:
+    """(mechanism name, plan) of :func:`release_exact_counts`: the unit-level exact route's noise and
+    τ for one row (m = c = 1; docs/privacy.md §Exact route, one row). Reads no data: a front end
+    charges the budget with it before it aggregates."""
+    from . import privacy_unit as U
+
+    plan = U._exact_plan(epsilon, delta, 1, 1, noise, None, None)
+    return f"exact[{plan['noise']}]", plan
+
+
+def release_exact_counts(keys, counts, *, k: int | None, epsilon: float, delta: float, noise: str = "gaussian",
+                         cut: str | None = "n/k", seed: int | None = None, budget: Budget | None = None) -> Release:
+    """(ε, δ)-DP heavy hitters from the exact count of every key in the whole data set, one row the
+    privacy unit (docs/privacy.md §Exact route, one row): what an engine's ``groupBy(key).count()``
+    returns, as aligned 1-D ``keys`` (int64 or str) and ``counts`` (positive ints).
+
+    This is the unit-level exact route (:func:`dpsketch.privacy_unit.release_bounded_counts`) with
+    m = c = 1, one implementation: removing a row lowers one key's count by 1, so every key gets
+    independent discrete Gaussian (ℓ2 = 1; δ/2 for the zCDP conversion) or discrete Laplace (ℓ1 = 1)
+    noise and is released iff count + noise > τ, τ the smallest integer with P[noise > τ − 1] <= δ/2
+    (Gaussian) or δ (Laplace): a key held by the removed row alone has count 1. No length is read and
+    none is published. ``cut="n/k"`` (needs ``k``) then keeps only noisy values >= M/k, M the sum
+    of the released noisy values (post-processing; M counts only keys above τ, so the cut is at most
+    about n/k and errs towards keeping); ``cut=None`` keeps every key above τ. ``seed`` makes the
+    noise reproducible and NOT secret; ``budget`` is charged the reported (ε, δ) before any noise is
+    drawn."""
+    from . import privacy_unit as U
+
+    check_cut(cut)
+    kk = None if k is None else check_int("k", k, 1, 2**63 - 1)
+    if cut == "n/k" and kk is None:
+        raise ParameterError("cut='n/k' needs k; pass cut=None to keep every key above the threshold")
+    if seed is not None:
+        seed = check_int("seed", seed, 0, 2**64 - 1)
+    keys = np.asarray(keys)
+    counts = np.asarray(counts)
+    if keys.ndim != 1 or counts.shape != keys.shape:
+        raise ParameterError("keys and counts must be aligned 1-D arrays")
+    if len(counts) and (counts.dtype.kind not in "iu" or counts.min() < 1):
+        raise ParameterError("counts must be positive integers (one per distinct key)")
+    if keys.dtype.kind in "iu":
+        keys = keys.astype(np.int64, copy=False)
+    elif keys.dtype.kind == "O" and all(isinstance(x, str) for x in keys.tolist()):
+        keys = keys.astype(str)
+    elif keys.dtype.kind != "U":
+        raise ParameterError("keys must be int64 or str")
+    order = np.argsort(keys, kind="stable")
+    keys, counts = keys[order], counts[order]
+    if np.any(keys[1:] == keys[:-1]):
+        raise ParameterError("keys must be distinct (one count per key)")
+    mechanism, plan = exact_counts_plan(epsilon, delta, noise)
+    with charging(budget, mechanism, epsilon=plan["epsilon"], delta=plan["delta"]):
+        pass  # nothing drawn yet: a refusal spends nothing
+    rng, seeded = _seeds.rng(seed, "noise")
+    items = U._draw_release(U._bounded_from_aggregates(keys, counts.astype(np.int64, copy=False), 1, 1), plan, rng)
+    threshold, inclusive = float(plan["threshold"]), False
+    if cut == "n/k":
+        mass = sum(map(itemgetter(1), items))  # a function of the release: post-processing
+        if mass / kk > threshold:  # type: ignore[operator]
+            threshold, inclusive = mass / kk, True  # type: ignore[operator]
+            # items are sorted by noisy value, descending: the cut keeps a prefix
+            items = items[:bisect_right(items, -threshold, key=lambda kv: -kv[1])]
+    meta = {
+        "route": "exact",
+        "privacy_unit": "one stream element",
+        "neighbours": "add_remove",
+        "counts": "exact per-key counts of the whole data set (aggregated by the engine)",
+        "length": "unused",
+        "epsilon_requested": float(epsilon),
+        "delta_requested": float(delta),
+        "k": kk,
+        "cut": "none" if cut is None else cut,
+        "cut_length": "the sum of the noisy counts above tau (post-processing)" if cut else None,
+        "threshold_inclusive": inclusive,
+        "reproducible_not_secret": bool(seeded),
+        "reference": "docs/privacy.md §Exact route, one row",
+        **{key: v for key, v in plan.items() if key not in ("epsilon", "delta", "epsilon_selection")},
+    }
+    return Release(items=items, threshold=threshold, epsilon=plan["epsilon"], delta=plan["delta"],
+                   mechanism=mechanism, n=None, metadata=meta, rho=plan.get("rho"))
 
 
 def lookup_t(epsilon: float, delta: float) -> int:

@@ -456,12 +456,14 @@ def _draw_release(bounded: BoundedContributions, plan: dict, rng) -> list[tuple]
          else _core.noise.discrete_laplace(rng, num, den, n))
     noisy = bounded.counts + z
     passed = np.flatnonzero(noisy > plan["threshold"])
-    keys = bounded.keys[passed].tolist()
-    vals = noisy[passed].tolist()
     if "gumbel_scale" in plan:
+        keys = bounded.keys[passed].tolist()
+        vals = noisy[passed].tolist()
         order = gumbel_top_k(bounded.counts[passed], plan["gumbel_scale"], plan["k"], rng)
         return [(keys[i], vals[i]) for i in order]
-    return sorted(zip(keys, vals), key=lambda kv: (-kv[1], kv[0]))
+    # noisy value descending, ties by key (the keys are distinct, so the order is total)
+    order = passed[np.lexsort((bounded.keys[passed], -noisy[passed]))]
+    return list(zip(bounded.keys[order].tolist(), noisy[order].tolist()))
 
 
 def unit_heavy_hitters(keys, privacy_id, *, epsilon: float, delta: float, max_keys_per_unit: int,

@@ -3,9 +3,11 @@ Python, and private releases done once, on the driver (docs/distributed.md; docs
 
 - :func:`summarize` -- the building block: every partition feeds Arrow batches straight into
   ``update_many`` (``mapInArrow``) and returns ``to_bytes()``; the driver merges them (tree order).
-- :func:`heavy_hitters` -- ``route="counters"``: partition by key, PMG/DPSS per partition, union of
-  the releases (parallel composition); ``route="sketch"``: per-partition non-private dyadic sketch,
-  merge, noise once, hierarchical descent, and (string keys) a private label lookup pass.
+- :func:`heavy_hitters` -- ``route="exact"`` (the default): Spark's ``groupBy(key).count()``, noise
+  and a threshold on the aggregated rows on the driver; ``route="counters"``: partition by key,
+  PMG/DPSS per partition, union of the releases (parallel composition); ``route="sketch"``:
+  per-partition non-private dyadic sketch, merge, noise once, hierarchical descent, and (string
+  keys) a private label lookup pass.
 - :func:`quantiles` -- merged dyadic sketch, noise once, quantile descent.
 - :func:`windowed_heavy_hitters` -- one counters-route release per event-time window of a public
   range (batch); :func:`stream_heavy_hitters` -- the same series on Structured Streaming, each
@@ -33,6 +35,7 @@ from . import _core
 from .budget import Budget, charging
 from .calibration import calibrate, check_privacy_params
 from .distributed import SketchRoute, charge_windows, check_windows, release_partitions, release_windows
+from .dpss import check_cut
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .release import Release
 from .sketches import CountMin, CountSketch
@@ -175,22 +178,48 @@ def summarize(df, column: str, factory: Callable[[], Any]):
     return out
 
 
+_RAW, _LZ4 = b"\x00", b"\x01"  # how a part's bytes travel: as they are, or LZ4 with the raw length first
+
+
+def _pack(pa, raw: bytes) -> bytes:
+    """A part's bytes for the trip to the driver: LZ4-compressed when the codec is there (a sketch's
+    cells are mostly zero where the keys are few, e.g. the upper levels of a 64-bit dyadic sketch:
+    9.9 MB shrink to about 0.5 MB at width 8000). The driver gets the same bytes back (_unpack)."""
+    if pa.Codec.is_available("lz4"):
+        return _LZ4 + len(raw).to_bytes(8, "little") + pa.compress(raw, codec="lz4", asbytes=True)
+    return _RAW + raw
+
+
+def _unpack(packed: bytes) -> bytes:
+    if packed[:1] == _RAW:
+        return packed[1:]
+    import pyarrow as pa
+
+    size = int.from_bytes(packed[1:9], "little")
+    return pa.decompress(packed[9:], decompressed_size=size, codec="lz4", asbytes=True)
+
+
 def _parts(df, cls, proto_bytes, fill) -> list:
     """``fill(summary, arrow batches)`` on every partition of ``df`` (mapInArrow), each starting from
-    the prototype's bytes; the parts' bytes come back to the driver, a task's exception pickled."""
+    the prototype's bytes; the parts' bytes come back to the driver (compressed on the way), a
+    task's exception pickled. The prototype travels compressed too (an empty sketch is all zeros)."""
+    import pyarrow as pa
+
+    packed_proto = _pack(pa, proto_bytes)
+
     def build(batches):
         import pyarrow as pa
 
         try:
-            s = cls.from_bytes(proto_bytes)
+            s = cls.from_bytes(_unpack(packed_proto))
             fill(s, batches)
-            out = s.to_bytes()
+            out = _pack(pa, s.to_bytes())
         except (ValueError, TypeError, OverflowError) as e:
             yield _part_batch(pa, None, e)
             return
         yield _part_batch(pa, out)
 
-    return [r["part"] for r in _collect_parts(df.mapInArrow(build, "part binary, error binary"))]
+    return [_unpack(r["part"]) for r in _collect_parts(df.mapInArrow(build, "part binary, error binary"))]
 
 
 def _summary_parts(df, kind, cls, proto_bytes) -> list:
@@ -223,7 +252,22 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
     m pairs with the smallest xxhash64(salt, unit, key) per unit (a window; ties by key), at most c
     rows each, and a groupBy on key; on the driver :func:`dpsketch.privacy_unit.release_bounded_counts`
     (``noise="gaussian"`` or ``"laplace"``, ``selection="gumbel"`` with ``k`` for exactly k ranked keys).
-    Without ``privacy_id`` the routes below take ``k`` (required) and the default route is "counters".
+    Without ``privacy_id`` the routes below take ``k`` (required); the route is chosen as follows.
+
+    Default route (``route=None``): ``"exact"`` -- unless a parameter of another route is given:
+    a sketch shape (``width``, ``depth``, ``gamma``, ``rho_fraction``) asks for the sketch route
+    (bounded memory everywhere, no shuffle), a counters parameter (``summary``, ``capacity``,
+    ``num_partitions``, ``passes``, a length option) for the counters route. The exact route is
+    the fastest on one machine and the most accurate; it shuffles one row per distinct key and
+    partition and collects one row per distinct key to the driver. Where the distinct keys do not
+    fit in the driver's memory, or no shuffle is wanted, pass ``route="sketch"``.
+
+    ``route="exact"`` (docs/privacy.md §Exact route, one row): Spark's ``groupBy(key).count()``
+    in the JVM; on the driver :func:`dpsketch.distributed.release_exact_counts`: every key's count
+    + discrete Gaussian (``noise="gaussian"``, ℓ2 = 1) or discrete Laplace (``noise="laplace"``)
+    noise, released iff above τ, the threshold a key of count 1 clears with probability at most
+    δ/2 (Laplace: δ). No length is read or published. ``cut="n/k"`` keeps the noisy values >= M/k,
+    M the sum of the released noisy values (post-processing); ``cut=None`` every key above τ.
 
     ``route="counters"`` (docs/algorithms.md §8, "partition by key"): rows are repartitioned by a
     hash of the key alone, each partition is sorted by key (the summary's input order is then a
@@ -282,14 +326,25 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
                            k, seed, budget)
     if max_keys_per_unit is not None or selection is not None:
         raise ValueError("max_keys_per_unit and selection bound a privacy unit: pass privacy_id= (the unit's column) too")
-    route = "counters" if route is None else route
+    if route is None:
+        route = "counters" if top_k is not None else _default_route(
+            summary=summary, capacity=capacity, num_partitions=num_partitions, passes=passes,
+            public_length=public_length, length_epsilon=length_epsilon, length_delta=length_delta,
+            rho_fraction=rho_fraction, gamma=gamma, width=width, depth=depth)
     if top_k is not None:  # docs/privacy.md §Exact-k: k = capacity, the lowest threshold
         if route != "counters":
             raise ValueError("top_k applies to route='counters' (or to privacy_id= with selection='gumbel')")
         capacity = top_k_capacity(check_top_k(top_k), capacity)
         k, cut = capacity, None if summary == "spacesaving" else "n/k"
+    if route == "exact":
+        return _exact_route(df, column, k, epsilon, delta, noise, cut, seed, budget, summary=summary, capacity=capacity,
+                            num_partitions=num_partitions, passes=passes, public_length=public_length,
+                            length_epsilon=length_epsilon, length_delta=length_delta, rho_fraction=rho_fraction,
+                            gamma=gamma, width=width, depth=depth)
+    if noise != "gaussian":
+        raise ValueError(f"noise= chooses the exact route's noise; route={route!r} has its own")
     if cut is None and (route != "counters" or summary != "spacesaving"):
-        raise ValueError("cut=None applies to route='counters' with summary='spacesaving' (DPSS) only")
+        raise ValueError("cut=None applies to the exact route and to route='counters' with summary='spacesaving' (DPSS)")
     if passes not in (1, 2) or isinstance(passes, bool):
         raise ValueError(f"passes must be 1 or 2, got {passes!r}")
     if passes == 2 and (route != "counters" or summary != "spacesaving"):
@@ -313,7 +368,71 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
             raise ValueError("route='sketch' reads its length from the noisy sketch itself (no length budget); "
                              "public_length, length_epsilon and length_delta apply to route='counters'")
         return _sketch_route(df, column, kind, kk, eps, dlt, rho_fraction, gamma, width, depth, seed, budget)
-    raise ValueError(f"route must be 'counters' or 'sketch', got {route!r}")
+    raise ValueError(f"route must be 'exact', 'counters' or 'sketch', got {route!r}")
+
+
+_SKETCH_DEFAULTS = {"rho_fraction": 0.9, "gamma": None, "width": None, "depth": None}
+_COUNTERS_DEFAULTS = {"summary": "spacesaving", "capacity": None, "num_partitions": None, "passes": 1,
+                      "public_length": False, "length_epsilon": None, "length_delta": None}
+
+
+def _asked(defaults: dict, given: dict) -> list:
+    """The parameters of ``given`` that differ from their defaults (what the caller asked for)."""
+    return [name for name, v in defaults.items() if given[name] is not v and given[name] != v]
+
+
+def _default_route(**given) -> str:
+    """route=None: the sketch route when a sketch parameter is given (bounded memory, no shuffle), the
+    counters route when a counters parameter is, otherwise the exact route (Spark's own aggregation)."""
+    sketch = _asked(_SKETCH_DEFAULTS, given)
+    counters = _asked(_COUNTERS_DEFAULTS, given)
+    if sketch and counters:
+        raise ValueError(f"{sketch} belong to route='sketch' and {counters} to route='counters'; pass route= to choose")
+    return "sketch" if sketch else "counters" if counters else "exact"
+
+
+def _exact_route(df, column, k, epsilon, delta, noise, cut, seed, budget, **others) -> Release:
+    """The exact route (docs/privacy.md §Exact route, one row): Spark's ``groupBy(key).count()`` in the
+    JVM, the aggregated rows (one per distinct key) to the driver as Arrow, and the noise and the
+    threshold there (:func:`dpsketch.distributed.release_exact_counts`)."""
+    from .distributed import exact_counts_plan, release_exact_counts
+
+    wrong = _asked(_SKETCH_DEFAULTS, others) + _asked(_COUNTERS_DEFAULTS, others)
+    if wrong:
+        raise ValueError(f"{wrong} do not apply to the exact route (it reads no length and builds no summary); "
+                         "pass route='counters' or route='sketch'")
+    if k is None:
+        raise ValueError("route='exact' needs k= (the heavy-hitter cut; cut=None keeps every key above τ)")
+    kk = check_int("k", k, 1, 2**40)
+    mechanism, plan = exact_counts_plan(epsilon, delta, noise)
+    check_cut(cut)
+    if seed is not None:
+        seed = check_int("seed", seed, 0, 2**64 - 1)
+    kind = _column_kind(df, column)
+    if kind == "float":
+        raise TypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
+    # Every parameter is checked and the budget charged before Spark reads a row (a refusal runs no job).
+    with charging(budget, mechanism, epsilon=plan["epsilon"], delta=plan["delta"]):
+        pass
+    keys, counts = _key_counts(df, column)
+    if kind == "int":
+        keys = keys.astype(np.int64, copy=False)
+    rel = release_exact_counts(keys, counts, k=kk, epsilon=epsilon, delta=delta, noise=noise, cut=cut, seed=seed)
+    rel.metadata.update(front_end="spark", aggregation="Spark: groupBy(key).count() in the JVM; the noise on the driver")
+    return rel
+
+
+def _key_counts(df, column):
+    """(keys, counts) of ``groupBy(column).count()`` without nulls, collected as Arrow."""
+    from pyspark.sql import functions as F
+
+    counts = df.select(F.col(column).alias("k")).where(F.col("k").isNotNull()).groupBy("k").count()
+    if hasattr(counts, "toArrow"):
+        table = counts.toArrow()
+        return (table.column("k").to_numpy(zero_copy_only=False),
+                table.column("count").to_numpy(zero_copy_only=False))
+    pdf = counts.toPandas()  # pragma: no cover - Spark < 4 has no DataFrame.toArrow
+    return pdf["k"].to_numpy(), pdf["count"].to_numpy()
 
 
 def _unit_bounded_counts(df, column, privacy_id, m, c, salt):

@@ -50,10 +50,10 @@ def _bounded_pair(ctx, counts: dict, unit_keys: list) -> tuple:
     return bx, bxp, {k: d for k, d in diff.items() if d}, cxp
 
 
-def _plans(ctx, delta, noise, selection=None, k=None):
+def _plans(ctx, delta, noise, selection=None, k=None, m=_M, c=_C):
     """(claimed plan, plan the runs draw with): the library's plan for (ε, δ, m, c), and the same
     plan with every noise scale (σ, the Laplace scale, the Gumbel scale) times ctx.noise; τ stays."""
-    claimed = U._exact_plan(ctx.epsilon, delta, _M, _C, noise, selection, k)
+    claimed = U._exact_plan(ctx.epsilon, delta, m, c, noise, selection, k)
     f = Fraction(ctx.noise)
     num, den = claimed["noise_param"]
     scaled = Fraction(num, den) * (f * f if claimed["noise"] == "discrete_gaussian" else f)  # σ² or the scale
@@ -125,6 +125,72 @@ for _noise, _name in (("gaussian", "discrete_gaussian"), ("laplace", "discrete_l
     pair(f"unit.exact[{_name}]", f"one unit, {_HELD} keys × {_C + 1} rows, bounded to m={_M}, c={_C} ({_shift})",
          tests=2 if _noise == "gaussian" else 1)(_values_pair(_noise))
     pair(f"unit.exact[{_name}]", "unstable labels: m keys of count c held by the unit alone")(_label_pair(_noise))
+
+
+# -- the exact route with one row as the unit (docs/privacy.md §Exact route, one row) --------------------
+
+def _row_plans(ctx, delta, noise):
+    """The m = c = 1 plans, checked to be the ones ``release_exact_counts`` releases with."""
+    from ..distributed import release_exact_counts
+
+    claimed, built = _plans(ctx, delta, noise, m=1, c=1)
+    meta = release_exact_counts([0], [1], k=None, cut=None, epsilon=ctx.epsilon, delta=delta, noise=noise,
+                                seed=0).metadata
+    _structure(meta["noise_param"] == claimed["noise_param"] and meta["threshold"] == claimed["threshold"],
+               "row exact pair: release_exact_counts runs the m = c = 1 plan")
+    return claimed, built
+
+
+def _row_counts(counts: dict):
+    keys = np.array(sorted(counts), dtype=np.int64)
+    return U._bounded_from_aggregates(keys, np.array([counts[k] for k in keys.tolist()], dtype=np.int64), 1, 1)
+
+
+def _row_values_pair(noise: str):
+    def fn(ctx):
+        claimed, built = _row_plans(ctx, ctx.delta, noise)
+        n = _clear_margin(claimed)
+        bx, bxp = _row_counts({0: n + 1, 1: n, 2: n}), _row_counts({0: n, 1: n, 2: n})  # one row of key 0
+        tau = float(claimed["threshold"])
+        rng = ctx.rng(ctx.mechanism)
+
+        def value(b):
+            for k, v in U._draw_release(b, built, rng):
+                if k == 0:
+                    return float(v)
+            return tau
+
+        def sample_cells(m):
+            return (np.array([[value(bx)] for _ in range(m)]), np.array([[value(bxp)] for _ in range(m)]))
+
+        if noise == "laplace":
+            res = _cells_result(ctx, sample_cells, [1.0], [float(n)], "laplace", None, claimed["epsilon"])
+        else:
+            res = _cells_result(ctx, sample_cells, [1.0], [float(n)], "gaussian", np.array([claimed["sigma2"]]),
+                                claimed["rho"], trials=max(ctx.trials, min(4 * ctx.trials, _GAUSSIAN_MAX_TRIALS)))
+        res.notes.update(count=n, threshold=claimed["threshold"])
+        return res
+    return fn
+
+
+def _row_label_pair(noise: str):
+    def fn(ctx):
+        t0 = time.perf_counter()
+        claimed, built = _row_plans(ctx, ctx.label_delta, noise)
+        bx = _row_counts({0: 1, 1: _clear_margin(claimed)})  # key 0: the removed row's, count 1
+        rng = ctx.rng(ctx.mechanism + "/label")
+        hits = sum(any(k == 0 for k, _ in U._draw_release(bx, built, rng)) for _ in range(ctx.trials))
+        # X' has no key 0: it is never released there; the proof charges δ_τ = P[noise > τ − 1]
+        return label_result(ctx.mechanism, ctx.case, hits, ctx.trials, claimed["delta_threshold"],
+                            claimed["epsilon"], ctx.confidence, t0,
+                            {"threshold": claimed["threshold"], "label_delta": ctx.label_delta})
+    return fn
+
+
+for _noise, _name in (("gaussian", "discrete_gaussian"), ("laplace", "discrete_laplace")):
+    pair(f"exact[{_name}]", "one row added to a key far above τ (ℓ1 = ℓ2 = 1)",
+         tests=2 if _noise == "gaussian" else 1)(_row_values_pair(_noise))
+    pair(f"exact[{_name}]", "unstable label: a key of count 1, the added row's")(_row_label_pair(_noise))
 
 
 @pair("unit.exact[discrete_gaussian+gumbel]", f"which key is ranked first (k=1 of {_GUMBEL_KEYS}): one unit adds c")
