@@ -42,6 +42,8 @@ PY_ITEM_PATH = "python_update_int_k256"  # per-item SpaceSaving.update(int) thro
 PY_DYADIC_INT_PATH = "python_dyadic_update_int_l32"
 PY_DYADIC_FLOAT_PATH = "python_dyadic_update_float_l32"
 PY_STR_LIST_PATH = "python_str_list_k256"  # SpaceSaving(256).update_many(list of str), fed in blocks
+# the text reader of dpsketch top (read, split, and with --int-keys parse), per line of a file
+PY_TEXT_READER_PATHS = {"python_text_reader_int": "int", "python_text_reader_str": "str"}
 # the exact Spark route's driver step: noise and threshold on the aggregated (key, count) rows
 # (dpsketch.distributed.release_exact_counts; no Spark), per aggregated row
 PY_EXACT_DRIVER_PATH = "python_spark_exact_driver_int"
@@ -119,6 +121,33 @@ def time_python_str_list(stream_file: Path, reps: int) -> float | None:
         return None
     return _batch_ns(dpsketch.SpaceSaving(256), [f"user:{v}" for v in np.fromfile(stream_file, dtype=np.int64).tolist()],
                      reps)
+
+
+def time_python_text_reader(stream_file: Path, reps: int, keys: str) -> float | None:
+    """Median ns per line of the command line's text reader (``_input.Source(...).chunks()``: read,
+    split into lines and, with ``keys="int"``, parse each line) over the dumped stream written one
+    value per line, four times over (the reader's threads start once per file), or None without
+    dpsketch."""
+    try:
+        import numpy as np
+
+        from dpsketch import _input
+    except ImportError:
+        return None
+    values = np.tile(np.fromfile(stream_file, dtype=np.int64), 4)
+    text = stream_file.with_suffix(".txt")
+    text.write_text("\n".join(map(str, values.tolist())) + "\n")
+
+    def read():
+        return sum(len(batch) for batch in _input.Source(str(text), keys=keys).chunks())
+
+    assert read() == len(values)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        read()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e9 / len(values)
 
 
 def _batch_ns(summary, xs, reps: int) -> float:
@@ -210,6 +239,11 @@ def main() -> int:
             if list_ns is not None:  # string keys: against the exact string counter
                 ratios[PY_STR_LIST_PATH] = list_ns / res["exact_str_ns"]
                 ns[PY_STR_LIST_PATH] = list_ns
+            for path, keys in PY_TEXT_READER_PATHS.items():
+                reader_ns = time_python_text_reader(stream, args.rounds, keys)
+                if reader_ns is not None:
+                    ratios[path] = reader_ns / res["exact_int_ns"]
+                    ns[path] = reader_ns
             driver_ns = time_python_exact_driver(stream, args.rounds)
             if driver_ns is not None:
                 ratios[PY_EXACT_DRIVER_PATH] = driver_ns / res["exact_int_ns"]
