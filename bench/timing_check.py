@@ -222,32 +222,19 @@ def main() -> int:
             res = json.loads(out)
             ratios = {k: v["ratio"] for k, v in res["paths"].items()}
             ns = {k: v["ns"] for k, v in res["paths"].items()}
-            py_ns = time_python(stream, args.rounds)
-            if py_ns is not None:
-                ratios[PY_PATH] = py_ns / res["exact_int_ns"]
-                ns[PY_PATH] = py_ns
-            item_ns = time_python_per_item(stream, args.rounds)
-            if item_ns is not None:
-                ratios[PY_ITEM_PATH] = item_ns / res["exact_int_ns"]
-                ns[PY_ITEM_PATH] = item_ns
-            for path, floats in ((PY_DYADIC_INT_PATH, False), (PY_DYADIC_FLOAT_PATH, True)):
-                dyadic_ns = time_python_dyadic_per_item(stream, args.rounds, floats)
-                if dyadic_ns is not None:
-                    ratios[path] = dyadic_ns / res["exact_int_ns"]
-                    ns[path] = dyadic_ns
-            list_ns = time_python_str_list(stream, args.rounds)
-            if list_ns is not None:  # string keys: against the exact string counter
-                ratios[PY_STR_LIST_PATH] = list_ns / res["exact_str_ns"]
-                ns[PY_STR_LIST_PATH] = list_ns
-            for path, keys in PY_TEXT_READER_PATHS.items():
-                reader_ns = time_python_text_reader(stream, args.rounds, keys)
-                if reader_ns is not None:
-                    ratios[path] = reader_ns / res["exact_int_ns"]
-                    ns[path] = reader_ns
-            driver_ns = time_python_exact_driver(stream, args.rounds)
-            if driver_ns is not None:
-                ratios[PY_EXACT_DRIVER_PATH] = driver_ns / res["exact_int_ns"]
-                ns[PY_EXACT_DRIVER_PATH] = driver_ns
+            # (path, ns per item or None without dpsketch, the exact counter it is divided by)
+            python_paths = [(PY_PATH, time_python(stream, args.rounds), "exact_int_ns"),
+                            (PY_ITEM_PATH, time_python_per_item(stream, args.rounds), "exact_int_ns")]
+            python_paths += [(path, time_python_dyadic_per_item(stream, args.rounds, floats), "exact_int_ns")
+                             for path, floats in ((PY_DYADIC_INT_PATH, False), (PY_DYADIC_FLOAT_PATH, True))]
+            python_paths.append((PY_STR_LIST_PATH, time_python_str_list(stream, args.rounds), "exact_str_ns"))
+            python_paths += [(path, time_python_text_reader(stream, args.rounds, keys), "exact_int_ns")
+                             for path, keys in PY_TEXT_READER_PATHS.items()]
+            python_paths.append((PY_EXACT_DRIVER_PATH, time_python_exact_driver(stream, args.rounds), "exact_int_ns"))
+            for path, path_ns, baseline in python_paths:
+                if path_ns is not None:
+                    ratios[path] = path_ns / res[baseline]
+                    ns[path] = path_ns
             return res, ratios, ns
 
         if args.update:

@@ -767,9 +767,7 @@ def _print_cumulative(out, writer, step, cumulative, top_n, k, source_desc) -> N
     else:
         sys.stdout.write(f"since start through window [{window['start']}, {window['end']}): threshold={num(threshold)} "
                          f"noisy n={num(total)} -> {len(items)} item(s)\n")
-        width = max([len(str(key)) for key, _ in shown] + [4])
-        for rank, (key, v) in enumerate(shown, 1):
-            sys.stdout.write(f"{rank:>6}  {str(key):<{width}}  {num(v)}\n")
+        _write_ranked(shown)
     sys.stdout.flush()
 
 
@@ -789,10 +787,15 @@ def _print_window(out, writer, rel, top_n, source_desc, k, capacity, algorithm) 
     else:
         sys.stdout.write(f"window [{window['start']}, {window['end']}): threshold={num(rel.threshold)} "
                          f"noisy n={num(rel.n)} -> {len(rel.items)} item(s) released\n")
-        width = max([len(label(key)) for key, _ in items] + [4])
-        for rank, (key, v) in enumerate(items, 1):
-            sys.stdout.write(f"{rank:>6}  {label(key):<{width}}  {num(v)}\n")
+        _write_ranked(items)
     sys.stdout.flush()
+
+
+def _write_ranked(items) -> None:
+    """The rows of a windowed or cumulative table: rank, item, noisy count."""
+    width = max([len(label(key)) for key, _ in items] + [4])
+    for rank, (key, v) in enumerate(items, 1):
+        sys.stdout.write(f"{rank:>6}  {label(key):<{width}}  {num(v)}\n")
 
 
 # -- the user-level release (--privacy-id) ----------------------------------------------------------
