@@ -210,6 +210,14 @@ def _refuse_options(args, names, why: str) -> None:
             raise UsageError(f"{_option(name)} {why}")
 
 
+def _counter_algorithm(args, release: str) -> str:
+    """--algorithm of a release only the counter summaries have (spacesaving, the default, or misragries)."""
+    algorithm = args.algorithm or "spacesaving"
+    if algorithm not in ("spacesaving", "misragries"):
+        raise UsageError(f"--algorithm {algorithm} has no {release}; use spacesaving (DPSS) or misragries (PMG)")
+    return algorithm
+
+
 def _refuse_unit_options(args, names) -> None:
     """A row-level run given a user-level option."""
     _refuse_options(args, names, "applies to the user-level release: give --privacy-id COLUMN")
@@ -590,10 +598,7 @@ def _top_windowed(args, out) -> int:
     if args.time_column is None or args.window is None:
         raise UsageError("--time-column NAME and --window DURATION go together: the event time of each row "
                          "and the window length")
-    algorithm = args.algorithm or "spacesaving"
-    if algorithm not in ("spacesaving", "misragries"):
-        raise UsageError(f"--algorithm {algorithm} has no windowed release; use spacesaving (DPSS) or "
-                         "misragries (PMG)")
+    algorithm = _counter_algorithm(args, "windowed release")
     if not args.follow and (args.start is None or args.end is None):
         raise UsageError("without --follow, give --start TIME and --end TIME: the first and last window are "
                          "released whatever the data, so they must be public (the smallest and largest event "
@@ -909,10 +914,7 @@ def _top_units_bounded(args, out) -> int:
     if r is None:
         raise UsageError("the bounded-memory route (stdin) needs --max-rows-per-unit R, or --max-keys-per-unit M "
                          "(and --max-rows-per-key C) for R = M*C: how many rows one privacy id may contribute")
-    algorithm = args.algorithm or "spacesaving"
-    if algorithm not in ("spacesaving", "misragries"):
-        raise UsageError(f"--algorithm {algorithm} has no bounded-memory user-level release; "
-                         "use spacesaving (DPSS) or misragries (PMG)")
+    algorithm = _counter_algorithm(args, "bounded-memory user-level release")
     k = args.k if args.k is not None else DEFAULT_K
     capacity = max(k, math.ceil((args.oversample or 2.0) * k - 1e-9))
     _checked(lambda: unit_calibration(args.epsilon, args.delta, r))
