@@ -643,15 +643,23 @@ def _top_windowed(args, out) -> int:
     writer = csv.writer(sys.stdout, lineterminator="\n") if out.fmt == "csv" else None
     if writer is not None:
         writer.writerow(["window_start", "window_end", "rank", "item", "noisy_count"])
+    _print_series(windowed.releases(src.timed(args.time_column, follow=args.follow)),
+                  lambda rel: _print_window(out, writer, rel, args.top, source_desc, k, capacity, algorithm),
+                  source_desc)
+    out.spent(budget, budget_file.ledger)
+    return 0
+
+
+def _print_series(releases, print_one, source_desc) -> None:
+    """Print each release of a windowed or cumulative series as it comes; a failure while reading,
+    adding or releasing is a RunError."""
     try:
-        for rel in windowed.releases(src.timed(args.time_column, follow=args.follow)):
-            _print_window(out, writer, rel, args.top, source_desc, k, capacity, algorithm)
+        for rel in releases:
+            print_one(rel)
     except (TypeError, RuntimeError) as exc:
         raise RunError(f"release failed: {first_line(exc)}") from None
     except ValueError as exc:
         raise RunError(f"cannot add the items of {source_desc}: {first_line(exc)}") from None
-    out.spent(budget, budget_file.ledger)
-    return 0
 
 
 _SIGN = 1 << 63  # int64 keys to the dyadic universe [0, 2^64): x + 2^63 keeps the order
@@ -735,13 +743,9 @@ def _top_cumulative(args, out) -> int:
             arr = np.asarray(keys, dtype=np.int64)
             yield (arr.view(np.uint64) ^ np.uint64(_SIGN)), times
 
-    try:
-        for step in cumulative.releases(batches(), period=args.window, start=args.start, origin=args.origin):
-            _print_cumulative(out, writer, step, cumulative, args.top, k, source_desc)
-    except (TypeError, RuntimeError) as exc:
-        raise RunError(f"release failed: {first_line(exc)}") from None
-    except ValueError as exc:
-        raise RunError(f"cannot add the items of {source_desc}: {first_line(exc)}") from None
+    _print_series(cumulative.releases(batches(), period=args.window, start=args.start, origin=args.origin),
+                  lambda step: _print_cumulative(out, writer, step, cumulative, args.top, k, source_desc),
+                  source_desc)
     out.spent(budget, budget_file.ledger)
     return 0
 
