@@ -89,9 +89,7 @@ def _cumulative_pair(name: str):
                 ox[i], oxp[i] = run(leaves_x, s), run(leaves_xp, s)
             return ox, oxp
 
-        # a whole series per trial and side: half the trials still separate the claimed μ from a
-        # halved-noise copy's (twice the μ) at the audit's confidence
-        res = _cells_result(ctx, sample_cells, diff, base, "gaussian", sigma2, claimed.rho, trials=ctx.trials // 2)
+        res = _cells_result(ctx, sample_cells, diff, base, "gaussian", sigma2, claimed.rho)
         res.notes.update(horizon=T, nodes_per_element=schedule.nodes_per_element, worst_step=worst,
                          nodes=[list(n) for n in nodes])
         return res
