@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "dpsketch/common/key_traits.hpp"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -186,7 +188,8 @@ inline std::size_t line_end(const u8* p, std::size_t from, std::size_t size) {
   return size;
 }
 
-// split_lines(block, final, max_line_bytes, on_bad=0, scanned=0, discarding=False) -> dict with
+// split_lines(block, final, max_line_bytes, on_bad=0, scanned=0, discarding=False, int_keys=False,
+//             table_hashes=False) -> dict with
 //   data, offsets: the non-blank stripped lines as an Arrow large_string layout
 //   consumed: bytes of `block` used (complete lines; all of it when final)
 //   scanned: bytes at the start of the unconsumed rest known to hold no line end; pass it back
@@ -197,12 +200,15 @@ inline std::size_t line_end(const u8* p, std::size_t from, std::size_t size) {
 //   error: 0 ok, 1 invalid UTF-8, 2 line longer than max_line_bytes (on_bad error); error_line: its index
 //   ints: with int_keys, the lines' integer keys (parse_int_key; data and offsets stay empty, and
 //     a line that is not an integer key is dropped)
+//   hashes: with table_hashes (str lines only), each line's KeyTraits<std::string>::table_hash, so
+//     that a counter summary fed from another thread (update_many_utf8_hashed) skips the hashing:
+//     the bytes are hashed here while they are still in cache
 // on_bad: 0 error, 1 skip the line, 2 replace: ill-formed UTF-8 becomes U+FFFD and a line longer
 // than max_line_bytes keeps its first max_line_bytes bytes (then decoded with replacement).
 // Every byte is searched and checked a bounded number of times over a whole stream, whatever the
 // line lengths (the caller appends blocks to the unconsumed rest and passes `scanned` back).
 py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool final, std::int64_t max_line,
-                     int on_bad, std::int64_t scanned_in, bool discarding, bool int_keys) {
+                     int on_bad, std::int64_t scanned_in, bool discarding, bool int_keys, bool table_hashes) {
   if (block.ndim() != 1) throw py::value_error("expected a 1-D byte array");
   if (max_line < 1) throw py::value_error("max_line_bytes must be >= 1");
   if (on_bad < kError || on_bad > kReplace) throw py::value_error("on_bad must be 0 (error), 1 (skip) or 2 (replace)");
@@ -213,6 +219,8 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
   std::vector<std::int64_t> offsets{0};
   std::vector<std::int64_t> blank;
   std::vector<std::int64_t> ints;
+  std::vector<std::uint64_t> hashes;
+  table_hashes = table_hashes && !int_keys;
   std::size_t pos = 0, lines = 0, bad = 0, scanned = static_cast<std::size_t>(scanned_in);
   std::size_t used = 0;  // bytes of `data` written
   int error = 0;
@@ -239,6 +247,7 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
           ints.reserve(keys);
         } else {
           offsets.reserve(keys + 1);
+          if (table_hashes) hashes.reserve(keys);
           data.resize(size - std::min(pos, size) + n + kSlack);
         }
       }
@@ -248,10 +257,15 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
         return;
       }
       if (used + n + kSlack > data.size()) data.resize(std::max(2 * data.size(), used + n + kSlack));
+      using Traits = dpsketch::KeyTraits<std::string>;
+      const char* key = reinterpret_cast<const char*>(b);
       if (in_block && n <= kSlack && static_cast<std::size_t>(b - p) + kSlack <= size) {
         std::memcpy(data.data() + used, b, kSlack);  // a constant-size copy: one vector move
+        // read from the block, not the copy: a load from a store just made may wait for it
+        if (table_hashes) hashes.push_back(Traits::table_hash_padded(key, n));
       } else {
         std::memcpy(data.data() + used, b, n);
+        if (table_hashes) hashes.push_back(Traits::table_hash(std::string_view(key, n)));
       }
       used += n;
       offsets.push_back(static_cast<std::int64_t>(used));
@@ -359,6 +373,7 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
   out["error"] = error;
   out["error_line"] = error_line;
   out["ints"] = to_numpy(std::move(ints));
+  out["hashes"] = to_numpy(std::move(hashes));
   return out;
 }
 
@@ -367,6 +382,7 @@ py::dict split_lines(const py::array_t<u8, py::array::c_style>& block, bool fina
 void bind_lines(py::module_& m) {
   m.def("split_lines", &split_lines, py::arg("block"), py::arg("final"), py::arg("max_line_bytes"),
         py::arg("on_bad") = 0, py::arg("scanned") = 0, py::arg("discarding") = false, py::arg("int_keys") = false,
+        py::arg("table_hashes") = false,
         "Split a UTF-8 block into stripped, non-blank lines (Arrow large_string layout), or with int_keys "
         "into their integer keys; see _input.py.");
 }

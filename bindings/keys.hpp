@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "dpsketch/common/key_traits.hpp"
 #include "dpsketch/common/serialization.hpp"
 #include "numpy_strings.hpp"
 
@@ -341,6 +342,14 @@ inline std::string_view view_of(const py::bytes& b) {
   return {p, static_cast<std::size_t>(n)};
 }
 
+// Whether T takes an update with its slot-table hash already computed (the counter summaries).
+template <class T, class = void>
+struct takes_table_hash : std::false_type {};
+template <class T>
+struct takes_table_hash<T, std::void_t<decltype(std::declval<T&>().update_hashed(
+                               std::uint64_t{}, std::declval<const typename KeyTraits<typename T::key_type>::view_type&>()))>>
+    : std::true_type {};
+
 // Whether T stores keys it can list (the counter summaries) -- the linear sketches keep none.
 template <class T, class = void>
 struct lists_keys : std::false_type {};
@@ -430,6 +439,22 @@ void def_keyed(Cls& c) {
             for_each_utf8_offsets(data, offsets, [&](std::string_view x) { s.update(x); }, room(s));
           },
           py::arg("data"), py::arg("offsets"));
+    if constexpr (takes_table_hash<T>::value) {
+      // The text reader's lines with the table hashes its split computed (split_lines,
+      // table_hashes=True): the update thread only does the table work. A hash that is not the
+      // key's table hash cannot corrupt memory, but would track the key twice: only split_lines'
+      // own output is passed here.
+      c.def("update_many_utf8_hashed",
+            [room](T& s, const py::array_t<std::uint8_t, py::array::c_style>& data, const IntArray& offsets,
+                   const py::array_t<std::uint64_t, py::array::c_style>& hashes) {
+              if (hashes.ndim() != 1 || offsets.ndim() != 1 || hashes.shape(0) + 1 != offsets.shape(0))
+                throw py::value_error("expected one table hash per key");
+              const std::uint64_t* h = hashes.data();
+              std::size_t i = 0;
+              for_each_utf8_offsets(data, offsets, [&](std::string_view x) { s.update_hashed(h[i++], x); }, room(s));
+            },
+            py::arg("data"), py::arg("offsets"), py::arg("hashes"));
+    }
     c.def("estimate", [](const T& s, std::string_view x) { return s.estimate(x); }, py::arg("item"));
   }
   if constexpr (takes_counts<T>::value) def_counted<T>(c);

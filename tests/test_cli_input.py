@@ -253,6 +253,61 @@ def test_split_lines_matches_python_across_block_boundaries():
         assert blanks == sum(1 for s in want if not s)
 
 
+def test_table_hashes_of_the_split_are_the_summaries_own():
+    # split_lines(table_hashes=True) hashes each line in the split thread (from a 16-byte read of
+    # the block for lines up to 16 bytes, else the general hash); a counter summary fed those
+    # hashes must end in exactly the state it reaches hashing the keys itself, which it cannot if
+    # one hash differs (the repeated key would take a second slot).
+    from dpsketch import _core
+
+    rng = random.Random(5)
+    alphabet = "abcxyz0189 é日\u00a0"
+    keys = ["".join(rng.choice(alphabet) for _ in range(n)) for n in list(range(0, 41)) * 3]
+    keys += ["\xff-bad", "ok"]  # a line replaced under on_bad=replace is hashed from its mended copy
+    lines = [rng.choice(keys) for _ in range(20_000)]
+    blob = np.frombuffer("\n".join(lines).replace("\xff-bad", "\udcff-bad").encode("utf-8", "surrogateescape"),
+                         dtype=np.uint8)
+    for cls in ("SpaceSavingStr", "MisraGriesStr"):
+        for capacity in (16, 200):
+            hashed, plain = getattr(_core, cls)(capacity), getattr(_core, cls)(capacity)
+            carry, pos = np.zeros(0, np.uint8), 0
+            while True:
+                step = rng.randint(1, 900)  # lines cut at block ends take the general hash
+                chunk, pos = blob[pos : pos + step], pos + step
+                final = chunk.size == 0
+                block = np.concatenate([carry, chunk])
+                r = _core.split_lines(block, final, 1 << 20, 2, table_hashes=True)
+                assert r["hashes"].dtype == np.uint64 and len(r["hashes"]) == len(r["offsets"]) - 1
+                hashed.update_many_utf8_hashed(r["data"], r["offsets"], r["hashes"])
+                plain.update_many_utf8(r["data"], r["offsets"])
+                carry = block[r["consumed"]:]
+                if final:
+                    break
+            assert hashed.to_bytes() == plain.to_bytes()
+            assert hashed.n == len([s for s in lines if s.strip()])
+            py = getattr(_core, cls)(capacity)  # Python str keys: the general hash on every key
+            py.update_many([s.replace("\xff", "\ufffd").strip() for s in lines if s.strip()])
+            assert py.to_bytes() == plain.to_bytes()
+    with pytest.raises(ValueError, match="one table hash per key"):
+        _core.SpaceSavingStr(4).update_many_utf8_hashed(np.frombuffer(b"ab", np.uint8), np.array([0, 1, 2]),
+                                                        np.zeros(1, np.uint64))
+
+
+def test_text_chunks_carry_table_hashes_only_when_asked(heavy):
+    plain = list(_input.Source(heavy, chunk_size=7_000).chunks())
+    hashed = list(_input.Source(heavy, chunk_size=7_000).chunks(table_hashes=True))
+    assert all(b.hashes is None for b in plain)
+    assert all(b.hashes is not None and len(b.hashes) == len(b) for b in hashed)
+    import dpsketch
+
+    a, b = dpsketch.SpaceSaving(50), dpsketch.SpaceSaving(50)
+    for batch in plain:
+        a.update_many(batch)
+    for batch in hashed:
+        b.update_many(batch)
+    assert a.to_bytes() == b.to_bytes()
+
+
 def test_split_lines_errors_name_the_line():
     import numpy as np
 
@@ -289,6 +344,39 @@ def test_int_keys_of_text_follow_the_arrow_rule_line_by_line():
     want, _ = _input._lenient_ints(stripped)
     assert got == want.tolist()
     assert 2**63 - 1 in got and -(2**63) in got and 0 in got  # the ends of int64 are kept
+
+
+def _inflaters():
+    import zlib
+
+    out = [pytest.param((zlib, zlib.error), id="zlib")]
+    try:
+        from isal import isal_zlib
+    except ImportError:  # pragma: no cover - isal is a dependency where it has wheels
+        return out
+    return out + [pytest.param((isal_zlib, isal_zlib.error), id="isal")]
+
+
+@pytest.mark.parametrize("inflater", _inflaters())
+def test_both_inflaters_read_members_and_refuse_bad_streams_alike(inflater):
+    import io
+
+    def inflate(blob):
+        return b"".join(_input._gunzip(io.BytesIO(blob), 1 << 16, inflater))
+
+    body = os.urandom(200_000).hex().encode()  # incompressible: members span many reads
+    two = gzip.compress(body) + gzip.compress(b"c\n" * 30_000, compresslevel=1)
+    assert inflate(two) == body + b"c\n" * 30_000
+    assert inflate(gzip.compress(b"")) == b""
+    for tail in (b"garbage", b"\0" * 16):
+        with pytest.raises(OSError):
+            inflate(gzip.compress(b"a\n") + tail)
+    with pytest.raises(EOFError):
+        inflate(two[: len(gzip.compress(body)) - 9])
+    corrupt = bytearray(gzip.compress(body))
+    corrupt[len(corrupt) // 2 : len(corrupt) // 2 + 64] = bytes(64)
+    with pytest.raises(OSError):
+        inflate(bytes(corrupt))
 
 
 def test_gzip_members_trailing_bytes_and_truncation(capsys, tmp_path):

@@ -494,7 +494,7 @@ def _feed(src, est, args):
     n = 0
     progress = Progress(_show_progress(args), src.total, src.unit)
     try:
-        for batch in src.chunks():
+        for batch in src.chunks(table_hashes=getattr(est, "_takes_table_hashes", False)):
             try:
                 est.update_many(batch)
             except (TypeError, ValueError, OverflowError) as exc:

@@ -76,6 +76,9 @@ class Keyed(FastUpdated):
     _natives: ClassVar[dict[str, Any]]
     # Linear sketches take signed counts (turnstile); counter summaries count each update once.
     _turnstile: ClassVar[bool] = False
+    # Whether text lines hashed by the reader's split thread save this class work (Source.chunks
+    # table_hashes=): the counter summaries' slot table uses that hash.
+    _takes_table_hashes: ClassVar[bool] = False
 
     def __init__(self, key_type: str | None = None) -> None:
         key_type = check_key_type(key_type)

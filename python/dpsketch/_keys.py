@@ -68,20 +68,24 @@ class Utf8Lines:
     """A batch of str keys as one UTF-8 byte buffer and int64 offsets (Arrow's large_string layout:
     key i is ``data[offsets[i]:offsets[i + 1]]``), as the text reader of dpsketch._input makes it
     without pyarrow. The bytes are valid UTF-8 (checked by the reader); ``update_many`` feeds them
-    to the core without a Python object per key."""
+    to the core without a Python object per key. ``hashes``, when the reader was asked for them, are
+    the keys' slot-table hashes computed in its split thread (``split_lines(table_hashes=True)``):
+    a counter summary then skips hashing on the updating thread."""
 
-    __slots__ = ("data", "offsets")
+    __slots__ = ("data", "offsets", "hashes")
 
-    def __init__(self, data: np.ndarray, offsets: np.ndarray) -> None:
+    def __init__(self, data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray | None = None) -> None:
         self.data = data
         self.offsets = offsets
+        self.hashes = hashes
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
     def slice(self, start: int, length: int) -> "Utf8Lines":
         """Keys start .. start+length-1 (a view: the bytes are shared)."""
-        return Utf8Lines(self.data, self.offsets[start : start + length + 1])
+        hashes = None if self.hashes is None else self.hashes[start : start + length]
+        return Utf8Lines(self.data, self.offsets[start : start + length + 1], hashes)
 
     def to_pylist(self) -> list:
         blob, off = self.data.tobytes(), self.offsets.tolist()
@@ -280,7 +284,10 @@ def feed_str_batch(impl, items) -> None:
     """Feed a batch of str keys: numpy str/object arrays and sequences go straight to the core;
     pyarrow string arrays and Utf8Lines pass their UTF-8 buffer and offsets without per-item Python objects."""
     if isinstance(items, Utf8Lines):
-        impl.update_many_utf8(items.data, items.offsets)
+        if items.hashes is not None and hasattr(impl, "update_many_utf8_hashed"):
+            impl.update_many_utf8_hashed(items.data, items.offsets, items.hashes)
+        else:
+            impl.update_many_utf8(items.data, items.offsets)
         return
     if _is_arrow(items):
         import pyarrow as pa

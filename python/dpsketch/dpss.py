@@ -159,14 +159,15 @@ def _check_reiterable(data: Any, passes: int) -> None:
         )
 
 
-def _batches(data, *, column, format, keys, chunk_size):
-    """Batches of keys from ``data``: a file path (read with the CLI's reader), a DataFrame column,
-    or one in-memory container (a single batch)."""
+def _batches(data, *, column, format, keys, chunk_size, table_hashes=False):
+    """Batches of keys from ``data``: a file path (read with the CLI's reader; ``table_hashes``: text
+    lines carry their slot-table hashes, for a counter summary), a DataFrame column, or one
+    in-memory container (a single batch)."""
     if isinstance(data, (str, os.PathLike)):
         from . import _input
 
         src = _input.Source(data, format=format, column=column, keys=keys, chunk_size=chunk_size)
-        yield from src.chunks()
+        yield from src.chunks(table_hashes=table_hashes)
         return
     if type(data).__name__ in ("DataFrame", "Table", "RecordBatch"):
         if column is None:
@@ -229,7 +230,7 @@ def heavy_hitters(
     from .summaries import SpaceSaving
 
     summary = SpaceSaving(cap)
-    for batch in _batches(data, column=column, format=format, keys=keys, chunk_size=chunk_size):
+    for batch in _batches(data, column=column, format=format, keys=keys, chunk_size=chunk_size, table_hashes=True):
         summary.update_many(batch)
     if passes == 1:
         return summary.release(epsilon=epsilon, delta=delta, **({"top_k": n_top} if n_top else {"k": kk, "cut": cut}),

@@ -17,6 +17,8 @@ __all__ = ["MisraGries", "SpaceSaving"]
 
 
 class _CounterSummary(SerializedKeyed):
+    _takes_table_hashes = True
+
     def __init__(self, capacity: int, *, key_type: str | None = None) -> None:
         self._capacity = check_int("capacity", capacity, 1, _core.MAX_CAPACITY)
         super().__init__(key_type)
