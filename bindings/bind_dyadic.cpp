@@ -151,6 +151,14 @@ void bind_dyadic(py::module_& root) {
         py::arg("depth"), py::arg("seed"));
   d.def("update", [](D& s, std::uint64_t x, std::int64_t c) { s.update(x, c); }, py::arg("item"), py::arg("count") = 1);
   d.def("update_many", &update_batch<D>, py::arg("items"), py::arg("counts") = py::none());
+  // The same cells as update_many(items), fed as distinct items with counts (skewed batches).
+  d.def("update_many_aggregated", [](D& s, const U64Array& items) {
+    if (items.ndim() != 1) throw py::value_error("items must be a 1-D array");
+    const std::uint64_t* p = items.data();
+    const auto m = static_cast<std::size_t>(items.shape(0));
+    py::gil_scoped_release nogil;
+    s.update_many_aggregated(p, m);
+  }, py::arg("items"));
   d.def("merge", &D::merge);
   d.def("compatible", &D::compatible);
   d.def_property_readonly("mass", &D::mass);

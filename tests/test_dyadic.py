@@ -508,3 +508,49 @@ def test_rank_error_sigma_matches_seeded_runs(noise, depth):
     key = "sigma2" if "rho" in noise else "laplace_scale"
     cells = sum(lv[key] if key == "sigma2" else 2 * lv[key] ** 2 for lv in meta["levels"])
     assert abs(var / cells - 1) > 4 * se
+
+
+@pytest.mark.parametrize("bits", [16, 40, 64])
+def test_aggregated_batch_update_gives_the_same_cells(bits):
+    # update_many_aggregated feeds the distinct items with their counts (common/key_counts.hpp):
+    # the sketch is linear, so the cells and n must equal item-by-item feeding, on skewed and on
+    # all-distinct batches, across chunk boundaries and at the ends of the universe.
+    from dpsketch import _core
+
+    r = np.random.default_rng(bits)
+    top = (1 << bits) - 1
+    batches = [
+        (r.zipf(1.2, size=40_000) % 5_000).astype(np.uint64),
+        r.integers(0, top, size=30_000, dtype=np.uint64, endpoint=True),
+        np.array([0, top, top, 0, 1], dtype=np.uint64),
+        np.zeros(0, dtype=np.uint64),
+    ]
+    got = _core.dyadic.DyadicCountSketch(bits, 64, 3, 11)
+    want = _core.dyadic.DyadicCountSketch(bits, 64, 3, 11)
+    for b in batches:
+        got.update_many_aggregated(b)
+        want.update_many(b)
+    assert got.to_bytes() == want.to_bytes() and got.n == want.n
+    if bits < 64:  # out of the universe: refused whole, nothing changed
+        before = got.to_bytes()
+        with pytest.raises(ValueError, match="out of range"):
+            got.update_many_aggregated(np.array([1, top + 1], dtype=np.uint64))
+        assert got.to_bytes() == before
+
+
+@pytest.mark.parametrize("counted", [False, True])
+def test_levels_a_chunk_shares_get_one_update_with_the_same_cells(rng, counted):
+    # A batch's chunk whose items all have the same prefix at a level updates that level once with
+    # the chunk's total: ids from a small range in a 64-bit universe share the top ~50 levels.
+    x = (rng.integers(0, 3000, 20_000) + 2**40).astype(np.uint64)
+    x[::997] = 2**40 + 7  # and a chunk-long run of one key
+    x[5000:5100] = 2**40 + 1
+    c = rng.integers(-3, 4, len(x)) if counted else None
+    ref = dp.DyadicCountSketch(64, width=97, depth=3, seed=2)
+    for i, v in enumerate(x.tolist()):
+        ref.update(v, int(c[i]) if counted else 1)
+    for size in (1, 100, 20_000):
+        s = dp.DyadicCountSketch(64, width=97, depth=3, seed=2)
+        for start in range(0, len(x), size):
+            s.update_many(x[start:start + size], counts=None if c is None else c[start:start + size])
+        assert s.to_bytes() == ref.to_bytes(), size

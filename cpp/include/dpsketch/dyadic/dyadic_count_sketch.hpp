@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "dpsketch/common/errors.hpp"
+#include "dpsketch/common/key_counts.hpp"
 #include "dpsketch/common/serialization.hpp"
 #include "dpsketch/common/simd.hpp"
 #include "dpsketch/dyadic/dyadic_shape.hpp"
@@ -159,6 +160,30 @@ class DyadicCountSketch : public WireState<false> {
       else add_chunk<false>(items + start, nullptr, len, scratch);
     }
     n_ += net;
+  }
+
+  // The same cells and n as update_many(items, nullptr, m), fed as the batch's distinct items with
+  // their multiplicities (common/key_counts.hpp): on a skewed batch most rows repeat a key, and
+  // one counted update replaces them. All-or-nothing as update_many: items are checked and the
+  // mass reserved before any cell changes.
+  void update_many_aggregated(const std::uint64_t* items, std::size_t m) {
+    std::uint64_t bad = 0;
+    const std::uint64_t hi = max_item();
+    for (std::size_t k = 0; k < m; ++k) bad |= items[k] > hi;
+    if (bad) check_item(hi + 1);
+    if (m > kMaxMass) detail::throw_mass_limit();
+    KeyCounts counts;
+    for (std::size_t k = 0; k < m; ++k) counts.add(items[k]);
+    std::vector<std::uint64_t> keys;
+    std::vector<std::int64_t> mult;
+    counts.drain(keys, mult);
+    Scratch scratch(std::min(keys.size(), kBatchChunk));
+    cells_.reserve(m);
+    for (std::size_t start = 0; start < keys.size(); start += kBatchChunk) {
+      const std::size_t len = std::min(kBatchChunk, keys.size() - start);
+      add_chunk<true>(keys.data() + start, mult.data() + start, len, scratch);
+    }
+    n_ += static_cast<std::int64_t>(m);
   }
 
   // Estimate of node `prefix` at `level` (1..L): its exact count, or the CountSketch median.
@@ -388,22 +413,25 @@ class DyadicCountSketch : public WireState<false> {
 
  private:
   void add_item(std::uint64_t x, std::int64_t count) noexcept {
-    const std::uint32_t L = shape_.bits, d = shape_.depth, w = shape_.width;
-    for (std::uint32_t j = 1; j <= L; ++j) {
-      const std::uint64_t p = x >> (L - j);
-      std::int64_t* base = cells_.data() + offsets_[j];
-      if (shape_.is_exact(j)) {
-        base[p] += count;
-        continue;
-      }
-      const RowHash* rows = rows_.data() + std::size_t{j - shape_.exact - 1} * d;
-      for (std::uint32_t i = 0; i < d; ++i, base += w) {
-        std::uint32_t col;
-        std::int64_t mask;
-        if (j <= 32) RowHash::narrow(rows[i].h.a_lo, rows[i].h.b_lo, p, w, col, mask);
-        else rows[i].wide(p, w, col, mask);
-        base[col] += (count ^ mask) - mask;
-      }
+    const std::uint32_t L = shape_.bits;
+    for (std::uint32_t j = 1; j <= L; ++j) add_node(j, x >> (L - j), count);
+  }
+
+  // `count` more at node `p` of level j: one exact cell, or one signed cell per row.
+  void add_node(std::uint32_t j, std::uint64_t p, std::int64_t count) noexcept {
+    const std::uint32_t d = shape_.depth, w = shape_.width;
+    std::int64_t* base = cells_.data() + offsets_[j];
+    if (shape_.is_exact(j)) {
+      base[p] += count;
+      return;
+    }
+    const RowHash* rows = rows_.data() + std::size_t{j - shape_.exact - 1} * d;
+    for (std::uint32_t i = 0; i < d; ++i, base += w) {
+      std::uint32_t col;
+      std::int64_t mask;
+      if (j <= 32) RowHash::narrow(rows[i].h.a_lo, rows[i].h.b_lo, p, w, col, mask);
+      else rows[i].wide(p, w, col, mask);
+      base[col] += (count ^ mask) - mask;
     }
   }
 
@@ -473,8 +501,23 @@ class DyadicCountSketch : public WireState<false> {
     const bool vec = simd::avx2();
     const std::uint32_t folded = folded_levels(shape_.exact, len, scratch.hist_cells);
     if (folded) fold_exact_levels<Counted>(x, counts, len, folded, scratch.hist);
+    // The levels where every item of the chunk has the same prefix (those of the smallest and
+    // the largest item agree) get one update of the chunk's total: the same cells, as integer
+    // sums, without a hash per item. Items from a small range of a wide universe (ids in a
+    // 64-bit sketch) share most levels.
+    std::uint64_t lo = x[0], hi = x[0];
+    std::int64_t total = 0;
+    for (std::size_t k = 0; k < len; ++k) {
+      lo = std::min(lo, x[k]);
+      hi = std::max(hi, x[k]);
+      total += Counted ? counts[k] : 1;  // |total| <= the reserved batch mass
+    }
     for (std::uint32_t j = folded + 1; j <= L; ++j) {
       const unsigned shift = L - j;
+      if ((lo >> shift) == (hi >> shift)) {
+        add_node(j, lo >> shift, total);
+        continue;
+      }
       std::int64_t* __restrict base = cells_.data() + offsets_[j];
       if (shape_.is_exact(j)) {
         for (std::size_t k = 0; k < len; ++k) base[x[k] >> shift] += Counted ? counts[k] : 1;
