@@ -483,6 +483,10 @@ def _docs_hint():
 
 def main(argv=None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    if "numpy" not in sys.modules:
+        # The commands do no linear algebra: OpenBLAS's worker threads would only spin at start-up,
+        # on the cores the reading, splitting and updating threads need. Read when numpy loads.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "dpsketch/common/compiler.hpp"
 #include "dpsketch/common/errors.hpp"
 #include "dpsketch/common/key_counts.hpp"
 #include "dpsketch/common/serialization.hpp"
@@ -418,7 +419,7 @@ class DyadicCountSketch : public WireState<false> {
   }
 
   // `count` more at node `p` of level j: one exact cell, or one signed cell per row.
-  void add_node(std::uint32_t j, std::uint64_t p, std::int64_t count) noexcept {
+  DPSKETCH_ALWAYS_INLINE void add_node(std::uint32_t j, std::uint64_t p, std::int64_t count) noexcept {
     const std::uint32_t d = shape_.depth, w = shape_.width;
     std::int64_t* base = cells_.data() + offsets_[j];
     if (shape_.is_exact(j)) {
