@@ -344,6 +344,22 @@ def test_int_keys_of_text_follow_the_arrow_rule_line_by_line():
     want, _ = _input._lenient_ints(stripped)
     assert got == want.tolist()
     assert 2**63 - 1 in got and -(2**63) in got and 0 in got  # the ends of int64 are kept
+    # Items of up to 16 digits are read from a 16-byte load when those bytes lie in the block, by
+    # the digit loop otherwise: cut the same text into random blocks so that both paths see every
+    # kind of item (and the bytes before an item belong to another item or to nothing).
+    blob = np.frombuffer(("\n".join(items) + "\n").encode(), dtype=np.uint8)
+    for _ in range(3):
+        cut, carry, pos = [], np.zeros(0, np.uint8), 0
+        while True:
+            step = rng.randint(1, 60)
+            chunk, pos = blob[pos : pos + step], pos + step
+            block = np.concatenate([carry, chunk])
+            r = _core.split_lines(block, chunk.size == 0, 1 << 20, int_keys=True)
+            cut += r["ints"].tolist()
+            carry = block[r["consumed"]:]
+            if chunk.size == 0:
+                break
+        assert cut == got
 
 
 def _inflaters():
