@@ -5,9 +5,10 @@
     against the native call ``_impl.update(bucket, 1)`` on the same items (int items; float values
     with bounds, the native call given their precomputed buckets), and the private sketch likewise;
     Zipf(1.1) over 10^5 keys, interleaved rounds, medians.
-  * ``strlist``: SpaceSaving(256) / CountMin(2048, 5) update_many of a list of "user:<id>" str
-    against the same keys as a pyarrow string array (interleaved rounds, medians), and the peak
-    resident memory a list batch adds, each measured in a fresh process (VmHWM reset first).
+  * ``strlist``: SpaceSaving(256) / CountMin(2048, 5) update_many of a list of "user:<id>" str,
+    and of the same keys as a polars String Series (when polars is installed), against the same
+    keys as a pyarrow string array (interleaved rounds, medians), and the peak resident memory a
+    list or Series batch adds, each measured in a fresh process (VmHWM reset first).
 
     python bench/bench_item_paths.py dyadic [--items 65536] [--rounds 9]
     python bench/bench_item_paths.py strlist [--items 2000000] [--mem-items 10000000]
@@ -70,9 +71,13 @@ def dyadic(args) -> None:
     print(f"\nload average: {os.getloadavg()[0]:.1f}")
 
 
-def strlist_memory(kind: str, n: int) -> float:
-    """Peak RSS increase (MB) of one list update_many, in this (fresh) process."""
+def strlist_memory(kind: str, n: int, container: str = "list") -> float:
+    """Peak RSS increase (MB) of one update_many of a list (or a polars Series), in this (fresh) process."""
     xs = [f"user:{i}" for i in zipf_ids(n).tolist()]
+    if container == "polars":
+        import polars as pl
+
+        xs = pl.Series(xs)
     s = dpsketch.SpaceSaving(256) if kind == "spacesaving" else dpsketch.CountMin(2048, 5, seed=1)
     s.update_many(xs[:10])
 
@@ -92,30 +97,40 @@ def strlist(args) -> None:
 
     xs = [f"user:{i}" for i in zipf_ids(args.items).tolist()]
     arr = pa.array(xs, type=pa.string())
+    sources = [("list", xs), ("arrow", arr)]
+    try:
+        import polars as pl
+
+        sources.append(("polars", pl.Series(xs)))
+    except ImportError:
+        pass
     makers = {"SpaceSaving(256)": lambda: dpsketch.SpaceSaving(256),
               "CountMin(2048, 5)": lambda: dpsketch.CountMin(2048, 5, seed=1)}
     times: dict[str, list[float]] = {}
     for _ in range(args.rounds):
         for name, make in makers.items():
-            for src, data in (("list", xs), ("arrow", arr)):
+            for src, data in sources:
                 s = make()
                 times.setdefault(f"{name} {src}", []).append(timed(lambda: s.update_many(data)) / args.items * 1e9)
-    print(f"| update_many of {args.items} str keys (median of {args.rounds}) | list ns/item | Arrow ns/item | list / Arrow (per-round ratios) |")
-    print("|---|---:|---:|---:|")
+    print(f"| update_many of {args.items} str keys (median of {args.rounds}) | source | ns/item | / Arrow (per-round ratios) |")
+    print("|---|---|---:|---:|")
     for name in makers:
-        a, b = times[f"{name} list"], times[f"{name} arrow"]
-        ratio = statistics.median(x / y for x, y in zip(a, b))
-        print(f"| {name} | {statistics.median(a):.1f} | {statistics.median(b):.1f} | {ratio:.2f} |")
+        b = times[f"{name} arrow"]
+        for src, _ in sources:
+            a = times[f"{name} {src}"]
+            ratio = statistics.median(x / y for x, y in zip(a, b))
+            print(f"| {name} | {src} | {statistics.median(a):.1f} | {ratio:.2f} |")
     for kind in ("spacesaving", "countmin"):
-        out = subprocess.run([sys.executable, __file__, "_mem", kind, str(args.mem_items)], check=True,
-                             capture_output=True, text=True).stdout.strip()
-        print(f"peak RSS added by update_many(list of {args.mem_items} str), {kind}: {out} MB (fresh process)")
+        for container in [src for src, _ in sources if src != "arrow"]:
+            out = subprocess.run([sys.executable, __file__, "_mem", kind, str(args.mem_items), container], check=True,
+                                 capture_output=True, text=True).stdout.strip()
+            print(f"peak RSS added by update_many({container} of {args.mem_items} str), {kind}: {out} MB (fresh process)")
     print(f"\nload average: {os.getloadavg()[0]:.1f}")
 
 
 def main() -> None:
-    if len(sys.argv) == 4 and sys.argv[1] == "_mem":
-        print(f"{strlist_memory(sys.argv[2], int(sys.argv[3])):.1f}")
+    if len(sys.argv) == 5 and sys.argv[1] == "_mem":
+        print(f"{strlist_memory(sys.argv[2], int(sys.argv[3]), sys.argv[4]):.1f}")
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=["dyadic", "strlist"])

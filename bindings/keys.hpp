@@ -312,6 +312,50 @@ void for_each_str(const py::object& items, F&& f, Room&& room = Room{}) {
   }, f, room);
 }
 
+// Arrow string views (polars' strings): 16 bytes per key -- its length (u32), then the bytes
+// themselves when they fit in 12, else a 4-byte prefix, the index of a data buffer and the offset
+// in it (u32 each) -- read in place. Every view is checked against its buffer before any key is
+// fed (a view built by hand may point anywhere), so a bad batch changes nothing.
+template <class F, class Room = NoRoomCheck>
+void for_each_utf8_view(const py::array_t<std::uint8_t, py::array::c_style>& views, const py::list& buffers, F&& f,
+                        Room&& room = Room{}) {
+  if (views.ndim() != 1 || views.shape(0) % 16 != 0) throw py::value_error("expected 16 bytes of view per key");
+  std::vector<py::array_t<std::uint8_t, py::array::c_style>> held;  // keeps the buffers alive and contiguous
+  std::vector<const char*> data;
+  std::vector<std::uint64_t> sizes;
+  for (const py::handle b : buffers) {
+    held.push_back(py::cast<py::array_t<std::uint8_t, py::array::c_style>>(b));
+    if (held.back().ndim() != 1) throw py::value_error("expected 1-D data buffers");
+    data.push_back(reinterpret_cast<const char*>(held.back().data()));
+    sizes.push_back(static_cast<std::uint64_t>(held.back().shape(0)));
+  }
+  const auto m = static_cast<std::size_t>(views.shape(0)) / 16;
+  const std::uint8_t* v = views.data();
+  const auto u32 = [](const std::uint8_t* p) {
+    std::uint32_t x;
+    std::memcpy(&x, p, 4);
+    return x;
+  };
+  for (std::size_t i = 0; i < m; ++i) {
+    const std::uint8_t* e = v + 16 * i;
+    const std::uint32_t len = u32(e);
+    if (len > 0x7FFFFFFFu) throw py::value_error("a string view has a negative length");
+    if (len > 12) {
+      const std::uint32_t buf = u32(e + 8), off = u32(e + 12);
+      if (buf >= sizes.size() || std::uint64_t{off} + len > sizes[buf])
+        throw py::value_error("a string view points outside its data buffers");
+    }
+  }
+  room(m);
+  py::gil_scoped_release nogil;
+  for (std::size_t i = 0; i < m; ++i) {
+    const std::uint8_t* e = v + 16 * i;
+    const std::uint32_t len = u32(e);
+    f(len <= 12 ? std::string_view(reinterpret_cast<const char*>(e + 4), len)
+                : std::string_view(data[u32(e + 8)] + u32(e + 12), len));
+  }
+}
+
 // Arrow-style batch: UTF-8 bytes plus n+1 int64 offsets (pyarrow string arrays pass their buffers).
 template <class F, class Room = NoRoomCheck>
 void for_each_utf8_offsets(const py::array_t<std::uint8_t, py::array::c_style>& data, const IntArray& offsets, F&& f,
@@ -439,6 +483,11 @@ void def_keyed(Cls& c) {
             for_each_utf8_offsets(data, offsets, [&](std::string_view x) { s.update(x); }, room(s));
           },
           py::arg("data"), py::arg("offsets"));
+    c.def("update_many_utf8_views",
+          [room](T& s, const py::array_t<std::uint8_t, py::array::c_style>& views, const py::list& buffers) {
+            for_each_utf8_view(views, buffers, [&](std::string_view x) { s.update(x); }, room(s));
+          },
+          py::arg("views"), py::arg("buffers"));
     if constexpr (takes_table_hash<T>::value) {
       // The text reader's lines with the table hashes its split computed (split_lines,
       // table_hashes=True): the update thread only does the table work. A hash that is not the

@@ -295,3 +295,44 @@ def test_counted_str_list_in_blocks_equals_item_by_item():
         ref.update(k, c)
     obj.update_many(keys, counts=counts)
     assert state(obj) == state(ref)
+
+
+LONG_STRS = np.array([("é" if i % 3 else "x") * (i % 41) + f"#{i % 97}" for i in range(3000)])
+
+
+@pytest.mark.parametrize("make", MAKERS)
+def test_string_views_are_read_in_place(make):
+    # Arrow string views (polars' strings, pyarrow string_view): keys of up to 12 bytes inside the
+    # view, longer ones in a data buffer; fed as they lie, with the state of the list path.
+    want = reference(make, LONG_STRS)
+    views = pa.array(LONG_STRS, pa.string_view())
+    containers = [views, pa.array(np.concatenate([["pad"] * 5, LONG_STRS]), pa.string_view())[5:],
+                  pa.chunked_array([views[:1000], views[1000:]])]
+    pl = pytest.importorskip("polars")
+    containers += [pl.Series(LONG_STRS.tolist()), pl.Series(["pad"] + LONG_STRS.tolist())[1:]]
+    for container in containers:
+        assert state(fed(make, container)) == want
+
+
+def test_polars_strings_are_exported_as_views_without_a_copy():
+    pl = pytest.importorskip("polars")
+    from dpsketch._keys import normalize_batch
+
+    if not hasattr(pl, "CompatLevel"):
+        pytest.skip("this polars exports strings only as large_string")
+    s = pl.Series(LONG_STRS.tolist())
+    assert pa.types.is_string_view(normalize_batch(s, keep_views=True).type)
+    assert pa.types.is_large_string(normalize_batch(s).type)  # other consumers get large_string
+
+
+def test_a_view_outside_its_buffers_is_refused_and_changes_nothing():
+    data = b"0123456789"
+    for length, index, offset in ((20, 0, 0), (13, 1, 0), (13, 0, 5), (2**31, 0, 0)):
+        view = length.to_bytes(4, "little") + data[:4] + index.to_bytes(4, "little") + offset.to_bytes(4, "little")
+        arr = pa.Array.from_buffers(pa.string_view(), 1, [None, pa.py_buffer(view), pa.py_buffer(data)])
+        s = d.SpaceSaving(8)
+        s.update_many(["a", "b"])
+        before = s.to_bytes()
+        with pytest.raises(ValueError, match="string view"):
+            s.update_many(arr)
+        assert s.to_bytes() == before and s.n == 2

@@ -142,7 +142,7 @@ class Keyed(FastUpdated):
         batches (polars ``collect_batches()``). A table, data frame or batch with several columns
         needs ``column=`` (the name of the key column). Nulls are refused (ParameterError); in a
         stream the batches before a refused one stay added (dpsketch._streams)."""
-        items = normalize_batch(items)
+        items = normalize_batch(items, keep_views=True)
         if not isinstance(items, np.ndarray) and not hasattr(items, "__len__"):
             items = list(items)
         c = None if counts is None else self._check_counts(counts, len(items))

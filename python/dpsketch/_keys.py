@@ -102,11 +102,13 @@ class Utf8Lines:
                                                                      pa.py_buffer(self.data)])
 
 
-def normalize_batch(items):
+def normalize_batch(items, keep_views: bool = False):
     """A user container as something the feeders take: a numpy array, a pyarrow Array/ChunkedArray of
     integers or (large_)strings, or the object itself (sequences). Zero-copy where the data allow:
     numpy-backed pandas columns and Arrow-backed ones (pandas ArrowDtype, "string[pyarrow]",
-    polars) are viewed, not copied. Tables are a TypeError naming the fix."""
+    polars) are viewed, not copied. Tables are a TypeError naming the fix. ``keep_views``: Arrow
+    string views (polars' strings) stay views, for :func:`feed_str_batch`, which reads them in
+    place; otherwise they are cast to large_string."""
     mod = type(items).__module__.partition(".")[0]
     if mod in ("pandas", "polars", "pyarrow"):
         name = type(items).__name__
@@ -119,9 +121,21 @@ def normalize_batch(items):
         if mod == "polars":
             if name != "Series":
                 raise TypeError(f"cannot use a polars {name} as keys; pass a polars Series")
-            return _from_arrow(items.to_arrow())
-        return _from_arrow(items)
+            return _from_arrow(_polars_arrow(items, keep_views), keep_views)
+        return _from_arrow(items, keep_views)
     return items
+
+
+def _polars_arrow(series, keep_views: bool):
+    """A polars Series as Arrow. Its strings are views in polars; ``to_arrow()`` copies them into a
+    large_string array (a transient the size of the column), so with ``keep_views`` a String
+    Series is exported as the views themselves (CompatLevel.newest(), zero-copy)."""
+    import sys
+
+    pl = sys.modules["polars"]
+    if keep_views and hasattr(pl, "CompatLevel") and series.dtype == pl.String:
+        return series.to_arrow(compat_level=pl.CompatLevel.newest())
+    return series.to_arrow()
 
 
 def _from_pandas(items):
@@ -166,13 +180,16 @@ def _from_pandas(items):
     return np.asarray(values.to_numpy())
 
 
-def _from_arrow(arr):
-    """Arrow array/chunked array of int or (large_)string; dictionaries decoded, views cast."""
+def _from_arrow(arr, keep_views: bool = False):
+    """Arrow array/chunked array of int or (large_)string; dictionaries decoded, views cast (kept
+    with ``keep_views``)."""
     import pyarrow as pa
 
     if isinstance(arr, pa.ChunkedArray):
         if arr.num_chunks == 1:
-            return _from_arrow(arr.chunk(0))
+            return _from_arrow(arr.chunk(0), keep_views)
+        if keep_views and _is_string_view(arr.type):
+            return arr
         if pa.types.is_dictionary(arr.type) or _is_string_view(arr.type):
             chunks = [_from_arrow(c) for c in arr.chunks]
             return pa.chunked_array(chunks, type=chunks[0].type if chunks else pa.large_string())
@@ -183,7 +200,7 @@ def _from_arrow(arr):
         if arr.null_count:
             raise ParameterError("keys contain nulls; drop or fill them before updating")
         arr = arr.dictionary_decode()
-    if _is_string_view(arr.type):
+    if _is_string_view(arr.type) and not keep_views:
         arr = arr.cast(pa.large_string())
     return arr
 
@@ -216,7 +233,7 @@ def batch_key_type(items) -> str:
         t = items.type
         if pa.types.is_integer(t):
             return "int"
-        if pa.types.is_string(t) or pa.types.is_large_string(t):
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or _is_string_view(t):
             return "str"
         if pa.types.is_binary(t) or pa.types.is_large_binary(t):
             raise TypeError(f"cannot use a pyarrow array of type {t} as keys; decode the bytes to str first")
@@ -300,7 +317,13 @@ def feed_str_batch(impl, items) -> None:
             return
         if items.null_count:
             raise ParameterError("keys contain nulls; drop or fill them before updating")
-        items = _from_arrow(items)
+        items = _from_arrow(items, keep_views=hasattr(impl, "update_many_utf8_views"))
+        if _is_string_view(items.type):  # polars' strings: read in place, 16 bytes of view per key
+            buffers = items.buffers()
+            views = np.frombuffer(buffers[1], dtype=np.uint8)[16 * items.offset : 16 * (items.offset + len(items))]
+            data = [np.frombuffer(b, dtype=np.uint8) if b is not None else np.zeros(0, np.uint8) for b in buffers[2:]]
+            impl.update_many_utf8_views(views, data)
+            return
         _validity, offsets_buf, data_buf = items.buffers()
         # string arrays have int32 offsets: widen those (n values), never copy the character data
         width = np.int32 if pa.types.is_string(items.type) else np.int64
