@@ -245,3 +245,73 @@ def test_concurrent_processes_never_pass_the_cap(tmp_path):
     doc = json.loads(path.read_text())
     assert _frac(doc["spent"]["epsilon"]) == 1
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # no temporary file left
+
+
+# -- one ledger, one name (docs/privacy.md §Budget files) -------------------------------------------
+
+
+def test_a_symbolic_link_charges_the_same_ledger(tmp_path):
+    path = tmp_path / "s.json"
+    Budget.open(path, epsilon=1.0, delta=1e-6)
+    link = tmp_path / "link.json"
+    link.symlink_to(path.name)  # relative, as `ln -s s.json link.json` makes it
+    through_link = Budget.open(link)
+    assert through_link.path == str(path)
+    through_link.spend("via link", epsilon=0.9)
+    assert link.is_symlink()  # the link was not replaced by a private copy
+    with pytest.raises(BudgetExceededError):
+        Budget.open(path).spend("via file", epsilon=0.9)
+    with pytest.raises(BudgetExceededError):
+        Budget.open(link).spend("via link again", epsilon=0.9)
+    assert [m for m, *_ in Budget.open(path).exact_ledger()] == ["via link"]
+
+
+def test_a_folder_reached_through_a_link_is_the_same_ledger(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    Budget.open(real / "b.json", epsilon=1.0, delta=1e-6)
+    (tmp_path / "alias").symlink_to(real, target_is_directory=True)
+    Budget.open(tmp_path / "alias" / "b.json").spend("via alias", epsilon=0.6)
+    with pytest.raises(BudgetExceededError):
+        Budget.open(real / "b.json").spend("direct", epsilon=0.6)
+
+
+def test_a_hard_linked_ledger_is_refused_before_any_write(tmp_path):
+    import os
+
+    path = tmp_path / "s.json"
+    b = Budget.open(path, epsilon=1.0, delta=1e-6)
+    os.link(path, tmp_path / "hl.json")
+    before = path.read_bytes()
+    for name in ("s.json", "hl.json"):
+        with pytest.raises(BudgetFileError, match="hard link"):
+            Budget.open(tmp_path / name)
+    with pytest.raises(BudgetFileError, match="hard link"):
+        b.spend("opened before the link", epsilon=0.5)  # every charge checks, not only open
+    assert path.read_bytes() == before and (tmp_path / "hl.json").read_bytes() == before
+    os.unlink(tmp_path / "hl.json")  # one name again: usable as before
+    b.spend("after unlinking", epsilon=0.5)
+    assert [m for m, *_ in Budget.open(path).exact_ledger()] == ["after unlinking"]
+
+
+def _charge_once(path: str, start) -> bool:
+    start.wait()
+    try:
+        FileBudget.open(path).spend("one process", epsilon=0.6)
+    except BudgetExceededError:
+        return False
+    return True
+
+
+def test_two_processes_charging_through_two_names_share_the_cap(tmp_path):
+    path = tmp_path / "s.json"
+    FileBudget.create(path, epsilon=1.0, delta=1e-6)
+    (tmp_path / "link.json").symlink_to(path)
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Manager() as manager:
+        start = manager.Barrier(2)
+        with ctx.Pool(2) as pool:
+            accepted = pool.starmap(_charge_once, [(str(path), start), (str(tmp_path / "link.json"), start)])
+    assert sorted(accepted) == [False, True]  # 0.6 + 0.6 > 1: exactly one of the two charges
+    assert len(FileBudget.open(path).exact_ledger()) == 1
+    assert (tmp_path / "link.json").is_symlink()

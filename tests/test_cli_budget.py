@@ -164,3 +164,23 @@ def test_budget_new_and_show(capsys, tmp_path):
         code, _, err = run(capsys, *argv)
         assert code == 2 and message in one_error_line(err), err
     assert not (tmp_path / "z.json").exists() and not (tmp_path / "c.json").exists()
+
+
+def test_budget_reached_through_links(capsys, tmp_path, events):
+    """--budget through a symbolic link charges the file itself; a hard-linked file is refused
+    before anything is read or written (docs/privacy.md §Budget files)."""
+    path = tmp_path / "budget.json"
+    FileBudget.create(path, epsilon=1.5, delta=2e-6)
+    link = tmp_path / "link.json"
+    link.symlink_to(path)
+    code, _, err = run(capsys, "top", events, "--column", "query", "--seed", 1, "--budget", link)
+    assert code == 0, err
+    assert link.is_symlink() and len(FileBudget.open(path).exact_ledger()) == 1
+    code, out, err = run(capsys, "top", events, "--column", "query", "--budget", path)
+    assert code == 2 and out == "" and "this run needs" in one_error_line(err)  # 1 + 1 > 1.5
+    os.link(path, tmp_path / "hard.json")
+    before = path.read_bytes()
+    for name in (path, tmp_path / "hard.json", link):
+        code, out, err = run(capsys, "top", events, "--column", "query", "--budget", name)
+        assert code == 1 and out == "" and "hard link" in one_error_line(err)
+    assert path.read_bytes() == before

@@ -16,6 +16,10 @@ do not match its entries raises :class:`~dpsketch.errors.BudgetFileError`; it is
 repaired. The digest detects damage and hand edits; it is not a signature (whoever can write the
 file can recompute it), so protect the file with the file system's permissions.
 
+The path is resolved once (symbolic links followed), so every name of the file charges one
+ledger under one lock; a file with other hard links is refused, since the rename would give each
+name its own ledger.
+
 ``fcntl`` exists on Linux and macOS; on other platforms every budget-file operation raises
 :class:`~dpsketch.errors.BudgetFileError`.
 """
@@ -117,7 +121,10 @@ class FileBudget(Budget):
                 "lacks (Linux and macOS have it); use an in-memory dpsketch.Budget in one process instead"
             )
         obj = cls.__new__(cls)
-        obj._path = os.path.abspath(os.fspath(path))
+        # One ledger has one name: every path reaching it (symbolic links, relative paths) is
+        # resolved here, so the lock and the atomic replace act on the file itself. Replacing a
+        # link would fork the ledger (docs/privacy.md §Budget files).
+        obj._path = os.path.realpath(os.fspath(path))
         obj._held = False
         obj._lock = threading.RLock()
         given = {"epsilon": epsilon, "delta": delta, "rho": rho, "zcdp_delta": zcdp_delta}
@@ -252,10 +259,19 @@ class FileBudget(Budget):
         """Read, verify and adopt the file's state (caps, running sums, entries)."""
         try:
             with open(self._path, "rb") as fh:
+                links = os.fstat(fh.fileno()).st_nlink
                 raw = fh.read()
         except FileNotFoundError:
             raise BudgetFileError(f"the budget file {self._path!r} is gone; restore it from a backup "
                                   "(its spends are lost otherwise)") from None
+        if links != 1:
+            # A charge replaces the file by a new one, which would leave every other hard link
+            # holding a private copy of the ledger with the full cap (docs/privacy.md §Budget files).
+            raise BudgetFileError(
+                f"the budget file {self._path!r} has {links - 1} other hard link(s); a charge would "
+                "give each name its own ledger. Remove the other names (or use a symbolic link, "
+                "which dpsketch resolves) and open the file by one name"
+            )
         try:
             doc = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
