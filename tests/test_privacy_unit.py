@@ -223,6 +223,32 @@ def test_bounded_contributions_cannot_be_built_or_rekeyed_by_hand():
     assert "1" not in repr(b).replace("max_keys_per_unit=1", "").replace("max_rows_per_key=1", "")
 
 
+def test_bounded_contributions_provenance_cannot_be_forged():
+    """The (m, c) of a BoundedContributions are the ones its counts were bounded by, whatever the
+    public API does to the object: replace, attribute writes, copies, pickles, new arrays."""
+    import copy
+    import dataclasses
+    import pickle
+
+    b = U.bound_contributions([1, 1, 1, 2, 3], [0, 0, 0, 0, 0], max_keys_per_unit=3, max_rows_per_key=3)
+    with pytest.raises(TypeError):
+        dataclasses.replace(b, max_keys_per_unit=1, max_rows_per_key=1)  # l2 stated 1, real sqrt(3)*3
+    for name, value in (("max_keys_per_unit", 1), ("max_rows_per_key", 1), ("keys", b.keys // 2), ("_m", 1)):
+        with pytest.raises(AttributeError):
+            setattr(b, name, value)
+    with pytest.raises(AttributeError):
+        del b.max_keys_per_unit
+    assert copy.copy(b) is b and copy.deepcopy(b) is b
+    with pytest.raises(TypeError, match="not pickled"):
+        pickle.dumps(b)
+    with pytest.raises(TypeError, match="bound_contributions"):
+        U.BoundedContributions()
+    for arr in (b.keys, b.counts):
+        with pytest.raises(ValueError):
+            arr.setflags(write=True)  # a view of read-only data stays read-only
+    assert (b.max_keys_per_unit, b.max_rows_per_key) == (3, 3) and b.counts.tolist() == [3, 1, 1]
+
+
 # -- U5: the metadata states the unit-level guarantee --------------------------------------------------
 def test_metadata_states_the_unit_and_the_unit_level_guarantee():
     keys, ids = _rows([(u, [u % 5, 100 + u % 3]) for u in range(400)])

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -136,14 +135,16 @@ def _rank(values: np.ndarray) -> np.ndarray:
     return rank
 
 
-@dataclass(frozen=True)
 class BoundedContributions:
     """Per-key counts after contribution bounding, with the bounds they hold for.
 
-    Produced only by :func:`bound_contributions`; the arrays are read-only. The bounds describe
-    these keys: a transformation of the keys (merging, truncating or re-mapping them) can put more
-    than c rows of one unit on a key or more than m keys in one unit, so bound the transformed
-    keys again instead of re-using these counts (docs/privacy.md §Privacy unit).
+    Produced only by :func:`bound_contributions` (and the bounding front ends): there is no public
+    constructor, the object is immutable, ``dataclasses.replace`` does not apply, a copy is the
+    object itself, and it does not pickle, so counts can never be paired with bounds they were
+    not bounded by. The arrays are read-only views. The bounds describe these keys: a
+    transformation of the keys (merging, truncating or re-mapping them) can put more than c rows of
+    one unit on a key or more than m keys in one unit, so bound the transformed keys again instead
+    of re-using these counts (docs/privacy.md §Privacy unit).
 
     :ivar keys: distinct keys with a positive bounded count (int64 or str array), in key order
     :ivar counts: the bounded count of each key (int64)
@@ -151,21 +152,55 @@ class BoundedContributions:
     :ivar max_rows_per_key: c
     """
 
-    keys: np.ndarray
-    counts: np.ndarray
-    max_keys_per_unit: int
-    max_rows_per_key: int
-    _token: object = None
+    __slots__ = ("_keys", "_counts", "_m", "_c")
 
-    def __post_init__(self):
-        if self._token is not _TOKEN:
-            raise TypeError("BoundedContributions come from dpsketch.bound_contributions(keys, privacy_id, ...)")
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("BoundedContributions come from dpsketch.bound_contributions(keys, privacy_id, ...)")
+
+    @classmethod
+    def _sealed(cls, keys: np.ndarray, counts: np.ndarray, m: int, c: int) -> "BoundedContributions":
+        """The only way in: counts bounded by this module's rule with (m, c)."""
+        obj = object.__new__(cls)
+        keys.setflags(write=False)  # fresh arrays of the bounding: frozen where they are owned
+        counts.setflags(write=False)
+        for name, value in (("_keys", _read_only(keys)), ("_counts", _read_only(counts)), ("_m", int(m)),
+                            ("_c", int(c))):
+            object.__setattr__(obj, name, value)
+        return obj
+
+    keys = property(lambda self: _read_only(self._keys), doc="Distinct keys with a positive bounded count.")
+    counts = property(lambda self: _read_only(self._counts), doc="The bounded count of each key (int64).")
+    max_keys_per_unit = property(lambda self: self._m, doc="m: the most distinct keys one unit contributes to.")
+    max_rows_per_key = property(lambda self: self._c, doc="c: the most rows one unit contributes to one key.")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("BoundedContributions are read-only: bound the data again for other bounds")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("BoundedContributions are read-only")
+
+    def __copy__(self) -> "BoundedContributions":
+        return self  # immutable: a copy is the same counts under the same bounds
+
+    def __deepcopy__(self, memo: dict) -> "BoundedContributions":
+        return self
+
+    def __reduce_ex__(self, protocol: object) -> object:
+        # A pickle could be edited to pair these counts with other bounds; bound where you release.
+        raise TypeError("BoundedContributions are not pickled: their bounds could not be checked after "
+                        "the round trip; pass the rows (keys, privacy ids) and call bound_contributions "
+                        "in the process that releases")
 
     def __repr__(self) -> str:  # no keys, no counts: they are data
-        return f"BoundedContributions(max_keys_per_unit={self.max_keys_per_unit}, max_rows_per_key={self.max_rows_per_key})"
+        return f"BoundedContributions(max_keys_per_unit={self._m}, max_rows_per_key={self._c})"
 
 
-_TOKEN = object()
+def _read_only(a: np.ndarray) -> np.ndarray:
+    v = a.view()
+    v.setflags(write=False)
+    return v
+
+
 
 
 def _bounded_from_aggregates(keys: np.ndarray, counts: np.ndarray, m: int, c: int) -> BoundedContributions:
@@ -177,7 +212,7 @@ def _bounded_from_aggregates(keys: np.ndarray, counts: np.ndarray, m: int, c: in
     k, n = k[order], n[order]
     k.setflags(write=False)
     n.setflags(write=False)
-    return BoundedContributions(k, n, m, c, _TOKEN)
+    return BoundedContributions._sealed(k, n, m, c)
 
 
 def bound_contributions(keys, privacy_id, *, max_keys_per_unit: int, max_rows_per_key: int = 1,
@@ -195,7 +230,7 @@ def bound_contributions(keys, privacy_id, *, max_keys_per_unit: int, max_rows_pe
     salt = _seeds.rng(seed, "salt")[0].next_u64()
     if len(k) == 0:
         k = _column(k, "keys")
-        return BoundedContributions(k[:0], np.zeros(0, np.int64), m, c, _TOKEN)
+        return BoundedContributions._sealed(k[:0], np.zeros(0, np.int64), m, c)
     key_codes, key_values, key_hashes = _codes(k, "keys", salt ^ _KEY_SALT_TWEAK)
     unit_codes, _, unit_hashes = _codes(u, "privacy_id", salt, values=False)
     # Per unit: the m keys with the smallest pair hash of the two value hashes, <= c rows each.
@@ -213,7 +248,7 @@ def bound_contributions(keys, privacy_id, *, max_keys_per_unit: int, max_rows_pe
     out_keys, out_counts = out_keys[order], out_counts[order]
     out_keys.setflags(write=False)
     out_counts.setflags(write=False)
-    return BoundedContributions(out_keys, out_counts, m, c, _TOKEN)
+    return BoundedContributions._sealed(out_keys, out_counts, m, c)
 
 
 def _arrow_batch(values, name: str):
@@ -308,7 +343,7 @@ class ContributionBounder:
         m, c = self._m, self._c
         if self._coder.rows == 0:
             keys = np.zeros(0, dtype=np.int64 if self._coder.key_kind == "int" else str)
-            return BoundedContributions(keys, np.zeros(0, np.int64), m, c, _TOKEN)
+            return BoundedContributions._sealed(keys, np.zeros(0, np.int64), m, c)
         # Ties of the pair hash, as in bound_contributions: broken by code, and where that decided
         # what a unit kept, rerun with each key's rank in value order.
         counts, tie = self._coder.bound(m, c)
@@ -319,7 +354,7 @@ class ContributionBounder:
         out_keys, out_counts = self._key_values(codes), counts[codes]
         out_keys.setflags(write=False)
         out_counts.setflags(write=False)
-        return BoundedContributions(out_keys, out_counts, m, c, _TOKEN)
+        return BoundedContributions._sealed(out_keys, out_counts, m, c)
 
     def _key_values(self, codes: np.ndarray) -> np.ndarray:
         codes = codes.astype(np.int64, copy=False)
