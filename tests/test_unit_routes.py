@@ -243,6 +243,11 @@ def test_unit_stream_releases_at_the_unit_level(summary, k):
     assert 0.99 < rel.epsilon <= 1.0 and rel.delta <= 1e-6 and m["epsilon"] == rel.epsilon
     assert per_row["epsilon_per_row"] * 4 <= 1.0 and per_row["epsilon_per_row"] < rel.epsilon / 3
     assert "epsilon_mechanism" not in m and "epsilon_used" not in m and "length_epsilon" not in m
+    # no top-level field states a per-row privacy figure (PMG's delta_unstable_labels among them)
+    privacy_keys = {key for key in m if "epsilon" in key or "delta" in key}
+    assert privacy_keys == {"epsilon", "delta", "epsilon_requested", "delta_requested"}, privacy_keys
+    if summary == "misragries":
+        assert per_row["delta_unstable_labels"] > 0
     assert m["epsilon_requested"] == 1.0 and m["delta_requested"] == 1e-6
     (spend,) = b.ledger
     assert spend.epsilon == rel.epsilon and spend.delta == rel.delta

@@ -252,6 +252,9 @@ def test_unit_series_reports_the_unit_level_guarantee_and_is_charged_once():
         assert m["privacy_unit"] == "privacy_id" and m["neighbours"] == "add_remove_unit"
         assert m["max_rows_per_unit"] == 4 and "whole series" in m["bounding"]
         assert m["per_row_calibration"]["epsilon_per_row"] == 0.25
+        assert {key for key in m if "epsilon" in key or "delta" in key} == {
+            "epsilon", "delta", "epsilon_requested", "delta_requested"}  # per-row figures only under per_row
+        assert "delta_unstable_labels" in m["per_row_calibration"]
         assert "group privacy" in m["composition"]["rule"]
     with pytest.raises(ValueError, match="privacy_id"):
         _unit_windowed().update(np.arange(3), np.arange(3.0))

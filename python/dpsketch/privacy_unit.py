@@ -650,9 +650,22 @@ def _bounded_memory_plan(epsilon, delta, r: int) -> dict:
 
 
 # Keys of an element-level release's metadata that state a per-row guarantee: a unit-level release
-# moves them under "per_row_calibration", so no top-level field states a per-row figure.
+# moves them under "per_row_calibration", so no top-level field states a per-row figure. Besides
+# these names, every key that names an ε or δ share (epsilon_*, delta_*, *_epsilon, *_delta) is
+# per row: the δ of PMG's unstable labels, the envelope's δ parts, the length shares.
 _ROW_LEVEL_KEYS = ("epsilon_requested", "delta_requested", "epsilon_mechanism", "delta_mechanism", "epsilon_used",
                    "length_epsilon", "length_delta", "assumes_public_length")
+
+
+def _is_row_level(key: str) -> bool:
+    return (key in _ROW_LEVEL_KEYS or key in ("epsilon", "delta") or key.startswith(("epsilon_", "delta_"))
+            or key.endswith(("_epsilon", "_delta")))
+
+
+def _split_row_level(meta: dict) -> tuple[dict, dict]:
+    """An element-level release's metadata as (the fields that hold at unit level, the per-row ones)."""
+    return ({k: v for k, v in meta.items() if not _is_row_level(k)},
+            {k: v for k, v in meta.items() if _is_row_level(k)})
 
 
 class UnitStream:
@@ -722,8 +735,7 @@ class UnitStream:
                                   allow_repeat=allow_repeat)
             if row.epsilon > plan["epsilon_row"] or row.delta > plan["delta_row"]:  # the charge covers the release
                 raise RuntimeError("the element-level release exceeded its per-row calibration")
-        meta = {key: v for key, v in row.metadata.items() if key not in _ROW_LEVEL_KEYS}
-        per_row = {key: row.metadata[key] for key in _ROW_LEVEL_KEYS if key in row.metadata}
+        meta, per_row = _split_row_level(row.metadata)
         per_row.update(mechanism=row_mechanism, epsilon_per_row=row.epsilon, delta_per_row=row.delta,
                        privacy_unit_of_these_figures="one stream element")
         meta.update(

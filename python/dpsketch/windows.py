@@ -56,7 +56,7 @@ import numpy as np
 from . import _seeds
 from ._prefetch import Prefetch
 from .budget import Budget, DisjointScope
-from .privacy_unit import _ROW_LEVEL_KEYS, PRIVACY_UNIT_ID, UnitRowLimiter, _bounded_memory_plan
+from .privacy_unit import PRIVACY_UNIT_ID, UnitRowLimiter, _bounded_memory_plan, _split_row_level
 from .release import Release, calibrate
 from .summaries import MisraGries, SpaceSaving
 
@@ -516,7 +516,7 @@ class Windowed:
             return replace(rel, metadata=meta)
         # One privacy unit: the figures above are per row; the release reports the unit's.
         r = self.max_rows_per_unit
-        per_row = {key: meta.pop(key) for key in _ROW_LEVEL_KEYS if key in meta}
+        meta, per_row = _split_row_level(meta)
         per_row.update(mechanism=self.mechanism, epsilon_per_row=rel.epsilon, delta_per_row=rel.delta,
                        privacy_unit_of_these_figures="one stream element")
         composition.update(
