@@ -1,7 +1,7 @@
 // Python bindings for the exact noise samplers (docs/algorithms.md §1): dpsketch._core.noise.
 //
-// Errors: std::invalid_argument -> ValueError, std::overflow_error -> OverflowError (pybind11's
-// default translation). Sampling loops run without the GIL; each generator is then guarded by a
+// Errors: the translator of bind_errors.cpp (ParameterError, ParameterTypeError, NoiseRangeError,
+// all dpsketch.DPSketchError). Sampling loops run without the GIL; each generator is then guarded by a
 // mutex so that two Python threads sharing one SecureRng can never race on (or replay) its state.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -44,7 +44,7 @@ std::uint64_t to_u64(const py::handle& v, const char* name) {
     const unsigned long long u = PyLong_AsUnsignedLongLong(i.ptr());
     if (PyErr_Occurred()) {
         PyErr_Clear();
-        throw std::overflow_error(std::string(name) + " must be < 2**64");
+        throw dpsketch::NoiseRangeError(std::string(name) + " must be < 2**64");
     }
     return u;
 }

@@ -1,7 +1,7 @@
 // Error types. The bindings translate each to a subclass of dpsketch.DPSketchError that also
 // derives from the matching built-in (ParameterError and DeserializeError: ValueError,
 // StreamLimitError and NoiseRangeError: OverflowError, EntropyError: RuntimeError); messages say
-// what to do instead. Other std::invalid_argument / std::overflow_error keep pybind11's mapping.
+// what to do instead. Other standard exceptions map by kind (bindings/bind_errors.cpp).
 #pragma once
 
 #include <stdexcept>
@@ -18,10 +18,11 @@ struct DeserializeError : std::invalid_argument {
 // Raised by update/update_many/merge when the stream would exceed kMaxStreamLength (2^62 updates,
 // common/limits.hpp); nothing has been changed when it is thrown. OverflowError in Python.
 struct StreamLimitError : std::overflow_error {
-  StreamLimitError(unsigned long long n, unsigned long long more)
-      : std::overflow_error("this summary already holds " + std::to_string(n) + " updates and " + std::to_string(more) +
-                            " more would exceed the limit of 2^62 updates per summary; nothing was changed. Start a new "
-                            "summary (or split the stream) instead of growing this one") {}
+  // The message names the batch (the caller's) but not the summary's length, which is data.
+  StreamLimitError(unsigned long long /*n*/, unsigned long long more)
+      : std::overflow_error("adding " + std::to_string(more) +
+                            " more updates would take this summary past its limit of 2^62 updates; nothing was "
+                            "changed. Start a new summary (or split the stream) instead of growing this one") {}
 };
 
 // Raised when a summary/sketch parameter is out of range.
