@@ -35,13 +35,37 @@ def generate(out_dir: Path) -> dict[str, str]:
         if res.returncode != 0:
             sys.exit(f"pybind11-stubgen failed (is dpsketch installed? pip install '.[test]'):\n{res.stdout}{res.stderr}")
         generated = Path(tmp) / "dpsketch" / "_core"
-        files = {p.name: HEADER + p.read_text(encoding="utf-8") for p in sorted(generated.glob("*.pyi"))}
+        files = {p.name: HEADER + _inline_error_classes(p.read_text(encoding="utf-8"))
+                 for p in sorted(generated.glob("*.pyi"))}
     if not files:
         sys.exit("pybind11-stubgen wrote no stubs")
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (out_dir / name).write_text(text, encoding="utf-8")
     return files
+
+
+def _inline_error_classes(text: str) -> str:
+    """The core's exception classes are named dpsketch.errors.X, so stubgen imports them from
+    dpsketch.errors, which itself imports them from dpsketch._core: a cycle for type checkers.
+    Declare them in the stub instead, bases before subclasses."""
+    import re
+
+    names = re.findall(r"^from dpsketch\.errors import (\w+)\n", text, flags=re.M)
+    if not names:
+        return text
+    text = re.sub(r"^from dpsketch\.errors import \w+\n", "", text, flags=re.M)
+    import dpsketch._core as core
+
+    classes = sorted((getattr(core, n) for n in names), key=lambda c: (len(c.__mro__), c.__name__))
+    decls = []
+    for cls in classes:
+        bases = ", ".join(b.__name__ for b in cls.__bases__)
+        decls.append(f"class {cls.__name__}({bases}):\n    \"\"\"\n    {cls.__doc__}\n    \"\"\"\n")
+    # after the imports, before the first declaration of the module
+    at = re.search(r"^(class |def |__all__)", text, flags=re.M)
+    assert at is not None
+    return text[:at.start()] + "".join(decls) + text[at.start():]
 
 
 def diff(expected: dict[str, str], stub_dir: Path = STUB_DIR) -> str:

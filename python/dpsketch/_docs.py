@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Dict, Optional
+from .errors import NotInstalledError, ParameterError
 
 __all__ = ["docs_dir", "topics", "doc_path", "read"]
 
@@ -35,11 +36,11 @@ def doc_path(topic: str) -> Path:
     """Path of one page; ``topic`` is its name without .md (``'algorithms'``, ``'privacy'``, ...)."""
     d = docs_dir()
     if d is None:
-        raise FileNotFoundError("the dpsketch documentation is not installed with this copy of the package")
+        raise NotInstalledError("the dpsketch documentation is not installed with this copy of the package")
     name = topic[:-3] if topic.endswith(".md") else topic
     p = d / f"{name}.md"
     if "/" in name or "\\" in name or not p.is_file():
-        raise ValueError(f"unknown documentation topic; choose one of: {', '.join(topics())}")
+        raise ParameterError(f"unknown documentation topic; choose one of: {', '.join(topics())}")
     return p
 
 

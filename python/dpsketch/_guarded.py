@@ -10,6 +10,7 @@ from typing import Any, Callable, ClassVar, TypeVar, cast
 
 from . import _core
 from ._release_state import stamp
+from .errors import ParameterError, ParameterTypeError
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _S = TypeVar("_S", bound="Serialized")
@@ -110,7 +111,7 @@ class Serialized(Guarded):
         if isinstance(data, (bytearray, memoryview)):
             data = bytes(data)
         if not isinstance(data, bytes):
-            raise TypeError(f"from_bytes expects bytes, got {type(data).__name__}")
+            raise ParameterTypeError(f"from_bytes expects bytes, got {type(data).__name__}")
         if len(data) < HEADER or data[:4] != b"DPSK":
             raise CorruptBytesError("corrupt or incompatible dpsketch bytes: not dpsketch bytes (bad magic or too short)")
         if data[5] != cls._family:
@@ -183,7 +184,7 @@ class Publishable(Serialized):
 
         if delta is not None:
             if self._rho is None:
-                raise ValueError("delta applies to zCDP sketches (rho=); a Laplace sketch is pure ε-DP")
+                raise ParameterError("delta applies to zCDP sketches (rho=); a Laplace sketch is pure ε-DP")
             _, delta = check_privacy_params(1.0, delta)
         if not self._published:
             self._guard.next(type(self).__name__, allow_repeat)

@@ -60,6 +60,7 @@ import threading
 import numpy as np
 
 from ._input_options import DEFAULT_MAX_LINE_BYTES, FORMATS, ON_BAD_LINE, RunError, UsageError
+from .errors import ParameterError
 
 __all__ = [
     "FORMATS", "UsageError", "RunError", "InputError", "InputUsageError", "Source", "column", "detect_format",
@@ -148,7 +149,7 @@ class KeyTyper:
 
     def __init__(self, mode: str, format: str = "text", int_option: str = "--int-keys for integer keys"):
         if mode not in ("auto", "int", "str"):
-            raise ValueError(f"keys must be 'auto', 'int' or 'str', got {mode!r}")
+            raise ParameterError(f"keys must be 'auto', 'int' or 'str', got {mode!r}")
         self.mode = mode
         self.chosen: str | None
         if mode != "auto":

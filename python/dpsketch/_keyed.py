@@ -22,6 +22,7 @@ from ._keys import (
     key_type_of,
     normalize_batch,
 )
+from .errors import ParameterError, ParameterTypeError
 
 Key = Union[int, str]
 
@@ -99,7 +100,7 @@ class Keyed(FastUpdated):
     def _settle(self, key_type: str) -> None:
         if self._key_type_fixed:
             if key_type != self._key_type:
-                raise TypeError(
+                raise ParameterTypeError(
                     f"this {type(self).__name__} has {self._key_type} keys; got a {key_type} key. "
                     f"Use a separate summary per key type, or convert the keys."
                 )
@@ -166,26 +167,26 @@ class Keyed(FastUpdated):
 
     def _check_count(self, count) -> int:
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
-            raise TypeError(f"count must be an integer, got {type(count).__name__}")
+            raise ParameterTypeError(f"count must be an integer, got {type(count).__name__}")
         c = int(count)
         if not self._turnstile and c != 1:
-            raise ValueError(f"{type(self).__name__} counts every update once (insertion-only summary); "
+            raise ParameterError(f"{type(self).__name__} counts every update once (insertion-only summary); "
                              "counts other than 1 are for the linear sketches (CountMin, CountSketch, ...)")
         if not -(2**62) <= c <= 2**62:
-            raise ValueError("count must be in [-2**62, 2**62]")
+            raise ParameterError("count must be in [-2**62, 2**62]")
         return c
 
     def _check_counts(self, counts, m) -> np.ndarray:
         if not self._turnstile:
-            raise ValueError(f"{type(self).__name__} counts every update once (insertion-only summary); "
+            raise ParameterError(f"{type(self).__name__} counts every update once (insertion-only summary); "
                              "counts are for the linear sketches (CountMin, CountSketch, ...)")
         c = np.asarray(counts)
         if c.ndim != 1 or len(c) != m:
-            raise ValueError("counts must be a 1-D integer array with one signed count per item")
+            raise ParameterError("counts must be a 1-D integer array with one signed count per item")
         if c.size and c.dtype.kind not in "iu":
-            raise TypeError(f"counts must be integers, got dtype {c.dtype}")
+            raise ParameterTypeError(f"counts must be integers, got dtype {c.dtype}")
         if c.dtype.kind == "u" and c.size and c.max() > 2**62:
-            raise ValueError("counts must be in [-2**62, 2**62]")
+            raise ParameterError("counts must be in [-2**62, 2**62]")
         return np.ascontiguousarray(c, dtype=np.int64)
 
     def _update_counted(self, item, count: int) -> None:
@@ -208,7 +209,7 @@ class Keyed(FastUpdated):
     def _checked_key(self, item):
         kt = key_type_of(item)
         if self._key_type_fixed and kt != self._key_type:
-            raise TypeError(f"this {type(self).__name__} has {self._key_type} keys; got a {kt} key")
+            raise ParameterTypeError(f"this {type(self).__name__} has {self._key_type} keys; got a {kt} key")
         if not self._key_type_fixed and kt != self._key_type:
             return None  # nothing of that type was ever added
         return as_int_key(item) if kt == "int" else as_str_key(item)

@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from .errors import ParameterError
+from .errors import IntegerRangeError, ParameterError, ParameterTypeError
 
 KEY_TYPES = ("int", "str")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -20,7 +20,7 @@ def check_key_type(key_type):
         return "int"
     if key_type is str:
         return "str"
-    raise ValueError(f"key_type must be 'int' or 'str', got {key_type!r}")
+    raise ParameterError(f"key_type must be 'int' or 'str', got {key_type!r}")
 
 
 def key_type_of(item) -> str:
@@ -28,17 +28,17 @@ def key_type_of(item) -> str:
     if isinstance(item, str):
         return "str"
     if isinstance(item, (bool, np.bool_)):
-        raise TypeError("keys must be int or str, got bool; convert it to int explicitly")
+        raise ParameterTypeError("keys must be int or str, got bool; convert it to int explicitly")
     if isinstance(item, numbers.Integral):
         return "int"
-    raise TypeError(f"keys must be int or str, got {type(item).__name__}")
+    raise ParameterTypeError(f"keys must be int or str, got {type(item).__name__}")
 
 
 def as_int_key(item) -> int:
     v = int(item)
     if not _INT64_MIN <= v <= _INT64_MAX:
         # The value is not echoed: error messages must not carry keys (docs/algorithms.md §0).
-        raise OverflowError("an integer key does not fit in a signed 64-bit integer (-2**63 .. 2**63-1); map such keys to str or hash them first")
+        raise IntegerRangeError("an integer key does not fit in a signed 64-bit integer (-2**63 .. 2**63-1); map such keys to str or hash them first")
     return v
 
 
@@ -48,7 +48,7 @@ def as_str_key(item: str) -> str:
         try:
             item.encode("utf-8")
         except UnicodeEncodeError:
-            raise ValueError(
+            raise ParameterError(
                 "a str key contains a lone surrogate code point and is not valid Unicode (typical of "
                 "bytes decoded with errors='surrogateescape'); decode the input properly or clean the keys"
             ) from None
@@ -113,14 +113,14 @@ def normalize_batch(items, keep_views: bool = False):
     if mod in ("pandas", "polars", "pyarrow"):
         name = type(items).__name__
         if name in ("DataFrame", "LazyFrame", "Table", "RecordBatch"):
-            raise TypeError(
+            raise ParameterTypeError(
                 f"update_many got a {mod} {name}, which holds several columns; {_TABLE_FIX[mod]}"
             )
         if mod == "pandas":
             return _from_pandas(items)
         if mod == "polars":
             if name != "Series":
-                raise TypeError(f"cannot use a polars {name} as keys; pass a polars Series")
+                raise ParameterTypeError(f"cannot use a polars {name} as keys; pass a polars Series")
             return _from_arrow(_polars_arrow(items, keep_views), keep_views)
         return _from_arrow(items, keep_views)
     return items
@@ -143,7 +143,7 @@ def _from_pandas(items):
 
     if isinstance(items, (pd.Index, pd.Series)):
         if isinstance(items, pd.MultiIndex):
-            raise TypeError("cannot use a pandas MultiIndex as keys; pass one level")
+            raise ParameterTypeError("cannot use a pandas MultiIndex as keys; pass one level")
         dtype = items.dtype
         values = items.array if isinstance(items, pd.Series) else items.array
     else:  # an ExtensionArray or Categorical passed directly
@@ -153,7 +153,7 @@ def _from_pandas(items):
         if dtype.kind == "O" and len(arr) and pd.isna(arr).any():
             raise ParameterError("keys contain nulls (None/NaN); drop or fill them before updating")
         if dtype.kind == "f":
-            raise TypeError(f"cannot use values of dtype {dtype} as keys (floats are not keys); cast explicitly")
+            raise ParameterTypeError(f"cannot use values of dtype {dtype} as keys (floats are not keys); cast explicitly")
         return arr
     if type(dtype).__name__ == "StringDtype" and getattr(dtype, "storage", "") == "python":
         # str objects (or pd.NA) in an object array: the C++ sequence feeder checks every element
@@ -176,7 +176,7 @@ def _from_pandas(items):
     if hasattr(values, "__arrow_array__"):
         return _from_arrow(values.__arrow_array__())  # Arrow-backed: the buffers themselves
     if kind == "b":
-        raise TypeError("keys must be int or str, got a bool column; convert it to int explicitly")
+        raise ParameterTypeError("keys must be int or str, got a bool column; convert it to int explicitly")
     return np.asarray(values.to_numpy())
 
 
@@ -195,7 +195,7 @@ def _from_arrow(arr, keep_views: bool = False):
             return pa.chunked_array(chunks, type=chunks[0].type if chunks else pa.large_string())
         return arr
     if not isinstance(arr, pa.Array):
-        raise TypeError(f"cannot use a pyarrow {type(arr).__name__} as keys; pass an Array or ChunkedArray")
+        raise ParameterTypeError(f"cannot use a pyarrow {type(arr).__name__} as keys; pass an Array or ChunkedArray")
     if pa.types.is_dictionary(arr.type):
         if arr.null_count:
             raise ParameterError("keys contain nulls; drop or fill them before updating")
@@ -217,14 +217,14 @@ def batch_key_type(items) -> str:
         return "str"
     if isinstance(items, np.ndarray):
         if items.ndim != 1:
-            raise ValueError(f"expected a 1-D batch of keys, got an array of shape {items.shape}")
+            raise ParameterError(f"expected a 1-D batch of keys, got an array of shape {items.shape}")
         if items.dtype.kind in "iu":
             return "int"
         if items.dtype.kind in "UT":  # fixed-width str, or numpy 2's StringDType
             return "str"
         if items.dtype.kind == "O":
             return key_type_of(items[0]) if len(items) else "int"
-        raise TypeError(
+        raise ParameterTypeError(
             f"cannot use a numpy array of dtype {items.dtype} as keys; pass integers (int64) or str"
         )
     if _is_arrow(items):
@@ -236,13 +236,13 @@ def batch_key_type(items) -> str:
         if pa.types.is_string(t) or pa.types.is_large_string(t) or _is_string_view(t):
             return "str"
         if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-            raise TypeError(f"cannot use a pyarrow array of type {t} as keys; decode the bytes to str first")
-        raise TypeError(f"cannot use a pyarrow array of type {t} as keys; pass integers or strings")
+            raise ParameterTypeError(f"cannot use a pyarrow array of type {t} as keys; decode the bytes to str first")
+        raise ParameterTypeError(f"cannot use a pyarrow array of type {t} as keys; pass integers or strings")
     if isinstance(items, (str, bytes)):
-        raise TypeError("update_many takes a sequence of keys, not a single string; use update(key)")
+        raise ParameterTypeError("update_many takes a sequence of keys, not a single string; use update(key)")
     for first in items:
         if isinstance(first, (list, tuple, np.ndarray)):
-            raise ValueError("expected a 1-D batch of keys, got a nested sequence")
+            raise ParameterError("expected a 1-D batch of keys, got a nested sequence")
         return key_type_of(first)
     return "int"
 
@@ -257,24 +257,24 @@ def int_batch(items) -> np.ndarray:
         return _int_sequence(items)
     arr = items
     if arr.ndim != 1:
-        raise ValueError(f"expected a 1-D batch of keys, got shape {arr.shape}")
+        raise ParameterError(f"expected a 1-D batch of keys, got shape {arr.shape}")
     kind = arr.dtype.kind
     if kind == "i":
         return np.ascontiguousarray(arr, dtype=np.int64)
     if kind == "u":
         if arr.dtype.itemsize == 8 and arr.size and arr.max() > _INT64_MAX:
-            raise OverflowError("uint64 key above 2**63-1 does not fit in a signed 64-bit integer")
+            raise IntegerRangeError("uint64 key above 2**63-1 does not fit in a signed 64-bit integer")
         return np.ascontiguousarray(arr, dtype=np.int64)
     if kind == "b":
-        raise TypeError("keys must be int or str, got a bool array; convert it to int explicitly")
+        raise ParameterTypeError("keys must be int or str, got a bool array; convert it to int explicitly")
     if kind in "OUT":
         out = np.empty(arr.shape[0], dtype=np.int64)
         for i, x in enumerate(arr.tolist()):
             if key_type_of(x) != "int":
-                raise TypeError(f"element {i} is a {type(x).__name__}, but this summary's keys are int")
+                raise ParameterTypeError(f"element {i} is a {type(x).__name__}, but this summary's keys are int")
             out[i] = as_int_key(x)
         return out
-    raise TypeError(f"cannot use values of dtype {arr.dtype} as int keys (floats are not keys); cast explicitly")
+    raise ParameterTypeError(f"cannot use values of dtype {arr.dtype} as int keys (floats are not keys); cast explicitly")
 
 
 def _int_sequence(items) -> np.ndarray:
@@ -290,9 +290,9 @@ def _int_sequence(items) -> np.ndarray:
     out = np.empty(len(items), dtype=np.int64)
     for i, x in enumerate(items):
         if isinstance(x, (list, tuple, np.ndarray)):
-            raise ValueError("expected a 1-D batch of keys, got a nested sequence")
+            raise ParameterError("expected a 1-D batch of keys, got a nested sequence")
         if key_type_of(x) != "int":
-            raise TypeError(f"element {i} is a {type(x).__name__}, but this summary's keys are int")
+            raise ParameterTypeError(f"element {i} is a {type(x).__name__}, but this summary's keys are int")
         out[i] = as_int_key(x)
     return out
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+from .errors import ParameterError
 
 __all__ = ["PROG", "Column", "Output", "num", "label", "json_default", "Progress", "totals", "caps"]
 
@@ -88,7 +89,7 @@ class Output:
 
     def __init__(self, *, fmt: str = "table", quiet: bool = False):
         if fmt not in ("table", "json", "csv"):  # pragma: no cover - set by the parser
-            raise ValueError(f"fmt must be 'table', 'json' or 'csv', got {fmt!r}")
+            raise ParameterError(f"fmt must be 'table', 'json' or 'csv', got {fmt!r}")
         self.fmt = fmt
         self.quiet = quiet
 

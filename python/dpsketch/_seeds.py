@@ -27,6 +27,7 @@ import secrets
 
 from . import _core
 from ._validation import check_int
+from .errors import ParameterError
 
 __all__ = ["check_user_seed", "derive_seed", "hash_seed", "rng"]
 
@@ -48,7 +49,7 @@ def hash_seed(seed, given=None) -> int:
     from the user seed, else random."""
     if given is not None:
         if seed is not None:
-            raise ValueError("pass seed= (a user seed) or hash_seed= (a published hash seed), not both")
+            raise ParameterError("pass seed= (a user seed) or hash_seed= (a published hash seed), not both")
         return check_int("hash_seed", given, 0, 2**64 - 1)
     s = check_user_seed(seed)
     return secrets.randbits(64) if s is None else derive_seed(s, "hash")

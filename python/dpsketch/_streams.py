@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ._keys import Utf8Lines
-from .errors import ParameterError
+from .errors import ParameterError, ParameterTypeError
 
 _TABLE_MODULES = ("pandas", "polars", "pyarrow")
 _FRAMES = ("DataFrame", "Table", "RecordBatch")
@@ -111,7 +111,7 @@ def _name(names, column) -> str:
         if len(names) == 1:
             return names[0]
         shown = ", ".join(map(repr, names[:20])) + (", ..." if len(names) > 20 else "")
-        raise TypeError(f"update_many got {len(names)} columns ({shown}); pick the key column with column='name'")
+        raise ParameterTypeError(f"update_many got {len(names)} columns ({shown}); pick the key column with column='name'")
     if column not in names:
         shown = ", ".join(map(repr, names[:20])) + (", ..." if len(names) > 20 else "")
         raise ParameterError(f"no column {column!r}; the columns are {shown}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from .errors import ParameterError
+from .errors import ParameterError, ParameterTypeError
 
 __all__ = ["check_int"]
 
@@ -13,7 +13,7 @@ __all__ = ["check_int"]
 def check_int(name: str, value, lo: int, hi: int) -> int:
     """Return ``value`` as an int in [lo, hi] or raise ParameterError (a ValueError)/TypeError saying what to pass."""
     if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got bool {value!r}")
+        raise ParameterTypeError(f"{name} must be an integer, got bool {value!r}")
     if isinstance(value, numbers.Integral):
         v = int(value)
     elif isinstance(value, numbers.Real):
@@ -24,7 +24,7 @@ def check_int(name: str, value, lo: int, hi: int) -> int:
             raise ParameterError(f"{name} must be an integer between {lo} and {hi}, got {f!r}")
         v = int(f)
     else:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+        raise ParameterTypeError(f"{name} must be an integer, got {type(value).__name__}")
     if not lo <= v <= hi:
         raise ParameterError(f"{name} must be between {lo} and {hi}, got {v}")
     return v

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Iterator, Optional, Union
 
 from .calibration import used_value, zcdp_epsilon, zcdp_rho_for
 from .errors import BudgetExceededError, ReleaseBudgetError  # noqa: F401  (re-exported)
+from .errors import ParameterError, ParameterTypeError
 
 if TYPE_CHECKING:
     from .budget_file import FileBudget
@@ -78,10 +79,10 @@ def _down(x: Fraction) -> float:
 
 def _number(name: str, v: object) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float, Fraction)):
-        raise TypeError(f"{name} must be a number, got {type(v).__name__}")
+        raise ParameterTypeError(f"{name} must be a number, got {type(v).__name__}")
     f = float(v)
     if not math.isfinite(f):
-        raise ValueError(f"{name} must be finite, got {v!r}")
+        raise ParameterError(f"{name} must be finite, got {v!r}")
     return f
 
 
@@ -113,7 +114,7 @@ class Budget:
         zcdp_delta: Optional[float] = None,
     ) -> None:
         if (epsilon is None) == (rho is None):
-            raise ValueError("pass epsilon= (an (ε, δ)-DP budget, with delta=) or rho= (a zCDP budget), not both")
+            raise ParameterError("pass epsilon= (an (ε, δ)-DP budget, with delta=) or rho= (a zCDP budget), not both")
         self._lock = threading.RLock()
         self._eps_sum = Fraction(0)
         self._delta_sum = Fraction(0)
@@ -122,9 +123,9 @@ class Budget:
         if rho is not None:
             r = _number("rho", rho)
             if r <= 0:
-                raise ValueError(f"rho must be > 0, got {rho!r}")
+                raise ParameterError(f"rho must be > 0, got {rho!r}")
             if delta != 0.0 or zcdp_delta is not None:
-                raise ValueError("a zCDP budget (rho=) has no delta; use Budget(epsilon, delta) for an (ε, δ) cap")
+                raise ParameterError("a zCDP budget (rho=) has no delta; use Budget(epsilon, delta) for an (ε, δ) cap")
             self._epsilon_cap: Optional[float] = None
             self._delta_cap: Optional[float] = None
             self._rho_cap: Optional[float] = r
@@ -132,15 +133,15 @@ class Budget:
             return
         e, d = _number("epsilon", epsilon), _number("delta", delta)
         if e <= 0:
-            raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+            raise ParameterError(f"epsilon must be > 0, got {epsilon!r}")
         if not 0.0 <= d < 1.0:
-            raise ValueError(f"delta must be in [0, 1), got {delta!r}")
+            raise ParameterError(f"delta must be in [0, 1), got {delta!r}")
         if zcdp_delta is None:
             zd: Optional[float] = d / 2 if d > 0 else None
         else:
             zd = _number("zcdp_delta", zcdp_delta)
             if not 0.0 < zd <= d:
-                raise ValueError(f"zcdp_delta must be in (0, delta], got {zcdp_delta!r} with delta={delta!r}")
+                raise ParameterError(f"zcdp_delta must be in (0, delta], got {zcdp_delta!r} with delta={delta!r}")
         self._epsilon_cap, self._delta_cap, self._rho_cap, self._zcdp_delta = e, d, None, zd
 
     @classmethod
@@ -260,7 +261,7 @@ class Budget:
         """The running sums after the spend, or :class:`BudgetExceededError` if it does not fit."""
         if self._rho_cap is not None:
             if dlt > 0:
-                raise ValueError(
+                raise ParameterError(
                     f"{mechanism} spends delta > 0, which a zCDP budget (rho=) cannot account for; "
                     "use Budget(epsilon, delta)"
                 )
@@ -293,7 +294,7 @@ class Budget:
         """Record a spend made outside dpsketch (values used as given, no rounding); raises
         :class:`BudgetExceededError` and records nothing if it does not fit."""
         if not isinstance(mechanism, str):
-            raise TypeError(f"mechanism must be a str, got {type(mechanism).__name__}")
+            raise ParameterTypeError(f"mechanism must be a str, got {type(mechanism).__name__}")
         with self.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho):
             pass
 
@@ -310,7 +311,7 @@ class Budget:
         pd = delta if part_delta is None else part_delta
         if self._amount("part_epsilon", pe) > self._amount("epsilon", epsilon) or \
                 self._amount("part_delta", pd) > self._amount("delta", delta):
-            raise ValueError("a part cannot spend more than the whole series is charged")
+            raise ParameterError("a part cannot spend more than the whole series is charged")
         self.spend(f"{mechanism} (parallel composition: disjoint parts, charged once)",
                    epsilon=epsilon, delta=delta)
         return DisjointScope(mechanism, pe, pd)
@@ -319,7 +320,7 @@ class Budget:
     def _amount(name: str, v: Number) -> Fraction:
         f = v if isinstance(v, Fraction) else Fraction(_number(name, v))
         if f < 0:
-            raise ValueError(f"{name} to spend must be >= 0, got {float(f)!r}")
+            raise ParameterError(f"{name} to spend must be >= 0, got {float(f)!r}")
         return f
 
     def _describe(self, t: PrivacyTotals) -> str:
@@ -335,7 +336,7 @@ class Budget:
         return self
 
     def __reduce_ex__(self, protocol):
-        raise TypeError(
+        raise ParameterTypeError(
             "a dpsketch.Budget cannot be pickled: the unpickled copy would be a second accountant that "
             "this one never sees, so together they could spend more than the cap. Keep the Budget in "
             "the process that runs the releases and record spends made elsewhere with "
@@ -373,7 +374,7 @@ class DisjointScope:
         """The budget of part ``key`` (hashable): a cap of (ε, δ) for that slice alone."""
         with self._lock:
             if key in self._served:
-                raise ValueError(f"{self.mechanism}: part {key!r} already has its budget; a slice of "
+                raise ParameterError(f"{self.mechanism}: part {key!r} already has its budget; a slice of "
                                  "the data is charged once")
             self._served.add(key)
         return Budget(self.epsilon, self.delta)
@@ -393,5 +394,5 @@ def charging(
     if budget is None:
         return contextlib.nullcontext()
     if not isinstance(budget, Budget):
-        raise TypeError(f"budget must be a dpsketch.Budget, got {type(budget).__name__}")
+        raise ParameterTypeError(f"budget must be a dpsketch.Budget, got {type(budget).__name__}")
     return budget.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho)

@@ -38,7 +38,7 @@ from fractions import Fraction
 from typing import Any, Iterator, Optional, Tuple, Union
 
 from .budget import Budget, PrivacyTotals, Spend
-from .errors import BudgetFileError
+from .errors import BudgetFileError, ParameterTypeError, StateError
 
 try:
     import fcntl
@@ -87,7 +87,7 @@ class FileBudget(Budget):
     _entries: list[Entry]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("a FileBudget comes from FileBudget.open(path, ...) or Budget.open(path, ...), "
+        raise ParameterTypeError("a FileBudget comes from FileBudget.open(path, ...) or Budget.open(path, ...), "
                         "which read or create its file")
 
     # -- opening ------------------------------------------------------------------------------
@@ -181,7 +181,7 @@ class FileBudget(Budget):
     def _charge_scope(self) -> Iterator[None]:
         with self._lock:
             if self._held:
-                raise RuntimeError(f"a charge of the budget file {self._path!r} is already in progress in "
+                raise StateError(f"a charge of the budget file {self._path!r} is already in progress in "
                                    "this thread; charge one release at a time")
             with self._flock():
                 self._held = True

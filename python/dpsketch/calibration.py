@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from . import _core
-from .errors import ParameterError
+from .errors import ParameterError, ParameterTypeError
 
 __all__ = ["PRIVACY_UNIT", "Guarantee", "calibrate", "cell_sensitivities", "check_privacy_params", "make_length",
            "dgauss_tail_gt", "noise_guarantee", "privacy_record", "unit_cell_sensitivities", "unit_group_guarantee",
@@ -55,7 +55,7 @@ def check_privacy_params(epsilon, delta, *, name="epsilon", delta_name="delta"):
     """Validate ε > 0 (finite) and δ in (0, 1); return them as floats."""
     for nm, v in ((name, epsilon), (delta_name, delta)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) and not hasattr(v, "__float__"):
-            raise TypeError(f"{nm} must be a number, got {type(v).__name__}")
+            raise ParameterTypeError(f"{nm} must be a number, got {type(v).__name__}")
     e, d = float(epsilon), float(delta)
     if not math.isfinite(e) or e <= 0:
         raise ParameterError(f"{name} must be a finite number > 0, got {epsilon!r}")
@@ -94,7 +94,7 @@ def calibrate(epsilon, delta, need, *, public_length=False, length_epsilon=None,
     mechanism runs at (ε/2, δ/(1 + e^{ε/2})), so the reported (ε, δ) hold for that relation."""
     eps, dlt = check_privacy_params(epsilon, delta)
     if not isinstance(public_length, bool):
-        raise TypeError(f"public_length must be True or False, got {type(public_length).__name__}")
+        raise ParameterTypeError(f"public_length must be True or False, got {type(public_length).__name__}")
     if public_length and (length_epsilon is not None or length_delta is not None):
         raise ParameterError("length_epsilon/length_delta price a private length; they cannot be combined with public_length=True")
     le = ld = 0.0

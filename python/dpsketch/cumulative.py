@@ -50,7 +50,7 @@ from . import _seeds
 from .budget import Budget, charging
 from .calibration import check_privacy_params, used_value, zcdp_epsilon
 from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
-from .errors import ParameterError
+from .errors import InternalError, ParameterError, ParameterTypeError
 from .private import PrivateCountMin, PrivateCountSketch
 from .release import Release
 from .sketches import CountMin, CountSketch
@@ -242,13 +242,13 @@ class Prefix:
     def estimate(self, item) -> float:
         """The prefix's estimate of ``item``'s count: the sum of the nodes' estimates."""
         if self._kind is DyadicCountSketch:
-            raise TypeError("a dyadic prefix answers rank, range_count, quantile and heavy_hitters")
+            raise ParameterTypeError("a dyadic prefix answers rank, range_count, quantile and heavy_hitters")
         return float(sum(float(s.estimate(item)) for s in self._nodes))
 
     def estimate_many(self, items) -> np.ndarray:
         """Estimates for a batch of int keys: the sum of the nodes' ``estimate_many``."""
         if self._kind is DyadicCountSketch:
-            raise TypeError("a dyadic prefix answers rank, range_count, quantile and heavy_hitters")
+            raise ParameterTypeError("a dyadic prefix answers rank, range_count, quantile and heavy_hitters")
         arr = np.asarray(items, dtype=np.int64)
         out = np.zeros(len(arr))
         for s in self._nodes:
@@ -260,7 +260,7 @@ class Prefix:
         totals (Count-Min: row sums less the shift; dyadic: the two level-1 nodes). CountSketch
         has no noisy total (its signed rows do not sum to the length)."""
         if self._kind is CountSketch:
-            raise TypeError("a CountSketch prefix has no noisy total; use Count-Min or a dyadic sketch")
+            raise ParameterTypeError("a CountSketch prefix has no noisy total; use Count-Min or a dyadic sketch")
         return float(sum(s.noisy_total() for s in self._nodes))
 
     def top(self, candidates, *, k: Optional[int] = None, threshold: Optional[float] = None) -> list:
@@ -277,7 +277,7 @@ class Prefix:
     # -- dyadic prefixes ----------------------------------------------------------------------
     def _dyadic(self):
         if self._kind is not DyadicCountSketch:
-            raise TypeError("rank, quantile and heavy_hitters need a dyadic sketch (make=DyadicCountSketch)")
+            raise ParameterTypeError("rank, quantile and heavy_hitters need a dyadic sketch (make=DyadicCountSketch)")
         return self._nodes[0] if self._nodes else None
 
     def _node(self, level: int, prefix: int) -> float:
@@ -297,9 +297,9 @@ class Prefix:
         docs/algorithms.md §6 over the summed node estimates (monotone in q)."""
         first = self._dyadic()
         if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 <= q <= 1:
-            raise ValueError("q must be a number in [0, 1]")
+            raise ParameterError("q must be a number in [0, 1]")
         if first is None:
-            raise ValueError("the prefix has no published node")
+            raise ParameterError("the prefix has no published node")
         target = float(q) * max(0.0, self.noisy_total())
         p, passed = 0, 0.0
         for j in range(1, first.universe_bits + 1):
@@ -331,7 +331,7 @@ class Prefix:
                     e = self._node(j, c)
                     if e > threshold:
                         if len(nxt) >= m:
-                            raise ValueError(f"more than {m} nodes exceed the threshold at level {j}; raise the threshold")
+                            raise ParameterError(f"more than {m} nodes exceed the threshold at level {j}; raise the threshold")
                         nxt.append(c)
                         if j == first.universe_bits:
                             out.append((c, e))
@@ -377,14 +377,14 @@ class Cumulative:
                  seed: Optional[int] = None, budget: Optional[Budget] = None,
                  node_options: Optional[dict] = None) -> None:
         if not callable(make):
-            raise TypeError("make must be a function returning an empty CountMin, CountSketch or DyadicCountSketch")
+            raise ParameterTypeError("make must be a function returning an empty CountMin, CountSketch or DyadicCountSketch")
         probe = make()
         kind = type(probe)
         if kind not in _PRIVATE:
-            raise TypeError("make must return a non-private dpsketch.CountMin, CountSketch or DyadicCountSketch, "
+            raise ParameterTypeError("make must return a non-private dpsketch.CountMin, CountSketch or DyadicCountSketch, "
                             f"got {kind.__name__}")
         if probe.n != 0:
-            raise ValueError("make must return an empty sketch (one per step)")
+            raise ParameterError("make must return an empty sketch (one per step)")
         self._make, self._kind, self._shape = make, kind, self._shape_of(probe)
         if (rho is None) == (epsilon is None):
             raise ParameterError("pass exactly one of rho= (zCDP, Gaussian noise) or epsilon= (pure DP, Laplace noise)")
@@ -494,12 +494,12 @@ class Cumulative:
 
     def _check_leaf(self, s) -> None:
         if type(s) is not self._kind or self._shape_of(s) != self._shape:
-            raise ValueError(f"a step's sketch must be a {self._kind.__name__} of the shape and hash seed make() gives")
+            raise ParameterError(f"a step's sketch must be a {self._kind.__name__} of the shape and hash seed make() gives")
 
     def _add(self, leaf) -> list[Release]:
         with self._lock:
             if self._t >= self.horizon:
-                raise ValueError(f"the horizon of {self.horizon} steps is reached; the series is complete")
+                raise ParameterError(f"the horizon of {self.horizon} steps is reached; the series is complete")
             s = self._t + 1
             pos = self.schedule.leaves[s - 1]
             finished: dict[tuple[int, int], Any] = {}
@@ -518,7 +518,7 @@ class Cumulative:
                 cur = self._acc.get(level)
                 source = cur[1] if cur is not None and cur[0] == index else finished.get(node)
                 if source is None:  # pragma: no cover - every new node holds a fed leaf
-                    raise RuntimeError(f"node {node} has no data")
+                    raise InternalError(f"node {node} has no data")
                 out.append(self._publish(node, source, s))
             self._t = s
             return out
@@ -556,7 +556,7 @@ class Cumulative:
                 t = self._t
             t = check_int("t", t, 1, self.horizon)
             if t > self._t:
-                raise ValueError(f"step {t} is not fed yet ({self._t} steps so far)")
+                raise ParameterError(f"step {t} is not fed yet ({self._t} steps so far)")
             nodes = [self._published[n] for n in self.schedule.prefix_nodes(t)]
             return Prefix(t, nodes, self._kind, self.nodes_per_element, self.schedule.variance_factor(t))
 
@@ -572,19 +572,19 @@ class Cumulative:
 
         p = parse_duration(period)
         if p <= 0:
-            raise ValueError("period must be > 0")
+            raise ParameterError("period must be > 0")
         o = parse_instant(origin)
         first = (parse_instant(start) - o) // p
         with self._lock:
             if self._t:
-                raise ValueError("releases() drives a fresh series; this one has steps already")
+                raise ParameterError("releases() drives a fresh series; this one has steps already")
             leaves: dict[int, Any] = {}
             for items, times in batches:
                 if not isinstance(items, np.ndarray) and not type(items).__module__.startswith("pyarrow"):
                     items = np.asarray(list(items) if not hasattr(items, "__len__") else items)
                 t, ok = times_ns(times)
                 if len(t) != len(items):
-                    raise ValueError(f"items and times differ in length ({len(items)} vs {len(t)})")
+                    raise ParameterError(f"items and times differ in length ({len(items)} vs {len(t)})")
                 w = assign(t, p, o) - first
                 keep = (w >= 0) & (w < self.horizon)
                 if ok is not None:

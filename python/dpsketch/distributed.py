@@ -32,7 +32,7 @@ from .release import Release
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
 from .dpss import check_cut, two_pass_release
-from .errors import ParameterError
+from .errors import ParameterError, ParameterTypeError
 from .top_k import check_top_k, select_top_k
 
 __all__ = ["release_partitions", "release_exact_counts", "exact_counts_plan", "release_windows", "check_windows", "charge_windows", "MAX_WINDOWS", "SketchRoute", "lookup_labels", "lookup_t", "fingerprint_delta", "FINGERPRINT_BITS"]
@@ -72,7 +72,7 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
     parts = list(parts)
     kinds = {type(s) for s in parts}
     if not parts or len(kinds) != 1 or not kinds <= {SpaceSaving, MisraGries}:
-        raise TypeError("parts must be a non-empty list of SpaceSaving (DPSS) or MisraGries (PMG) summaries, one class")
+        raise ParameterTypeError("parts must be a non-empty list of SpaceSaving (DPSS) or MisraGries (PMG) summaries, one class")
     summary = "spacesaving" if SpaceSaving in kinds else "misragries"
     kk = check_int("k", k, 1, 2**63 - 1)
     check_cut(cut)
@@ -83,12 +83,12 @@ def release_partitions(parts: Sequence[SpaceSaving | MisraGries], *, k: int, eps
         raise ParameterError("PMG always keeps only values >= n̂/k; cut=None applies to DPSS (SpaceSaving parts)")
     for s in parts:
         if s.merged:
-            raise ValueError("a partition's summary must not be merged: build one summary per key partition")
+            raise ParameterError("a partition's summary must not be merged: build one summary per key partition")
         if summary == "spacesaving" and s.capacity < kk:
-            raise ValueError(f"DPSS needs capacity >= k in every partition (got {s.capacity} < {kk}); the default is 2k")
+            raise ParameterError(f"DPSS needs capacity >= k in every partition (got {s.capacity} < {kk}); the default is 2k")
     ids = list(range(len(parts))) if partition_ids is None else [int(p) for p in partition_ids]
     if len(ids) != len(parts) or len(set(ids)) != len(ids) or any(p < 0 for p in ids):
-        raise ValueError("partition_ids must be distinct non-negative ints, one per part")
+        raise ParameterError("partition_ids must be distinct non-negative ints, one per part")
     if seed is not None:
         seed = check_int("seed", seed, 0, 2**64 - 1)
     cal = calibrate(epsilon, delta, "bounds" if summary == "spacesaving" else "estimate",
@@ -178,17 +178,17 @@ def check_windows(*, first: int, last: int, empty: Callable[[], SpaceSaving | Mi
                              "the range is released; use a longer period or a shorter range")
     proto = empty()
     if not isinstance(proto, (SpaceSaving, MisraGries)) or proto.n:
-        raise TypeError("empty() must return an empty SpaceSaving (DPSS) or MisraGries (PMG)")
+        raise ParameterTypeError("empty() must return an empty SpaceSaving (DPSS) or MisraGries (PMG)")
     summary = "spacesaving" if isinstance(proto, SpaceSaving) else "misragries"
     kk = check_int("k", k, 1, 2**63 - 1)
     check_cut(cut)
     if summary == "misragries" and cut is None:
         raise ParameterError("PMG always keeps only values >= n̂/k; cut=None applies to DPSS (SpaceSaving parts)")
     if summary == "spacesaving" and proto.capacity < kk:
-        raise ValueError(f"DPSS needs capacity >= k in every partition (got {proto.capacity} < {kk}); the default is 2k")
+        raise ParameterError(f"DPSS needs capacity >= k in every partition (got {proto.capacity} < {kk}); the default is 2k")
     window_seed(seed, first)
     if budget is not None and not isinstance(budget, (Budget, DisjointScope)):
-        raise TypeError(f"budget must be a dpsketch.Budget, got {type(budget).__name__}")
+        raise ParameterTypeError(f"budget must be a dpsketch.Budget, got {type(budget).__name__}")
     calibrate(epsilon, delta, "bounds" if summary == "spacesaving" else "estimate", public_length=public_length,
               length_epsilon=length_epsilon, length_delta=length_delta)
     return kk, summary
@@ -232,12 +232,12 @@ def release_windows(parts: Mapping[int, Sequence[tuple[int, SpaceSaving | MisraG
                                 public_length=public_length, length_epsilon=length_epsilon,
                                 length_delta=length_delta, seed=seed, cut=cut, budget=budget)
     if any(not first <= int(i) <= last for i in parts):
-        raise ValueError("parts must hold windows first..last only (rows outside the range are dropped before)")
+        raise ParameterError("parts must hold windows first..last only (rows outside the range are dropped before)")
     pp = check_int("partitions", partitions, 1, 1 << 20)
     for i, got in parts.items():
         ids = [int(p) for p, _ in got]
         if len(set(ids)) != len(ids) or any(not 0 <= p < pp for p in ids):
-            raise ValueError(f"window {i}: partition ids must be distinct and in [0, partitions)")
+            raise ParameterError(f"window {i}: partition ids must be distinct and in [0, partitions)")
     scope = budget if isinstance(budget, DisjointScope) else charge_windows(budget, summary, epsilon, delta)
     out = []
     for i in range(first, last + 1):
@@ -410,9 +410,9 @@ class SketchRoute:
         eps, dlt = check_privacy_params(epsilon, delta)
         if not (isinstance(rho_fraction, (int, float)) and not isinstance(rho_fraction, bool)
                 and 0 < float(rho_fraction) <= 1):
-            raise ValueError(f"rho_fraction must be in (0, 1], got {rho_fraction!r}")
+            raise ParameterError(f"rho_fraction must be in (0, 1], got {rho_fraction!r}")
         if strings and rho_fraction >= 1:
-            raise ValueError("string keys need part of epsilon for the label lookup: rho_fraction must be < 1")
+            raise ParameterError("string keys need part of epsilon for the label lookup: rho_fraction must be < 1")
         self.k = check_int("k", k, 1, 2**63 - 1)
         self.strings, self.seed = bool(strings), seed
         self.epsilon, self.delta = eps, dlt
@@ -477,7 +477,7 @@ class SketchRoute:
             # refusal is post-processing.
             self.delta_fingerprint = fingerprint_delta(self.n_up)
             if self.delta_fingerprint > self.delta / 3:
-                raise ValueError(
+                raise ParameterError(
                     f"fingerprint collisions (probability <= n_up^2/2^{FINGERPRINT_BITS + 1} = "
                     f"{self.delta_fingerprint:.3g}, from the noisy length) exceed delta/3; raise delta to at least "
                     f"{3 * self.delta_fingerprint:.3g} or use route='counters'"

@@ -21,7 +21,7 @@ import numpy as np
 from . import _core, _seeds
 from .budget import Budget, charging
 from .calibration import calibrate, make_length, used_value
-from .errors import ParameterError
+from .errors import ParameterError, ParameterTypeError
 from ._keys import Utf8Lines, batch_key_type, int_batch, normalize_batch
 from ._validation import check_int
 from .release import Release, build_release
@@ -87,7 +87,7 @@ class CandidateCounts:
             return
         kt = batch_key_type(items)
         if kt != self.key_type:
-            raise TypeError(f"the second pass read {kt} keys where the first read {self.key_type} keys; "
+            raise ParameterTypeError(f"the second pass read {kt} keys where the first read {self.key_type} keys; "
                             "the input changed between the passes")
         self.n += len(items)
         if kt == "int":
@@ -133,7 +133,7 @@ def two_pass_release(keys: list, counts: list[int], *, epsilon: float, delta: fl
     on one neighbour only has f ≤ c_min + 1 ≤ n/k̃ + 1, so τ suppresses it except with probability
     ≤ δ/4; the exact counts of the shared labels have ℓ1 sensitivity 1."""
     if len(keys) != len(counts):
-        raise ValueError("keys and counts must have the same length")
+        raise ParameterError("keys and counts must have the same length")
     eps_used = float(_R.epsilon_used(epsilon))
     gamma = int(_R.dpss_gamma(eps_used, delta))
     tau = float(_R.dpss_threshold(length.n_lo, length.n_up, k, capacity, gamma))

@@ -31,6 +31,7 @@ from ._streams import streamed
 from . import _seeds
 from ._guarded import Publishable
 from .release import PRIVACY_UNIT, Release, check_privacy_params
+from .errors import IntegerRangeError, ParameterError, ParameterTypeError
 
 __all__ = ["DyadicCountSketch", "PrivateDyadicCountSketch"]
 
@@ -47,18 +48,18 @@ def _check_bounds(bounds):
         lo, hi = bounds
         lo, hi = float(lo), float(hi)
     except (TypeError, ValueError):
-        raise TypeError("bounds must be a pair of numbers (lo, hi)") from None
+        raise ParameterTypeError("bounds must be a pair of numbers (lo, hi)") from None
     if not (math.isfinite(lo) and math.isfinite(hi)) or not lo < hi:
-        raise ValueError("bounds must be finite numbers with lo < hi, e.g. bounds=(0.0, 1000.0)")
+        raise ParameterError("bounds must be finite numbers with lo < hi, e.g. bounds=(0.0, 1000.0)")
     return lo, hi
 
 
 def _check_gamma(gamma):
     if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real):
-        raise TypeError(f"gamma must be a number in (0, 1), got {type(gamma).__name__}")
+        raise ParameterTypeError(f"gamma must be a number in (0, 1), got {type(gamma).__name__}")
     g = float(gamma)
     if not 0 < g < 1:
-        raise ValueError(f"gamma must be in (0, 1), got {gamma!r}")
+        raise ParameterError(f"gamma must be in (0, 1), got {gamma!r}")
     return g
 
 
@@ -128,15 +129,15 @@ class _DyadicBase(FastUpdated, Serialized):
         bounds = self.bounds
         arr = np.asarray(items)
         if arr.ndim != 1:
-            raise ValueError(f"expected a 1-D batch, got {arr.ndim} dimensions")
+            raise ParameterError(f"expected a 1-D batch, got {arr.ndim} dimensions")
         if arr.dtype.kind == "b":
-            raise TypeError("items must be numbers, not booleans")
+            raise ParameterTypeError("items must be numbers, not booleans")
         if bounds is not None:
             if arr.dtype.kind not in "iuf":
-                raise TypeError(f"items must be numbers, got an array of dtype {arr.dtype}")
+                raise ParameterTypeError(f"items must be numbers, got an array of dtype {arr.dtype}")
             return self._map_values(arr.astype(np.float64, copy=False))
         if arr.dtype.kind == "f":
-            raise TypeError("float items need bounds=(lo, hi) (the public value range); "
+            raise ParameterTypeError("float items need bounds=(lo, hi) (the public value range); "
                             "or pass integers in [0, 2^universe_bits)")
         if arr.dtype.kind == "O" or arr.dtype.kind not in "iu":
             if arr.size == 0:
@@ -144,16 +145,16 @@ class _DyadicBase(FastUpdated, Serialized):
             if arr.dtype.kind == "O" and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr):
                 ints = [int(v) for v in arr]
                 if min(ints) < 0 or max(ints) >= 2**L:
-                    raise ValueError(self._range_message())
+                    raise ParameterError(self._range_message())
                 return np.asarray(ints, dtype=np.uint64)
-            raise TypeError(f"items must be integers (numpy int/uint arrays), got dtype {arr.dtype}")
+            raise ParameterTypeError(f"items must be integers (numpy int/uint arrays), got dtype {arr.dtype}")
         if arr.size == 0:
             return np.zeros(0, dtype=np.uint64)
         if arr.dtype.kind == "i" and arr.min() < 0:
-            raise ValueError(self._range_message())
+            raise ParameterError(self._range_message())
         out = np.ascontiguousarray(arr.astype(np.uint64, copy=False))
         if L < 64 and out.max() >> np.uint64(L):
-            raise ValueError(self._range_message())
+            raise ParameterError(self._range_message())
         return out
 
     def _range_message(self):
@@ -163,7 +164,7 @@ class _DyadicBase(FastUpdated, Serialized):
     def _map_values(self, v: np.ndarray) -> np.ndarray:
         """docs/algorithms.md §6: ⌊(clip(v) − lo)/(hi − lo)·2^L⌋, clamped to [0, 2^L − 1]."""
         if np.isnan(v).any():
-            raise ValueError("items contain NaN; drop or impute missing values first")
+            raise ParameterError("items contain NaN; drop or impute missing values first")
         lo, hi = self.bounds
         scale = 2.0**self.universe_bits
         t = np.floor((np.clip(v, lo, hi) - lo) / (hi - lo) * scale)
@@ -179,22 +180,22 @@ class _DyadicBase(FastUpdated, Serialized):
         """One item of ``update`` (plain ints and floats normally take the native fast path, which
         maps them the same way; this path raises its errors)."""
         if isinstance(x, bool):
-            raise TypeError("items must be numbers, not booleans")
+            raise ParameterTypeError("items must be numbers, not booleans")
         if self.bounds is not None:
             if not isinstance(x, numbers.Real):
-                raise TypeError(f"items must be numbers, got {type(x).__name__}")
+                raise ParameterTypeError(f"items must be numbers, got {type(x).__name__}")
             v = float(x)
             if math.isnan(v):
-                raise ValueError("items contain NaN; drop or impute missing values first")
+                raise ParameterError("items contain NaN; drop or impute missing values first")
             return self._bucket(v)
         if isinstance(x, numbers.Integral):
             xi = int(x)
             if not 0 <= xi < 2**self.universe_bits:
-                raise ValueError(self._range_message())
+                raise ParameterError(self._range_message())
             return xi
         if isinstance(x, numbers.Real):
-            raise TypeError("float items need bounds=(lo, hi); or pass integers in [0, 2^universe_bits)")
-        raise TypeError(f"items must be integers, got {type(x).__name__}")
+            raise ParameterTypeError("float items need bounds=(lo, hi); or pass integers in [0, 2^universe_bits)")
+        raise ParameterTypeError(f"items must be integers, got {type(x).__name__}")
 
     @staticmethod
     def _counts(counts, m):
@@ -202,28 +203,28 @@ class _DyadicBase(FastUpdated, Serialized):
             return None
         c = np.asarray(counts)
         if c.dtype.kind not in "iu" or c.ndim != 1 or len(c) != m:
-            raise ValueError("counts must be a 1-D integer array with one signed count per item")
+            raise ParameterError("counts must be a 1-D integer array with one signed count per item")
         if c.dtype.kind == "u" and c.size and c.max() > np.iinfo(np.int64).max:
-            raise OverflowError("counts must fit in int64")
+            raise IntegerRangeError("counts must fit in int64")
         return np.ascontiguousarray(c.astype(np.int64, copy=False))
 
     # -- positions (the argument of rank/cdf/range_count) ---------------------------------------
     def _position(self, x) -> int:
         """x as a position in [0, 2^L]: rank(position) counts items below it."""
         if isinstance(x, bool):
-            raise TypeError("positions must be numbers, not booleans")
+            raise ParameterTypeError("positions must be numbers, not booleans")
         L = self.universe_bits
         if self.bounds is not None:
             if not isinstance(x, numbers.Real) or math.isnan(float(x)):
-                raise ValueError("positions must be real numbers (not NaN)")
+                raise ParameterError("positions must be real numbers (not NaN)")
             if float(x) > self.bounds[1]:
                 return 2**L
             return self._bucket(float(x))
         if not isinstance(x, numbers.Integral):
-            raise TypeError("positions must be integers (pass bounds=(lo, hi) at construction for real values)")
+            raise ParameterTypeError("positions must be integers (pass bounds=(lo, hi) at construction for real values)")
         xi = int(x)
         if not 0 <= xi <= 2**L:
-            raise ValueError(f"positions must be in [0, 2^{L}]")
+            raise ParameterError(f"positions must be in [0, 2^{L}]")
         return xi
 
     def _rank_at(self, pos: int) -> float:
@@ -252,15 +253,15 @@ class _DyadicBase(FastUpdated, Serialized):
         """Estimated number of items in [lo, hi): rank(hi) − rank(lo)."""
         a, b = self._position(lo), self._position(hi)
         if b < a:
-            raise ValueError("range_count needs lo <= hi")
+            raise ParameterError("range_count needs lo <= hi")
         return float(self._rank_at(b) - self._rank_at(a))
 
     def _targets(self, qs) -> np.ndarray:
         q = np.asarray(qs, dtype=np.float64)
         if q.ndim > 1:
-            raise ValueError("quantile levels must be a number or a 1-D sequence")
+            raise ParameterError("quantile levels must be a number or a 1-D sequence")
         if np.isnan(q).any() or (q < 0).any() or (q > 1).any():
-            raise ValueError("quantile levels must be in [0, 1]")
+            raise ParameterError("quantile levels must be in [0, 1]")
         # a noisy total below 0 would make the targets fall as q rises; clamping it (post-processing)
         # keeps quantile() monotone in q at every n
         return np.ascontiguousarray(np.atleast_1d(q) * max(0.0, self._total()))
@@ -269,7 +270,7 @@ class _DyadicBase(FastUpdated, Serialized):
     def quantile(self, q: float):
         """Smallest x whose estimated rank(x + 1) reaches q·n, by descent from the root (monotone in q)."""
         if isinstance(q, bool) or not isinstance(q, numbers.Real):
-            raise TypeError("q must be a number in [0, 1]")
+            raise ParameterTypeError("q must be a number in [0, 1]")
         return self._value(int(self._impl.quantiles(self._targets([q]))[0]))
 
     @locked
@@ -300,7 +301,7 @@ class _DyadicBase(FastUpdated, Serialized):
         (item, estimate), by estimate descending (ties by item), never in true-count order.
         ``max_nodes`` caps the nodes kept per level (ValueError when a low threshold exceeds it)."""
         if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or math.isnan(float(threshold)):
-            raise TypeError("threshold must be a number (an absolute count)")
+            raise ParameterTypeError("threshold must be a number (an absolute count)")
         m = check_int("max_nodes", max_nodes, 1, 2**40)
         leaves = self._impl.heavy_hitters(float(threshold), m)
         leaves.sort(key=lambda t: (-t[1], t[0]))
@@ -342,7 +343,7 @@ class DyadicCountSketch(_DyadicBase):
         bits, w, d, g = _shape(universe_bits, gamma, width, depth)
         b = _check_bounds(bounds)
         if b is not None and bits > _MAX_BOUNDED_BITS:
-            raise ValueError(f"with bounds, universe_bits must be at most {_MAX_BOUNDED_BITS} (float64 resolution)")
+            raise ParameterError(f"with bounds, universe_bits must be at most {_MAX_BOUNDED_BITS} (float64 resolution)")
         self._impl = self._native(bits, w, d, _seeds.hash_seed(seed, hash_seed))
         self._impl.set_meta(g, b)
 
@@ -363,9 +364,9 @@ class DyadicCountSketch(_DyadicBase):
     def merge(self, other: "DyadicCountSketch") -> None:
         """Add ``other``'s cells: the sketch of both streams (same universe_bits, width, depth, seed)."""
         if type(other) is not DyadicCountSketch:
-            raise TypeError(f"can only merge a DyadicCountSketch, got {type(other).__name__}")
+            raise ParameterTypeError(f"can only merge a DyadicCountSketch, got {type(other).__name__}")
         if other.bounds != self.bounds:
-            raise ValueError("cannot merge sketches with different bounds")
+            raise ParameterError("cannot merge sketches with different bounds")
         first, second = sorted((self, other), key=id)
         with first._lock, second._lock:
             self._impl.merge(other._impl)
@@ -450,7 +451,7 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
         bits, w, d, g = _shape(universe_bits, gamma, width, depth)
         b = _check_bounds(bounds)
         if b is not None and bits > _MAX_BOUNDED_BITS:
-            raise ValueError(f"with bounds, universe_bits must be at most {_MAX_BOUNDED_BITS} (float64 resolution)")
+            raise ParameterError(f"with bounds, universe_bits must be at most {_MAX_BOUNDED_BITS} (float64 resolution)")
         s = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
         exact = _D.exact_levels(bits, w, d)
         noise = self._setup(bits, exact, d, rho, epsilon, noise_allocation, beta, neighbours, s)
@@ -469,13 +470,13 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
     def _setup(self, bits, exact, depth, rho, epsilon, allocation, beta, neighbours, seed):
         """Validate the privacy parameters; return (kind, allocation, neighbours, per-level params)."""
         if (epsilon is None) == (rho is None):
-            raise ValueError("pass exactly one of rho= (zCDP, Gaussian noise) or epsilon= (pure DP, Laplace noise)")
+            raise ParameterError("pass exactly one of rho= (zCDP, Gaussian noise) or epsilon= (pure DP, Laplace noise)")
         if allocation not in ("joint", "zhao"):
-            raise ValueError(f"noise_allocation must be 'joint' or 'zhao', got {allocation!r}")
+            raise ParameterError(f"noise_allocation must be 'joint' or 'zhao', got {allocation!r}")
         if neighbours not in ("add_remove", "replace"):
-            raise ValueError(f"neighbours must be 'add_remove' or 'replace', got {neighbours!r}")
+            raise ParameterError(f"neighbours must be 'add_remove' or 'replace', got {neighbours!r}")
         if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not 0 < float(beta) < 1:
-            raise ValueError(f"beta must be in (0, 1), got {beta!r}")
+            raise ParameterError(f"beta must be in (0, 1), got {beta!r}")
         self._rho = self._epsilon = None
         if epsilon is not None:
             self._epsilon, _ = check_privacy_params(epsilon, 0.5)
@@ -511,7 +512,7 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
         a PrivateDyadicCountSketch built with that seed on the same stream. ``budget`` is charged
         as at construction, before the noise is drawn."""
         if type(sketch) is not DyadicCountSketch:
-            raise TypeError(f"from_sketch takes a DyadicCountSketch, got {type(sketch).__name__}")
+            raise ParameterTypeError(f"from_sketch takes a DyadicCountSketch, got {type(sketch).__name__}")
         obj = cls.__new__(cls)
         s = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
         with sketch._lock:
@@ -657,7 +658,7 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
         return self._publish(allow_repeat, delta)
 
     def merge(self, other):
-        raise TypeError("private sketches do not merge (their noise would add up); merge non-private "
+        raise ParameterTypeError("private sketches do not merge (their noise would add up); merge non-private "
                         "DyadicCountSketch objects and privatise once with PrivateDyadicCountSketch.from_sketch")
 
     def _repr_fields(self):

@@ -31,7 +31,7 @@ import numpy as np
 from . import _seeds
 from .budget import Budget, charging
 from .calibration import PRIVACY_UNIT, check_privacy_params, used_value
-from .errors import ParameterError
+from .errors import ParameterError, ParameterTypeError
 from .release import Release
 
 __all__ = ["quantiles", "JOINT_MAX_LEVELS", "METHODS"]
@@ -237,7 +237,7 @@ def _check_levels(qs) -> tuple[np.ndarray, bool]:
     try:
         q = np.asarray(qs, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError("qs must be a number or a sequence of numbers in [0, 1]") from None
+        raise ParameterTypeError("qs must be a number or a sequence of numbers in [0, 1]") from None
     if q.ndim > 1 or q.size == 0:
         raise ParameterError("qs must be a number or a non-empty 1-D sequence of levels in [0, 1]")
     q = np.atleast_1d(q)
@@ -252,7 +252,7 @@ def _check_bounds(bounds, positive: bool) -> tuple[float, float]:
     try:
         lo, hi = (float(v) for v in bounds)
     except (TypeError, ValueError):
-        raise TypeError("bounds must be a pair of numbers (lo, hi)") from None
+        raise ParameterTypeError("bounds must be a pair of numbers (lo, hi)") from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ParameterError("bounds must be finite numbers with lo < hi, e.g. bounds=(0.0, 1000.0)")
     if positive and not lo > 0:
@@ -264,12 +264,12 @@ def _check_bounds(bounds, positive: bool) -> tuple[float, float]:
 def _check_values(values) -> np.ndarray:
     arr = np.asarray(values)
     if arr.dtype.kind == "b":
-        raise TypeError("values must be numbers, not booleans")
+        raise ParameterTypeError("values must be numbers, not booleans")
     if arr.dtype.kind not in "iuf":
         try:
             arr = arr.astype(np.float64)
         except (TypeError, ValueError):
-            raise TypeError(f"values must be numbers, got an array of dtype {arr.dtype}") from None
+            raise ParameterTypeError(f"values must be numbers, got an array of dtype {arr.dtype}") from None
     if arr.ndim != 1:
         raise ParameterError(f"values must be a 1-D array, got {arr.ndim} dimensions")
     v = arr.astype(np.float64, copy=False)
@@ -322,7 +322,7 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
             raise ParameterError(f"relative_accuracy must be in (0, 1), got {relative_accuracy!r}")
         alpha = float(relative_accuracy)
     if not isinstance(integer, bool):
-        raise TypeError(f"integer must be True or False, got {type(integer).__name__}")
+        raise ParameterTypeError(f"integer must be True or False, got {type(integer).__name__}")
     if integer and (scale == "log" or not (lo.is_integer() and hi.is_integer())):
         raise ParameterError("integer=True needs integer bounds and the linear scale")
     v = _check_values(values)

@@ -38,7 +38,7 @@ from . import _core, _seeds
 from .budget import Budget, charging
 from .calibration import (check_privacy_params, dgauss_tail_gt, unit_cell_sensitivities,
                           unit_group_guarantee, unit_group_privacy, used_value, zcdp_epsilon, zcdp_rho_for)
-from .errors import ParameterError
+from .errors import InternalError, ParameterError, ParameterTypeError
 from .release import Release
 from .summaries import MisraGries, SpaceSaving
 from .top_k import gumbel_top_k
@@ -78,8 +78,8 @@ def _column(values, name: str) -> np.ndarray:
             return arr.astype(str)
         if kinds <= {int} or kinds <= {int, np.int64}:
             return np.array(arr.tolist(), dtype=np.int64)
-        raise TypeError(f"{name} must hold ints or strs (one type, no None/NaN), got {sorted(k.__name__ for k in kinds)}")
-    raise TypeError(f"{name} must hold ints or strs, got dtype {arr.dtype}; drop or map nulls and floats first")
+        raise ParameterTypeError(f"{name} must hold ints or strs (one type, no None/NaN), got {sorted(k.__name__ for k in kinds)}")
+    raise ParameterTypeError(f"{name} must hold ints or strs, got dtype {arr.dtype}; drop or map nulls and floats first")
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -155,7 +155,7 @@ class BoundedContributions:
     __slots__ = ("_keys", "_counts", "_m", "_c")
 
     def __init__(self, *args: object, **kwargs: object) -> None:
-        raise TypeError("BoundedContributions come from dpsketch.bound_contributions(keys, privacy_id, ...)")
+        raise ParameterTypeError("BoundedContributions come from dpsketch.bound_contributions(keys, privacy_id, ...)")
 
     @classmethod
     def _sealed(cls, keys: np.ndarray, counts: np.ndarray, m: int, c: int) -> "BoundedContributions":
@@ -187,7 +187,7 @@ class BoundedContributions:
 
     def __reduce_ex__(self, protocol: object) -> object:
         # A pickle could be edited to pair these counts with other bounds; bound where you release.
-        raise TypeError("BoundedContributions are not pickled: their bounds could not be checked after "
+        raise ParameterTypeError("BoundedContributions are not pickled: their bounds could not be checked after "
                         "the round trip; pass the rows (keys, privacy ids) and call bound_contributions "
                         "in the process that releases")
 
@@ -267,7 +267,7 @@ def _arrow_batch(values, name: str):
     if hasattr(pa.types, "is_string_view") and pa.types.is_string_view(typ):
         values, typ = values.cast(pa.large_string()), pa.large_string()
     if not (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
-        raise TypeError(f"{name} must hold ints or strs, got Arrow type {typ}")
+        raise ParameterTypeError(f"{name} must hold ints or strs, got Arrow type {typ}")
     _validity, offsets_buf, data_buf = values.buffers()
     width = np.int64 if pa.types.is_large_string(typ) else np.int32
     offsets = np.frombuffer(offsets_buf, dtype=width)[values.offset : values.offset + len(values) + 1]
@@ -452,7 +452,7 @@ def release_bounded_counts(bounded: BoundedContributions, *, epsilon: float, del
     and exactly min(k, passed) keys are released in that order; otherwise items are sorted by noisy
     value. ``budget`` is charged the reported (ε, δ) before any noise is drawn."""
     if not isinstance(bounded, BoundedContributions):
-        raise TypeError("release_bounded_counts takes the BoundedContributions of dpsketch.bound_contributions")
+        raise ParameterTypeError("release_bounded_counts takes the BoundedContributions of dpsketch.bound_contributions")
     m, c = bounded.max_keys_per_unit, bounded.max_rows_per_key
     kk = None if k is None else check_int("k", k, 1, 2**31)
     plan = _exact_plan(epsilon, delta, m, c, noise, selection, kk)
@@ -600,7 +600,7 @@ class UnitRowLimiter:
             return np.zeros(0, dtype=bool)
         kind = "int" if u.dtype.kind == "i" else "str"
         if self._kind is not None and kind != self._kind:
-            raise TypeError(f"privacy_id holds {kind}s in this chunk and {self._kind}s before; keep one type")
+            raise ParameterTypeError(f"privacy_id holds {kind}s in this chunk and {self._kind}s before; keep one type")
         self._kind = kind
         uniq, inv = np.unique(u, return_inverse=True)
         # position of each row among its unit's rows in this chunk (stable: stream order)
@@ -708,7 +708,7 @@ class UnitStream:
             return
         kind = "int" if k.dtype.kind == "i" else "str"
         if self._key_kind is not None and kind != self._key_kind:  # checked before the limiter moves
-            raise TypeError(f"keys hold {kind}s in this chunk and {self._key_kind}s before; keep one key type")
+            raise ParameterTypeError(f"keys hold {kind}s in this chunk and {self._key_kind}s before; keep one key type")
         self._key_kind = kind
         self._summary.update_many(k[self._limiter.keep(u)])
 
@@ -734,7 +734,7 @@ class UnitStream:
                                   length_epsilon=length_epsilon, length_delta=length_delta, seed=seed,
                                   allow_repeat=allow_repeat)
             if row.epsilon > plan["epsilon_row"] or row.delta > plan["delta_row"]:  # the charge covers the release
-                raise RuntimeError("the element-level release exceeded its per-row calibration")
+                raise InternalError("the element-level release exceeded its per-row calibration")
         meta, per_row = _split_row_level(row.metadata)
         per_row.update(mechanism=row_mechanism, epsilon_per_row=row.epsilon, delta_per_row=row.delta,
                        privacy_unit_of_these_figures="one stream element")
@@ -774,14 +774,14 @@ def _number_column(values, name: str = "values") -> np.ndarray:
     if arr.dtype.kind == "O":
         items = arr.tolist()
         if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in items):
-            raise TypeError(f"{name} must hold numbers (no None, booleans or strings)")
+            raise ParameterTypeError(f"{name} must hold numbers (no None, booleans or strings)")
         ints = all(isinstance(x, numbers.Integral) for x in items)
         try:
             arr = np.array(items, dtype=np.int64 if ints else np.float64)
         except OverflowError:
             raise ParameterError(f"{name} holds integers outside int64") from None
     if arr.dtype.kind == "b":
-        raise TypeError(f"{name} must be numbers, not booleans")
+        raise ParameterTypeError(f"{name} must be numbers, not booleans")
     if arr.dtype.kind in "iu":
         if arr.dtype.kind == "u" and arr.size and int(arr.max()) > 2**63 - 1:
             raise ParameterError(f"{name} holds integers above 2**63 - 1")
@@ -791,7 +791,7 @@ def _number_column(values, name: str = "values") -> np.ndarray:
         if np.isnan(out).any():
             raise ParameterError(f"{name} contain NaN; drop or impute missing values first")
         return out
-    raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
+    raise ParameterTypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
 
 
 def _row_bound_mask(v: np.ndarray, u: np.ndarray, r: int, salt: int) -> np.ndarray:
@@ -913,7 +913,7 @@ def unit_quantiles_cost(*, max_rows_per_unit: int, bounds=None, universe_bits: i
     bits, width, depth, _gamma = _shape(16 if universe_bits is None else universe_bits, gamma, None, None)
     b = _check_bounds(bounds)
     if b is not None and bits > _MAX_BOUNDED_BITS:
-        raise ValueError(f"with bounds, universe_bits must be at most {_MAX_BOUNDED_BITS} (float64 resolution)")
+        raise ParameterError(f"with bounds, universe_bits must be at most {_MAX_BOUNDED_BITS} (float64 resolution)")
     exact = _core.dyadic.exact_levels(bits, width, depth)
     cal = _quantile_calibration(bits, exact, depth, r, rho, epsilon, delta)
     noise = "discrete_gaussian" if cal["kind"] == "gaussian" else "discrete_laplace"
@@ -935,7 +935,7 @@ def release_unit_quantiles(sketch, qs, *, max_rows_per_unit: int, rho=None, epsi
     from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 
     if type(sketch) is not DyadicCountSketch:
-        raise TypeError("release_unit_quantiles takes the DyadicCountSketch of the row-bounded data")
+        raise ParameterTypeError("release_unit_quantiles takes the DyadicCountSketch of the row-bounded data")
     r = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
     q = _check_qs(qs)
     bits, exact, depth = sketch.universe_bits, sketch.exact_levels, sketch.depth
@@ -1010,7 +1010,7 @@ def unit_quantiles(values, privacy_id, qs, *, max_rows_per_unit: int, bounds=Non
         raise ParameterError("values and privacy_id must have the same length (one privacy id per row)")
     if bounds is None:
         if v.dtype.kind == "f":
-            raise TypeError("float values need bounds=(lo, hi); or pass integers in [0, 2^universe_bits)")
+            raise ParameterTypeError("float values need bounds=(lo, hi); or pass integers in [0, 2^universe_bits)")
         if len(v) and (v.min() < 0 or (sketch.universe_bits < 64 and v.max() >= 2**sketch.universe_bits)):
             raise ParameterError(f"values must be integers in [0, 2^{sketch.universe_bits}); map real values "
                                  "with bounds=(lo, hi) or raise universe_bits")

@@ -22,6 +22,7 @@ from .release import (
     check_privacy_params,
     make_length,
 )
+from .errors import ParameterError, ParameterTypeError
 
 __all__ = ["PrivateCountMin", "PrivateCountSketch", "SketchHeavyHitters", "zcdp_to_dp"]
 
@@ -41,9 +42,9 @@ class _PrivateLinear(Publishable, SerializedKeyed):
         self._width = check_int("width", width, 1, 2**31)
         self._depth = check_int("depth", depth, 1, _core.MAX_DEPTH)
         if self._width * self._depth > _core.MAX_CELLS:
-            raise ValueError(f"width * depth must be at most {_core.MAX_CELLS} cells; lower width or depth")
+            raise ParameterError(f"width * depth must be at most {_core.MAX_CELLS} cells; lower width or depth")
         if (epsilon is None) == (rho is None):
-            raise ValueError("pass exactly one of epsilon= (pure DP, Laplace noise) or rho= (zCDP, Gaussian noise)")
+            raise ParameterError("pass exactly one of epsilon= (pure DP, Laplace noise) or rho= (zCDP, Gaussian noise)")
         if epsilon is not None:
             self._epsilon, _ = check_privacy_params(epsilon, 0.5)
             self._rho = None
@@ -51,10 +52,10 @@ class _PrivateLinear(Publishable, SerializedKeyed):
             self._rho, _ = check_privacy_params(rho, 0.5, name="rho")
             self._epsilon = None
         if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not (0 < float(beta) < 1):
-            raise ValueError(f"beta must be in (0, 1), got {beta!r}")
+            raise ParameterError(f"beta must be in (0, 1), got {beta!r}")
         self._beta = float(beta)
         if neighbours not in ("add_remove", "replace"):
-            raise ValueError(f"neighbours must be 'add_remove' or 'replace', got {neighbours!r}")
+            raise ParameterError(f"neighbours must be 'add_remove' or 'replace', got {neighbours!r}")
         self._neighbours = neighbours
         self._seed = None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
         source = self.__dict__.get("_source")
@@ -110,7 +111,7 @@ class _PrivateLinear(Publishable, SerializedKeyed):
 
         want = CountMin if cls._count_min else CountSketch
         if type(sketch) is not want:
-            raise TypeError(f"{cls.__name__}.from_sketch needs a {want.__name__}, got {type(sketch).__name__}")
+            raise ParameterTypeError(f"{cls.__name__}.from_sketch needs a {want.__name__}, got {type(sketch).__name__}")
         obj = cls.__new__(cls)
         with sketch._lock:
             obj._source = sketch
@@ -217,7 +218,7 @@ class _PrivateLinear(Publishable, SerializedKeyed):
         from ._keys import int_batch
 
         if self._key_type_fixed and self._key_type != "int":
-            raise TypeError("this sketch has str keys; estimate them one by one")
+            raise ParameterTypeError("this sketch has str keys; estimate them one by one")
         return self._impl.estimate_many(int_batch(items))
 
     @locked
@@ -307,15 +308,15 @@ class SketchHeavyHitters(Keyed):
         missing = [name for name, v in (("k", k), ("capacity", capacity), ("epsilon", epsilon), ("delta", delta),
                                         ("max_stream_length", max_stream_length)) if v is None]
         if missing:
-            raise TypeError(f"SketchHeavyHitters needs {', '.join(missing)} (e.g. k=128, capacity=4*k, epsilon=0.1, "
+            raise ParameterTypeError(f"SketchHeavyHitters needs {', '.join(missing)} (e.g. k=128, capacity=4*k, epsilon=0.1, "
                             "delta=1e-3, max_stream_length=<upper bound on the stream length>)")
         if sketch not in ("countmin", "countsketch"):
-            raise ValueError(f"sketch must be 'countmin' or 'countsketch', got {sketch!r}")
+            raise ParameterError(f"sketch must be 'countmin' or 'countsketch', got {sketch!r}")
         self._sketch = sketch
         self._k = check_int("k", k, 1, 2**62)
         self._capacity = check_int("capacity", capacity, 2, _core.MAX_CAPACITY)
         if self._capacity <= self._k:
-            raise ValueError(f"capacity must exceed k (got capacity={capacity}, k={k}); the paper uses capacity = 4k")
+            raise ParameterError(f"capacity must exceed k (got capacity={capacity}, k={k}); the paper uses capacity = 4k")
         self._epsilon, self._delta = check_privacy_params(epsilon, delta)
         self._cal = calibrate(self._epsilon, self._delta, "bounds", public_length=public_length,
                               length_epsilon=length_epsilon, length_delta=length_delta)
@@ -340,7 +341,7 @@ class SketchHeavyHitters(Keyed):
     def update_many(self, items: Any, counts: Any = None) -> None:
         n = len(items)
         if self.n + n > self._n_max:
-            raise ValueError(
+            raise ParameterError(
                 # no exact n in the message: errors end up in logs (docs/algorithms.md §0)
                 f"adding {n} items would exceed max_stream_length={self._n_max}; the error "
                 "envelope was derived for that length. Build with a larger max_stream_length"
@@ -350,7 +351,7 @@ class SketchHeavyHitters(Keyed):
     @locked
     def update(self, item: Any, count: int = 1) -> None:
         if self.n + 1 > self._n_max:
-            raise ValueError(f"the stream already has max_stream_length={self._n_max} items; build with a larger one")
+            raise ParameterError(f"the stream already has max_stream_length={self._n_max} items; build with a larger one")
         super().update(item, count)
 
     width = property(locked(lambda self: self._impl.width), doc="Columns of the noisy sketch.")
@@ -382,7 +383,7 @@ class SketchHeavyHitters(Keyed):
     def __reduce__(self):
         # Not a serializing class: its candidate set and noisy oracle are internal state, published
         # only through release().
-        raise TypeError("SketchHeavyHitters cannot be pickled or copied (its candidate set is internal state); "
+        raise ParameterTypeError("SketchHeavyHitters cannot be pickled or copied (its candidate set is internal state); "
                         "release() it and serialize the Release instead")
 
     def _repr_fields(self):

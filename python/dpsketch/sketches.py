@@ -8,6 +8,7 @@ from . import _core
 from ._keyed import SerializedKeyed, locked
 from . import _seeds
 from ._validation import check_int
+from .errors import ParameterError, ParameterTypeError
 
 __all__ = ["CountMin", "CountSketch"]
 
@@ -19,7 +20,7 @@ class _LinearSketch(SerializedKeyed):
         self._width = check_int("width", width, 1, 2**31)
         self._depth = check_int("depth", depth, 1, _core.MAX_DEPTH)
         if self._width * self._depth > _core.MAX_CELLS:
-            raise ValueError(
+            raise ParameterError(
                 f"width * depth must be at most {_core.MAX_CELLS} cells, got {self._width * self._depth}; "
                 "lower width or depth"
             )
@@ -48,16 +49,16 @@ class _LinearSketch(SerializedKeyed):
         from ._keys import int_batch
 
         if self._key_type_fixed and self._key_type != "int":
-            raise TypeError(f"this {type(self).__name__} has str keys; estimate them one by one")
+            raise ParameterTypeError(f"this {type(self).__name__} has str keys; estimate them one by one")
         return self._impl.estimate_many(int_batch(items))
 
     def merge(self, other) -> None:
         """Add ``other``'s counts into this sketch: the sketch of both streams together. Requires the
         same class, width, depth, seed and key type."""
         if type(other) is not type(self):
-            raise TypeError(f"can only merge a {type(self).__name__} into a {type(self).__name__}, got {type(other).__name__}")
+            raise ParameterTypeError(f"can only merge a {type(self).__name__} into a {type(self).__name__}, got {type(other).__name__}")
         if (other.width, other.depth, other.hash_seed) != (self.width, self.depth, self.hash_seed):
-            raise ValueError(
+            raise ParameterError(
                 f"cannot merge sketches of different shape or seed: ({self.width}, {self.depth}, hash_seed={self.hash_seed}) vs "
                 f"({other.width}, {other.depth}, hash_seed={other.hash_seed}); build both with the same width, depth and seed"
             )

@@ -42,7 +42,7 @@ from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
 from .windows import NS, WallClockReleaser, Windowed, assign, parse_duration, parse_instant, times_ns
-from .errors import ParameterError
+from .errors import MissingDependencyError, ParameterError, ParameterTypeError
 from .top_k import check_top_k, top_k_capacity
 
 __all__ = ["summarize", "heavy_hitters", "quantiles", "QuantileRelease", "windowed_heavy_hitters",
@@ -57,7 +57,7 @@ def _require_spark():
     try:
         import pyspark  # noqa: F401
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError('dpsketch.spark needs PySpark: pip install ".[spark]" in the dpsketch source tree (or pip install pyspark)') from e
+        raise MissingDependencyError('dpsketch.spark needs PySpark: pip install ".[spark]" in the dpsketch source tree (or pip install pyspark)') from e
 
 
 def _part_batch(pa, out: bytes | None, error: BaseException | None = None, pid: int | None = None):
@@ -85,9 +85,9 @@ def _column_kind(df, column: str) -> str:
     from pyspark.sql import types as T
 
     if not isinstance(column, str):
-        raise TypeError(f"column must be a column name (str), got {type(column).__name__}")
+        raise ParameterTypeError(f"column must be a column name (str), got {type(column).__name__}")
     if column not in df.columns:
-        raise ValueError(f"the DataFrame has no column named {column!r}; its columns are {df.columns}")
+        raise ParameterError(f"the DataFrame has no column named {column!r}; its columns are {df.columns}")
     t = df.schema[column].dataType
     if isinstance(t, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
         return "int"
@@ -95,7 +95,7 @@ def _column_kind(df, column: str) -> str:
         return "str"
     if isinstance(t, (T.DoubleType, T.FloatType)):
         return "float"
-    raise TypeError(
+    raise ParameterTypeError(
         f"column {column!r} has type {t.simpleString()}; dpsketch.spark takes integer or string keys "
         "(and float values for quantiles with bounds=); cast the column first"
     )
@@ -153,21 +153,21 @@ def summarize(df, column: str, factory: Callable[[], Any]):
     _require_spark()
     proto = factory()
     if not isinstance(proto, _MERGEABLE):
-        raise TypeError(
+        raise ParameterTypeError(
             "factory() must return an empty MisraGries, SpaceSaving, CountMin, CountSketch or DyadicCountSketch, "
             f"got {type(proto).__name__} (private objects do not merge: summarize non-private ones and privatise "
             "once with from_sketch)"
         )
     if proto.n != 0:
-        raise ValueError("factory() must return an empty summary")
+        raise ParameterError("factory() must return an empty summary")
     kind = _column_kind(df, column)
     if isinstance(proto, DyadicCountSketch):
         if kind == "str":
-            raise TypeError("a DyadicCountSketch takes numbers; use heavy_hitters(route='sketch') for string keys")
+            raise ParameterTypeError("a DyadicCountSketch takes numbers; use heavy_hitters(route='sketch') for string keys")
         if kind == "float" and proto.bounds is None:
-            raise TypeError(f"column {column!r} holds floats: build the DyadicCountSketch with bounds=(lo, hi)")
+            raise ParameterTypeError(f"column {column!r} holds floats: build the DyadicCountSketch with bounds=(lo, hi)")
     elif kind == "float":
-        raise TypeError(f"column {column!r} holds floats; counter summaries and sketches take int or str keys")
+        raise ParameterTypeError(f"column {column!r} holds floats; counter summaries and sketches take int or str keys")
     parts = _summary_parts(df.select(column), kind, type(proto), proto.to_bytes())
     objs = [type(proto).from_bytes(b) for b in parts]
     out = _merge_tree(objs) if objs else proto
@@ -317,15 +317,15 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
         k = check_top_k(top_k)
     if privacy_id is not None:
         if route not in (None, "exact"):
-            raise ValueError(f"with privacy_id the route is 'exact' (bounded per-key counts), got route={route!r}")
+            raise ParameterError(f"with privacy_id the route is 'exact' (bounded per-key counts), got route={route!r}")
         if public_length or length_epsilon is not None or length_delta is not None:
-            raise ValueError("the exact route reads no stream length: public_length/length_epsilon/length_delta do not apply")
+            raise ParameterError("the exact route reads no stream length: public_length/length_epsilon/length_delta do not apply")
         if max_keys_per_unit is None:
-            raise ValueError("privacy_id needs max_keys_per_unit=m (distinct keys a unit may contribute)")
+            raise ParameterError("privacy_id needs max_keys_per_unit=m (distinct keys a unit may contribute)")
         return _unit_route(df, column, privacy_id, max_keys_per_unit, max_rows_per_key, epsilon, delta, noise, selection,
                            k, seed, budget)
     if max_keys_per_unit is not None or selection is not None:
-        raise ValueError("max_keys_per_unit and selection bound a privacy unit: pass privacy_id= (the unit's column) too")
+        raise ParameterError("max_keys_per_unit and selection bound a privacy unit: pass privacy_id= (the unit's column) too")
     if route is None:
         route = "counters" if top_k is not None else _default_route(
             summary=summary, capacity=capacity, num_partitions=num_partitions, passes=passes,
@@ -333,7 +333,7 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
             rho_fraction=rho_fraction, gamma=gamma, width=width, depth=depth)
     if top_k is not None:  # docs/privacy.md §Exact-k: k = capacity, the lowest threshold
         if route != "counters":
-            raise ValueError("top_k applies to route='counters' (or to privacy_id= with selection='gumbel')")
+            raise ParameterError("top_k applies to route='counters' (or to privacy_id= with selection='gumbel')")
         capacity = top_k_capacity(check_top_k(top_k), capacity)
         k, cut = capacity, None if summary == "spacesaving" else "n/k"
     if route == "exact":
@@ -342,22 +342,22 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
                             length_epsilon=length_epsilon, length_delta=length_delta, rho_fraction=rho_fraction,
                             gamma=gamma, width=width, depth=depth)
     if noise != "gaussian":
-        raise ValueError(f"noise= chooses the exact route's noise; route={route!r} has its own")
+        raise ParameterError(f"noise= chooses the exact route's noise; route={route!r} has its own")
     if cut is None and (route != "counters" or summary != "spacesaving"):
-        raise ValueError("cut=None applies to the exact route and to route='counters' with summary='spacesaving' (DPSS)")
+        raise ParameterError("cut=None applies to the exact route and to route='counters' with summary='spacesaving' (DPSS)")
     if passes not in (1, 2) or isinstance(passes, bool):
-        raise ValueError(f"passes must be 1 or 2, got {passes!r}")
+        raise ParameterError(f"passes must be 1 or 2, got {passes!r}")
     if passes == 2 and (route != "counters" or summary != "spacesaving"):
-        raise ValueError("passes=2 applies to route='counters' with summary='spacesaving' (DPSS) only")
+        raise ParameterError("passes=2 applies to route='counters' with summary='spacesaving' (DPSS) only")
     if k is None:
-        raise ValueError(f"route={route!r} needs k= (the heavy-hitter cut n/k)")
+        raise ParameterError(f"route={route!r} needs k= (the heavy-hitter cut n/k)")
     kk = check_int("k", k, 1, 2**40)
     if gamma is None and width is None and depth is None:
         width, depth = max(1024, 8 * kk), 3
     eps, dlt = check_privacy_params(epsilon, delta)
     kind = _column_kind(df, column)
     if kind == "float":
-        raise TypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
+        raise ParameterTypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
     if seed is not None:
         seed = check_int("seed", seed, 0, 2**64 - 1)
     if route == "counters":
@@ -365,10 +365,10 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
                                public_length, length_epsilon, length_delta, cut, passes, top_k)
     if route == "sketch":
         if public_length or length_epsilon is not None or length_delta is not None:
-            raise ValueError("route='sketch' reads its length from the noisy sketch itself (no length budget); "
+            raise ParameterError("route='sketch' reads its length from the noisy sketch itself (no length budget); "
                              "public_length, length_epsilon and length_delta apply to route='counters'")
         return _sketch_route(df, column, kind, kk, eps, dlt, rho_fraction, gamma, width, depth, seed, budget)
-    raise ValueError(f"route must be 'exact', 'counters' or 'sketch', got {route!r}")
+    raise ParameterError(f"route must be 'exact', 'counters' or 'sketch', got {route!r}")
 
 
 _SKETCH_DEFAULTS = {"rho_fraction": 0.9, "gamma": None, "width": None, "depth": None}
@@ -387,7 +387,7 @@ def _default_route(**given) -> str:
     sketch = _asked(_SKETCH_DEFAULTS, given)
     counters = _asked(_COUNTERS_DEFAULTS, given)
     if sketch and counters:
-        raise ValueError(f"{sketch} belong to route='sketch' and {counters} to route='counters'; pass route= to choose")
+        raise ParameterError(f"{sketch} belong to route='sketch' and {counters} to route='counters'; pass route= to choose")
     return "sketch" if sketch else "counters" if counters else "exact"
 
 
@@ -399,10 +399,10 @@ def _exact_route(df, column, k, epsilon, delta, noise, cut, seed, budget, **othe
 
     wrong = _asked(_SKETCH_DEFAULTS, others) + _asked(_COUNTERS_DEFAULTS, others)
     if wrong:
-        raise ValueError(f"{wrong} do not apply to the exact route (it reads no length and builds no summary); "
+        raise ParameterError(f"{wrong} do not apply to the exact route (it reads no length and builds no summary); "
                          "pass route='counters' or route='sketch'")
     if k is None:
-        raise ValueError("route='exact' needs k= (the heavy-hitter cut; cut=None keeps every key above τ)")
+        raise ParameterError("route='exact' needs k= (the heavy-hitter cut; cut=None keeps every key above τ)")
     kk = check_int("k", k, 1, 2**40)
     mechanism, plan = exact_counts_plan(epsilon, delta, noise)
     check_cut(cut)
@@ -410,7 +410,7 @@ def _exact_route(df, column, k, epsilon, delta, noise, cut, seed, budget, **othe
         seed = check_int("seed", seed, 0, 2**64 - 1)
     kind = _column_kind(df, column)
     if kind == "float":
-        raise TypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
+        raise ParameterTypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
     # Every parameter is checked and the budget charged before Spark reads a row (a refusal runs no job).
     with charging(budget, mechanism, epsilon=plan["epsilon"], delta=plan["delta"]):
         pass
@@ -465,9 +465,9 @@ def _unit_route(df, column, privacy_id, m, c, epsilon, delta, noise, selection, 
     check_privacy_params(epsilon, delta)
     kind = _column_kind(df, column)
     if kind == "float":
-        raise TypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
+        raise ParameterTypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
     if privacy_id not in df.columns:
-        raise ValueError(f"no column {privacy_id!r} for privacy_id")
+        raise ParameterError(f"no column {privacy_id!r} for privacy_id")
     salt = _seeds.rng(seed, "salt")[0].next_u64() & ((1 << 63) - 1)
     keys, n = _unit_bounded_counts(df, column, privacy_id, mm, cc, salt)
     keys = keys.astype(str) if kind == "str" else keys.astype(np.int64)
@@ -484,10 +484,10 @@ def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partit
     from pyspark.sql import functions as F
 
     if summary not in ("spacesaving", "misragries"):
-        raise ValueError(f"summary must be 'spacesaving' (DPSS) or 'misragries' (PMG), got {summary!r}")
+        raise ParameterError(f"summary must be 'spacesaving' (DPSS) or 'misragries' (PMG), got {summary!r}")
     kt = 2 * k if capacity is None else check_int("capacity", capacity, 1, _core.MAX_CAPACITY)
     if summary == "spacesaving" and kt < k:
-        raise ValueError(f"DPSS needs capacity >= k (got {kt} < {k}); the default is 2k")
+        raise ParameterError(f"DPSS needs capacity >= k (got {kt} < {k}); the default is 2k")
     # Every parameter is checked (and the budget asked) before Spark reads a row.
     calibrate(eps, dlt, "bounds" if summary == "spacesaving" else "estimate", public_length=public_length,
               length_epsilon=length_epsilon, length_delta=length_delta)
@@ -633,7 +633,7 @@ def _feed_aggregated(s, batches, *, twos_complement: bool = True) -> None:
             continue
         keys = col.cast(pa.int64()).to_numpy(zero_copy_only=False)
         if not twos_complement and keys.min() < 0:
-            raise ValueError(f"items must be integers in [0, 2^{s.universe_bits}); map real values with "
+            raise ParameterError(f"items must be integers in [0, 2^{s.universe_bits}); map real values with "
                              "bounds=(lo, hi) or raise universe_bits")
         pending.append(keys)
         rows += len(keys)
@@ -685,9 +685,9 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
     _require_spark()
     kind = _column_kind(df, column)
     if kind == "str":
-        raise TypeError(f"column {column!r} holds strings; quantiles need numbers")
+        raise ParameterTypeError(f"column {column!r} holds strings; quantiles need numbers")
     if bounds is None and universe_bits is None:
-        raise ValueError("pass bounds=(lo, hi) (public value range) or universe_bits=L (integers in [0, 2^L))")
+        raise ParameterError("pass bounds=(lo, hi) (public value range) or universe_bits=L (integers in [0, 2^L))")
     bits = 16 if universe_bits is None else universe_bits
     qlist = [float(q) for q in np.atleast_1d(qs)]
     proto = DyadicCountSketch(bits, gamma=gamma, bounds=bounds, seed=seed)
@@ -697,7 +697,7 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
         return _unit_quantiles(df, column, kind, qlist, proto, privacy_id, max_rows_per_unit, rho, epsilon, delta,
                                seed, budget)
     if delta is not None:
-        raise ValueError("delta applies to the unit-level route (privacy_id=); a row-level sketch reports its "
+        raise ParameterError("delta applies to the unit-level route (privacy_id=); a row-level sketch reports its "
                          "(ε, δ) conversion with release(delta=)")
     merged = summarize(df, column, lambda: DyadicCountSketch.from_bytes(proto.to_bytes()))
     priv = PrivateDyadicCountSketch.from_sketch(merged, rho=rho, epsilon=epsilon, seed=seed,
@@ -736,12 +736,12 @@ def _unit_quantiles(df, column, kind, qlist, proto, privacy_id, r, rho, epsilon,
     from .privacy_unit import _quantile_noise, _check_qs, release_unit_quantiles
 
     if privacy_id is None or r is None:
-        raise ValueError("the unit-level route needs both privacy_id= (the unit's column) and max_rows_per_unit=r")
+        raise ParameterError("the unit-level route needs both privacy_id= (the unit's column) and max_rows_per_unit=r")
     rr = check_int("max_rows_per_unit", r, 1, 1 << 40)
     _quantile_noise(rho, epsilon, delta)  # every parameter is checked before Spark reads a row
     _check_qs(qlist)
     if not isinstance(privacy_id, str) or privacy_id not in df.columns:
-        raise ValueError(f"no column {privacy_id!r} for privacy_id")
+        raise ParameterError(f"no column {privacy_id!r} for privacy_id")
     salt = _seeds.rng(seed, "salt")[0].next_u64() & ((1 << 63) - 1)
     bounded = _unit_bounded_values(df, column, privacy_id, kind, rr, salt).select("v")
     merged = summarize(bounded, "v", lambda: DyadicCountSketch.from_bytes(proto.to_bytes()))
@@ -761,22 +761,22 @@ def _time_kind(df, column: str) -> str:
     from pyspark.sql import types as T
 
     if not isinstance(column, str) or column not in df.columns:
-        raise ValueError(f"the DataFrame has no time column named {column!r}; its columns are {df.columns}")
+        raise ParameterError(f"the DataFrame has no time column named {column!r}; its columns are {df.columns}")
     t = df.schema[column].dataType
     if isinstance(t, (T.TimestampType, T.TimestampNTZType)):
         return "ts"
     if isinstance(t, (T.LongType, T.IntegerType, T.ShortType, T.DoubleType, T.FloatType)):
         return "num"
-    raise TypeError(f"time column {column!r} has type {t.simpleString()}; it must be a timestamp or epoch seconds "
+    raise ParameterTypeError(f"time column {column!r} has type {t.simpleString()}; it must be a timestamp or epoch seconds "
                     "(a number): cast it first, e.g. F.to_timestamp(...)")
 
 
 def _counter_class(summary: str, k: int, capacity: int | None):
     if summary not in ("spacesaving", "misragries"):
-        raise ValueError(f"summary must be 'spacesaving' (DPSS) or 'misragries' (PMG), got {summary!r}")
+        raise ParameterError(f"summary must be 'spacesaving' (DPSS) or 'misragries' (PMG), got {summary!r}")
     kt = 2 * k if capacity is None else check_int("capacity", capacity, 1, _core.MAX_CAPACITY)
     if summary == "spacesaving" and kt < k:
-        raise ValueError(f"DPSS needs capacity >= k (got {kt} < {k}); the default is 2k")
+        raise ParameterError(f"DPSS needs capacity >= k (got {kt} < {k}); the default is 2k")
     return (SpaceSaving if summary == "spacesaving" else MisraGries), kt
 
 
@@ -842,13 +842,13 @@ def _window_range(period, origin, start, end) -> tuple[int, int, int, int]:
     """(period_ns, origin_ns, first, last): the windows of the public range [start, end)."""
     p, o = parse_duration(period), parse_instant(origin)
     if p <= 0:
-        raise ValueError("period must be > 0")
+        raise ParameterError("period must be > 0")
     if start is None or end is None:
-        raise ValueError("windowed_heavy_hitters needs start= and end=: the windows released must be public, "
+        raise ParameterError("windowed_heavy_hitters needs start= and end=: the windows released must be public, "
                          "not read off the data")
     s, e = parse_instant(start), parse_instant(end)
     if e <= s:
-        raise ValueError("end must be after start")
+        raise ParameterError("end must be after start")
     return p, o, (s - o) // p, (e - 1 - o) // p
 
 
@@ -879,10 +879,10 @@ def windowed_heavy_hitters(df, column: str, *, time_column: str, period: Any, st
     kk = check_int("k", k, 1, 2**40)
     kind = _column_kind(df, column)
     if kind == "float":
-        raise TypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
+        raise ParameterTypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
     tkind = _time_kind(df, time_column)
     if df.isStreaming:
-        raise ValueError("df is a streaming DataFrame: use stream_heavy_hitters (windows closed on a public clock)")
+        raise ParameterError("df is a streaming DataFrame: use stream_heavy_hitters (windows closed on a public clock)")
     period_ns, origin_ns, first, last = _window_range(period, origin, start, end)
     cls, kt = _counter_class(summary, kk, capacity)
     parts_n = (_counters_partitions(df.sparkSession) if num_partitions is None
@@ -1010,18 +1010,18 @@ def stream_heavy_hitters(df, column: str, *, time_column: str, period: Any, k: i
 
     _require_spark()
     if not df.isStreaming:
-        raise ValueError("df is not a streaming DataFrame: use windowed_heavy_hitters for a batch DataFrame")
+        raise ParameterError("df is not a streaming DataFrame: use windowed_heavy_hitters for a batch DataFrame")
     if type(df.sparkSession).__module__.startswith("pyspark.sql.connect"):
-        raise TypeError("stream_heavy_hitters needs a classic Spark session: on Spark Connect foreachBatch runs in "
+        raise ParameterTypeError("stream_heavy_hitters needs a classic Spark session: on Spark Connect foreachBatch runs in "
                         "the server's Python process, away from the series' state")
     kk = check_int("k", k, 1, 2**40)
     kind = _column_kind(df, column)
     if kind == "float":
-        raise TypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
+        raise ParameterTypeError(f"column {column!r} holds floats; heavy hitters need int or str keys (cast or bucket first)")
     _time_kind(df, time_column)
     cls, kt = _counter_class(summary, kk, capacity)
     if on_release is not None and not callable(on_release):
-        raise TypeError("on_release must be a function taking one Release")
+        raise ParameterTypeError("on_release must be a function taking one Release")
     windowed = Windowed(period=period, make=lambda: cls(kt, key_type=kind), epsilon=epsilon, delta=delta, k=kk,
                         start=start, end=end, origin=origin, clock="wall", allowed_lateness=allowed_lateness,
                         length_epsilon=length_epsilon, length_delta=length_delta, seed=seed, budget=budget, now=now)

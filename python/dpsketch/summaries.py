@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import _core
 from .budget import Budget, charging
 from .calibration import used_value
-from .errors import ParameterError
+from .errors import ParameterError, ParameterTypeError
 from ._keyed import SerializedKeyed, locked
 from ._validation import check_int
 from . import _seeds
@@ -36,9 +36,9 @@ class _CounterSummary(SerializedKeyed):
         and can NOT be released privately (no sensitivity bound holds after a merge, docs/privacy.md
         §Merged counter summaries): use ``dpsketch.spark`` routes for private distributed releases."""
         if type(other) is not type(self):
-            raise TypeError(f"can only merge a {type(self).__name__} into a {type(self).__name__}, got {type(other).__name__}")
+            raise ParameterTypeError(f"can only merge a {type(self).__name__} into a {type(self).__name__}, got {type(other).__name__}")
         if other.capacity != self.capacity:
-            raise ValueError(
+            raise ParameterError(
                 f"cannot merge {type(self).__name__} summaries of different capacity ({self.capacity} vs "
                 f"{other.capacity}); build every part with the same capacity"
             )
@@ -49,7 +49,7 @@ class _CounterSummary(SerializedKeyed):
                 self._impl.merge(self._make(self._key_type))
                 return
             if self._key_type_fixed and other._key_type != self._key_type:
-                raise TypeError(
+                raise ParameterTypeError(
                     f"cannot merge a {type(self).__name__} with {other._key_type} keys into one with "
                     f"{self._key_type} keys; use one key type for every part"
                 )
@@ -67,7 +67,7 @@ class _CounterSummary(SerializedKeyed):
     def _release(self, native_fn, mechanism, epsilon, delta, k, need, seed, public_length, length_epsilon,
                  length_delta, allow_repeat, budget=None, cut=None, top_k=None):
         if self._impl.merged:  # before the budget guard: a refused release spends nothing
-            raise ValueError(
+            raise ParameterError(
                 f"{mechanism} cannot release a merged {type(self).__name__}: the per-stream sensitivity argument "
                 "does not hold after merge() (docs/privacy.md §Merged counter summaries). Sound distributed routes: "
                 "partition the data by key and release each partition's own summary "
@@ -161,7 +161,7 @@ class MisraGries(_CounterSummary):
         if n_top is not None:
             top_k_capacity(n_top, self._capacity)  # capacity >= top_k
         if kk is None and length_delta is not None:
-            raise ValueError("length_delta has no use here: PMG reads the length only for the k cut, which needs no delta")
+            raise ParameterError("length_delta has no use here: PMG reads the length only for the k cut, which needs no delta")
         return self._release(
             _core.release.pmg, "PMG", epsilon, delta, kk, "none" if kk is None else "estimate", seed, public_length,
             length_epsilon, None, allow_repeat, budget, top_k=n_top,
@@ -251,7 +251,7 @@ class SpaceSaving(_CounterSummary):
                             "top_k= (exactly N items)")
         kk = check_int("k", k, 1, 2**63 - 1)
         if kk > self._capacity:
-            raise ValueError(
+            raise ParameterError(
                 f"DPSS needs capacity >= k, got capacity={self._capacity} < k={kk}; "
                 f"use SpaceSaving({2 * kk}) (capacity = 2k) for full recall"
             )

@@ -59,6 +59,7 @@ from .budget import Budget, DisjointScope
 from .privacy_unit import PRIVACY_UNIT_ID, UnitRowLimiter, _bounded_memory_plan, _split_row_level
 from .release import Release, calibrate
 from .summaries import MisraGries, SpaceSaving
+from .errors import ParameterError, ParameterTypeError
 
 __all__ = ["Windowed", "WallClockReleaser", "assign", "window_seed", "parse_duration", "parse_instant", "CLOCKS"]
 
@@ -86,10 +87,10 @@ def parse_duration(text: Any) -> int:
         return int(text.astype("timedelta64[ns]").astype(np.int64))
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         if not math.isfinite(text):
-            raise ValueError(f"a duration must be finite, got {text!r}")
+            raise ParameterError(f"a duration must be finite, got {text!r}")
         return int(round(text * NS))
     if not isinstance(text, str):
-        raise TypeError(f"a duration is seconds, a timedelta or text like '1h', got {type(text).__name__}")
+        raise ParameterTypeError(f"a duration is seconds, a timedelta or text like '1h', got {type(text).__name__}")
     s = text.strip().lower()
     try:
         return int(round(float(s) * NS))
@@ -102,7 +103,7 @@ def parse_duration(text: Any) -> int:
         total += float(m.group(1)) * _UNITS[m.group(2)]
         pos = m.end()
     if pos != len(s) or not s:
-        raise ValueError(f"cannot read {text!r} as a duration; use e.g. 1h, 15min, 90s, 1h30m or seconds")
+        raise ParameterError(f"cannot read {text!r} as a duration; use e.g. 1h, 15min, 90s, 1h30m or seconds")
     return int(round(total))
 
 
@@ -127,10 +128,10 @@ def parse_instant(value: Any) -> int:
         try:
             parsed = _dt.datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s)
         except ValueError:
-            raise ValueError(f"cannot read {value!r} as a time; use ISO 8601 (2024-05-01T00:00:00Z) "
+            raise ParameterError(f"cannot read {value!r} as a time; use ISO 8601 (2024-05-01T00:00:00Z) "
                              "or epoch seconds") from None
         return parse_instant(parsed)
-    raise TypeError(f"a time is epoch seconds, a datetime or ISO 8601 text, got {type(value).__name__}")
+    raise ParameterTypeError(f"a time is epoch seconds, a datetime or ISO 8601 text, got {type(value).__name__}")
 
 
 def iso(ns: int) -> str:
@@ -171,7 +172,7 @@ def times_ns(times: Any) -> tuple[np.ndarray, Optional[np.ndarray]]:
         ok = np.isfinite(arr) & (np.abs(arr) < _TIME_LIMIT / NS)
         t = np.floor(np.where(ok, arr, 0.0) * NS).astype(np.int64)
     else:
-        raise TypeError(f"times must be numbers (epoch seconds) or datetime64, got dtype {arr.dtype}")
+        raise ParameterTypeError(f"times must be numbers (epoch seconds) or datetime64, got dtype {arr.dtype}")
     return t, (None if ok.all() else ok)
 
 
@@ -241,34 +242,34 @@ class Windowed:
                  budget: Optional[Budget] = None, now: Optional[Callable[[], float]] = None,
                  max_rows_per_unit: Optional[int] = None) -> None:
         if clock not in CLOCKS:
-            raise ValueError(f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
+            raise ParameterError(f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
         self.period = parse_duration(period)
         if self.period <= 0:
-            raise ValueError("period must be > 0")
+            raise ParameterError("period must be > 0")
         self.origin = parse_instant(origin)
         self.allowed_lateness = parse_duration(allowed_lateness)
         if self.allowed_lateness < 0:
-            raise ValueError("allowed_lateness must be >= 0")
+            raise ParameterError("allowed_lateness must be >= 0")
         if clock == "input" and self.allowed_lateness:
-            raise ValueError("allowed_lateness applies to clock='wall'; with clock='input' no event is late")
+            raise ParameterError("allowed_lateness applies to clock='wall'; with clock='input' no event is late")
         self.clock = clock
         self._now = now if now is not None else _time.time
         if not callable(make):
-            raise TypeError("make must be a function returning an empty SpaceSaving or MisraGries")
+            raise ParameterTypeError("make must be a function returning an empty SpaceSaving or MisraGries")
         probe = make()
         if isinstance(probe, SpaceSaving):
             self.mechanism, need = "DPSS", "bounds"
             if k is None:
-                raise ValueError("DPSS needs k (SpaceSaving.release takes k)")
+                raise ParameterError("DPSS needs k (SpaceSaving.release takes k)")
             if k > probe.capacity:
-                raise ValueError(f"DPSS needs capacity >= k, got capacity={probe.capacity} < k={k}")
+                raise ParameterError(f"DPSS needs capacity >= k, got capacity={probe.capacity} < k={k}")
         elif isinstance(probe, MisraGries):
             self.mechanism, need = "PMG", ("none" if k is None else "estimate")
         else:
-            raise TypeError("make must return an empty dpsketch.SpaceSaving (DPSS) or dpsketch.MisraGries (PMG), "
+            raise ParameterTypeError("make must return an empty dpsketch.SpaceSaving (DPSS) or dpsketch.MisraGries (PMG), "
                             f"got {type(probe).__name__}")
         if len(probe.items()):
-            raise ValueError("make must return an empty summary (one per window)")
+            raise ParameterError("make must return an empty summary (one per window)")
         self._make = make
         # With a privacy unit, each window's element-level release runs at the per-row (ε', δ')
         # whose group-privacy chain over r rows is the requested (ε, δ) (docs/privacy.md §Windows).
@@ -293,7 +294,7 @@ class Windowed:
         self.seed = _seeds.check_user_seed(seed)
         if start is None:
             if clock == "input":
-                raise ValueError("clock='input' needs start and end: the first and last window must be public, "
+                raise ParameterError("clock='input' needs start and end: the first and last window must be public, "
                                  "not read off the data")
             start_ns = int(self._now() * NS)
         else:
@@ -303,10 +304,10 @@ class Windowed:
         if end is not None:
             end_ns = parse_instant(end)
             if end_ns <= start_ns:
-                raise ValueError("end must be after start")
+                raise ParameterError("end must be after start")
             self.last = self.index(end_ns - 1)
         elif clock == "input":
-            raise ValueError("clock='input' needs end: the last window must be public, not read off the data")
+            raise ParameterError("clock='input' needs end: the last window must be public, not read off the data")
         self._next = self.first  # lowest window not yet released
         self._open: dict[int, Any] = {}
         self._closed = False
@@ -314,7 +315,7 @@ class Windowed:
         self._scope: Optional[DisjointScope] = None
         if budget is not None:
             if not isinstance(budget, Budget):
-                raise TypeError(f"budget must be a dpsketch.Budget, got {type(budget).__name__}")
+                raise ParameterTypeError(f"budget must be a dpsketch.Budget, got {type(budget).__name__}")
             self._scope = budget.disjoint(self._mechanism_name(), epsilon=self._series[0], delta=self._series[1],
                                           part_epsilon=epsilon, part_delta=delta)
 
@@ -360,17 +361,17 @@ class Windowed:
         dropped."""
         with self._lock:
             if (privacy_id is None) != (self._limiter is None):
-                raise ValueError("privacy_id= goes with max_rows_per_unit= (one privacy id per row), and only with it")
+                raise ParameterError("privacy_id= goes with max_rows_per_unit= (one privacy id per row), and only with it")
             out, lo, hi = self._arrive(now)
             items = _as_batch(items)
             t, ok = times_ns(times)
             if len(t) != len(items):
-                raise ValueError(f"items and times differ in length ({len(items)} vs {len(t)})")
+                raise ParameterError(f"items and times differ in length ({len(items)} vs {len(t)})")
             if self._limiter is not None:
                 ids = privacy_id.to_numpy(zero_copy_only=False) if type(privacy_id).__module__.startswith(
                     "pyarrow") else privacy_id
                 if len(ids) != len(items):
-                    raise ValueError("items and privacy_id differ in length (one privacy id per row)")
+                    raise ParameterError("items and privacy_id differ in length (one privacy id per row)")
                 # a unit's first r rows in input order, over the whole series: what is kept of a
                 # unit depends on that unit's rows alone
                 kept = self._limiter.keep(ids)
@@ -387,12 +388,12 @@ class Windowed:
         privacy ids)."""
         with self._lock:
             if self._limiter is not None:
-                raise ValueError("update_windows takes no privacy ids: feed a max_rows_per_unit series with update()")
+                raise ParameterError("update_windows takes no privacy ids: feed a max_rows_per_unit series with update()")
             out, lo, hi = self._arrive(now)
             items = _as_batch(items)
             w = np.asarray(windows, dtype=np.int64)
             if w.ndim != 1 or len(w) != len(items):
-                raise ValueError(f"items and windows differ in length ({len(items)} vs {len(w)})")
+                raise ParameterError(f"items and windows differ in length ({len(items)} vs {len(w)})")
             if len(w) and (hi is None or lo <= hi):
                 self._route(items, w, None, lo, hi)
             return out
@@ -401,7 +402,7 @@ class Windowed:
         """A batch arrives (lock held): with the wall clock, release the windows due at ``now``;
         return those releases and the range [lo, hi] of windows that take events now."""
         if self._closed:
-            raise ValueError("this Windowed was closed; its windows are released")
+            raise ParameterError("this Windowed was closed; its windows are released")
         out: list[Release] = []
         lo, hi = self._next, self.last
         if self.clock == "wall":
@@ -460,7 +461,7 @@ class Windowed:
         """``clock='wall'``: release, in order, every window whose deadline has passed at ``now``
         (default ``now()``)."""
         if self.clock != "wall":
-            raise ValueError("advance() is for clock='wall'; with clock='input' windows close at close()")
+            raise ParameterError("advance() is for clock='wall'; with clock='input' windows close at close()")
         with self._lock:
             return self._advance(int((self._now() if now is None else now) * NS))
 
@@ -582,9 +583,9 @@ class WallClockReleaser:
 
     def __init__(self, windowed: Windowed, emit: Callable[[Release], Any], *, max_wait: float = 1.0) -> None:
         if not isinstance(windowed, Windowed) or windowed.clock != "wall":
-            raise ValueError("WallClockReleaser runs a Windowed with clock='wall' (releases on a public clock)")
+            raise ParameterError("WallClockReleaser runs a Windowed with clock='wall' (releases on a public clock)")
         if not callable(emit):
-            raise TypeError("emit must be a function taking one Release")
+            raise ParameterTypeError("emit must be a function taking one Release")
         self.windowed, self._emit = windowed, emit
         self._max_wait = float(max_wait)
         self._lock = threading.Lock()  # one emitter at a time: releases leave in window order

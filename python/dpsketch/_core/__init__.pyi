@@ -10,35 +10,47 @@ from . import noise
 from . import release
 from . import dyadic
 from . import privacy_unit
-__all__: list[str] = ['CorruptBytesError', 'CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'DPSketchError', 'EntropyError', 'FastUpdate', 'FastUpdateState', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_CELL_MASS', 'MAX_DEPTH', 'MAX_STREAM_LENGTH', 'MisraGriesInt', 'MisraGriesStr', 'NoiseRangeError', 'ObjectLock', 'ParameterError', 'ReadOnlyError', 'SpaceSavingInt', 'SpaceSavingStr', 'StreamLimitError', 'dyadic', 'int_list_to_array', 'make_fast_state', 'noise', 'privacy_unit', 'register_fast_class', 'release', 'split_lines']
 class DPSketchError(Exception):
     """
     Base class of every error dpsketch raises.
-    """
-class ParameterError(DPSketchError, ValueError):
-    """
-    A parameter is out of range or inconsistent.
     """
 class CorruptBytesError(DPSketchError, ValueError):
     """
     Serialized bytes are corrupt, truncated or of another family.
     """
-class StreamLimitError(DPSketchError, OverflowError):
-    """
-    An update would take a summary past its stream limit; nothing changed.
-    """
-class NoiseRangeError(DPSketchError, OverflowError):
-    """
-    A noise scale or draw is outside the samplers' exact integer range.
-    """
 class EntropyError(DPSketchError, RuntimeError):
     """
     The operating system's entropy source failed.
+    """
+class InternalError(DPSketchError, RuntimeError):
+    """
+    An internal invariant failed: a bug in dpsketch; please report it.
+    """
+class ParameterError(DPSketchError, ValueError):
+    """
+    A parameter is out of range or inconsistent.
     """
 class ReadOnlyError(DPSketchError, RuntimeError):
     """
     A published (released) object is read-only.
     """
+class StateError(DPSketchError, RuntimeError):
+    """
+    The object is not in a state that allows the call (for example a batch changed by another thread while it was read).
+    """
+class NoiseRangeError(DPSketchError, OverflowError):
+    """
+    A noise scale or draw is outside the samplers' exact integer range.
+    """
+class StreamLimitError(DPSketchError, OverflowError):
+    """
+    An update would take a summary past its stream limit; nothing changed.
+    """
+class ParameterTypeError(ParameterError, TypeError):
+    """
+    A parameter or a data argument has the wrong type.
+    """
+__all__: list[str] = ['CorruptBytesError', 'CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'DPSketchError', 'EntropyError', 'FastUpdate', 'FastUpdateState', 'InternalError', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_CELL_MASS', 'MAX_DEPTH', 'MAX_STREAM_LENGTH', 'MisraGriesInt', 'MisraGriesStr', 'NoiseRangeError', 'ObjectLock', 'ParameterError', 'ParameterTypeError', 'ReadOnlyError', 'SpaceSavingInt', 'SpaceSavingStr', 'StateError', 'StreamLimitError', 'dyadic', 'int_list_to_array', 'make_fast_state', 'noise', 'privacy_unit', 'register_fast_class', 'release', 'split_lines']
 class SpaceSavingInt:
     untyped: bool
     @staticmethod

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InternalError
 from .._seeds import derive_seed
 from ._pairs import _W, _D, _ITEM, _M, _cells_result, _ints, _privacy_kw, pair
 
@@ -47,7 +48,7 @@ def _cumulative_pair(name: str):
         nodes = sorted({n for t in range(1, T + 1) for n in schedule.prefix_nodes(t)
                         if schedule.steps_of(n)[0] <= worst <= schedule.steps_of(n)[1]})
         if len(nodes) != schedule.nodes_per_element:
-            raise RuntimeError("audit pair no longer has the intended structure (the worst leaf's nodes)")
+            raise InternalError("audit pair no longer has the intended structure (the worst leaf's nodes)")
 
         def exact(steps, node):
             first, last = schedule.steps_of(node)

@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import InternalError
 from .. import _core
 from ..calibration import zcdp_epsilon, zcdp_rho_for
 from .._seeds import derive_seed
@@ -91,7 +92,7 @@ def pair(mechanism: str, case: str, *, tests: int = 1, requires: Callable[[], bo
 def _structure(ok: bool, what: str) -> None:
     """The pairs rely on structural facts of the summaries; if one stops holding, say so."""
     if not ok:
-        raise RuntimeError(f"audit pair no longer has the intended structure ({what}); update dpsketch/audit/_pairs.py")
+        raise InternalError(f"audit pair no longer has the intended structure ({what}); update dpsketch/audit/_pairs.py")
 
 
 def _value_of(raw, key) -> float:
@@ -554,7 +555,7 @@ def _replace_partner(count_min, hash_seed):
             return b
         if not count_min and np.array_equal(cb, -a):
             return b
-    raise RuntimeError("no replace partner found")  # pragma: no cover - found within ~64 tries
+    raise InternalError("no replace partner found")  # pragma: no cover - found within ~64 tries
 
 
 def _sketch_pair(count_min: bool, kind: str, route: str, neighbours: str):
@@ -770,7 +771,7 @@ def _smallest_depth(native, eps, **kw):
     for depth in range(1, 64):
         if _envelope(native, depth=depth, epsilon=eps, delta=WRAPPER_DELTA, **kw) is not None:
             return depth
-    raise RuntimeError("no wrapper depth found")  # pragma: no cover
+    raise InternalError("no wrapper depth found")  # pragma: no cover
 
 
 @pair("SketchHeavyHitters-countmin", "lone item +1: the noisy oracle's estimate (min over rows)")

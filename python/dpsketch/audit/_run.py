@@ -8,6 +8,7 @@ from typing import Callable
 
 from ._pairs import PAIRS, Ctx, Pair
 from ._stats import AuditResult
+from ..errors import ParameterError, ParameterTypeError
 
 DEFAULT_TRIALS = 200_000
 QUICK_TRIALS = 10_000
@@ -51,14 +52,14 @@ def audit(mechanisms=None, *, epsilon: float = 1.0, delta: float = 1e-6, label_d
     if isinstance(mechanisms, str):
         mechanisms = [mechanisms]
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.5 <= confidence < 1:
-        raise ValueError(f"confidence must be in [0.5, 1), got {confidence!r}")
+        raise ParameterError(f"confidence must be in [0.5, 1), got {confidence!r}")
     if not isinstance(miscalibrated, bool):
-        raise TypeError("miscalibrated must be True or False")
+        raise ParameterTypeError("miscalibrated must be True or False")
     names = available_mechanisms()
     chosen = names if not mechanisms else list(dict.fromkeys(mechanisms))
     unknown = [m for m in chosen if m not in names]
     if unknown:
-        raise ValueError(f"unknown mechanism(s) {', '.join(map(repr, unknown))}; choose from {', '.join(names)}")
+        raise ParameterError(f"unknown mechanism(s) {', '.join(map(repr, unknown))}; choose from {', '.join(names)}")
     pairs = [p for name in chosen for p in _pairs_of(name)]
     tests = sum(p.tests for p in pairs)
     noise = MISCALIBRATED_NOISE if miscalibrated else 1.0

@@ -11,6 +11,7 @@ from statistics import NormalDist
 from typing import Callable
 
 import numpy as np
+from ..errors import ParameterError
 
 _PHI_INV = NormalDist().inv_cdf
 
@@ -67,7 +68,7 @@ def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     """Exact one-sided bounds (lower, upper) for a binomial proportion, each at level ``alpha``:
     P(p < lower) ≤ alpha and P(p > upper) ≤ alpha."""
     if not 0 <= k <= n or n <= 0:
-        raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
+        raise ParameterError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
     lower = 0.0 if k == 0 else _beta_quantile(alpha, k, n - k + 1)
     upper = 1.0 if k == n else _beta_quantile(1 - alpha, k + 1, n - k)
     return lower, upper
@@ -271,7 +272,7 @@ def discrete_gaussian_mu(groups) -> float:
         vals, pmf = vals[keep], pmf[keep]
         shift += k * a * a / sigma2
         if vals.size > 4_000_000:
-            raise ValueError("too many support points for the exact discrete-Gaussian μ")
+            raise ParameterError("too many support points for the exact discrete-Gaussian μ")
     order = np.argsort(vals, kind="stable")
     v, p = vals[order], pmf[order]
     # X' has S = v (probability p); X has S = v + shift. Thresholds at every support point of both.

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from ..errors import NotInstalledError, ParameterError
 
 __all__ = ["retail", "gcide_words", "zipf", "shared_data_dir"]
 
@@ -60,7 +61,7 @@ def gcide_words(path: str | os.PathLike | None = None) -> list[str]:
     if path is None:
         d = shared_data_dir()
         if d is None or not (d / "gcide_words.txt.gz").exists():
-            raise FileNotFoundError(
+            raise NotInstalledError(
                 "gcide_words.txt.gz not found; pass path=..., or set DPSKETCH_DATA to the folder holding it"
             )
         path = d / "gcide_words.txt.gz"
@@ -74,9 +75,9 @@ def zipf(n: int, skew: float, universe: int = 100_000, seed: int | None = None, 
     P(item = offset + i) proportional to 1/(i+1)**skew for i in [0, universe). Item offset+0 is the
     most frequent. Sampling by inverse CDF (exact up to float64 rounding of the CDF)."""
     if n < 0 or universe < 1:
-        raise ValueError("n must be >= 0 and universe >= 1")
+        raise ParameterError("n must be >= 0 and universe >= 1")
     if not np.isfinite(skew) or skew < 0:
-        raise ValueError(f"skew must be a finite number >= 0, got {skew}")
+        raise ParameterError(f"skew must be a finite number >= 0, got {skew}")
     rng = np.random.default_rng(seed)
     weights = np.arange(1, universe + 1, dtype=np.float64) ** (-float(skew))
     cdf = np.cumsum(weights)
@@ -97,11 +98,11 @@ def event_log(rows: int = 5_000_000, *, skew: float = 1.1, universe: int = 1_000
     ``heavy_rows`` rows each: half on a key of their own that nobody else uses (single-user keys,
     keys ``universe + i``), half on Zipf keys. Users are numbered 0.. (heavy users last)."""
     if rows < 1 or universe < 1 or heavy_users < 0 or heavy_rows < 0 or mean_rows_per_user < 1:
-        raise ValueError("rows, universe >= 1; heavy_users, heavy_rows >= 0; mean_rows_per_user >= 1")
+        raise ParameterError("rows, universe >= 1; heavy_users, heavy_rows >= 0; mean_rows_per_user >= 1")
     rng = np.random.default_rng(seed)
     heavy_total = heavy_users * heavy_rows
     if heavy_total >= rows:
-        raise ValueError("heavy_users * heavy_rows must be below rows")
+        raise ParameterError("heavy_users * heavy_rows must be below rows")
     ordinary = rows - heavy_total
     # rows per ordinary user: 1 + Geometric(p) with mean 1/p = mean_rows_per_user - 1 + 1
     p = 1.0 / mean_rows_per_user

@@ -33,6 +33,7 @@ from pathlib import Path
 from . import claims as _claims
 from . import holland, plots, precision, quantiles, realdata, zhao
 from ._common import log, read_csv, summary_rows, write_csv
+from ..errors import ParameterError
 
 __all__ = ["run", "replot", "resummarize", "NAMES"]
 
@@ -95,9 +96,9 @@ def run(name: str, *, quick: bool = False, out="results", repeats: int | None = 
     every stream and every noise draw (the releases are then reproducible, not secret); ``data`` is
     the folder (or file) holding ``gcide_words.txt.gz`` for ``holland-real``."""
     if name not in NAMES:
-        raise ValueError(f"unknown experiment {name!r}; choose one of {', '.join(NAMES)}")
+        raise ParameterError(f"unknown experiment {name!r}; choose one of {', '.join(NAMES)}")
     if repeats is not None and int(repeats) < 1:
-        raise ValueError(f"repeats must be at least 1, got {repeats}")
+        raise ParameterError(f"repeats must be at least 1, got {repeats}")
     scale = _scale(quick, tiny)
     outdir = Path(out) / name
     outdir.mkdir(parents=True, exist_ok=True)

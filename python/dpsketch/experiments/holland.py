@@ -21,6 +21,7 @@ import numpy as np
 from .. import datasets
 from ._common import Progress, derive_seed, log, timed_update
 from .metrics import Truth, heavy_hitter_scores
+from ..errors import ParameterError
 
 ALGORITHMS = ("MisraGries", "SpaceSaving", "CountMinSketch", "CountSketch")
 METRICS = ("update_us", "memory_bytes", "recall", "precision", "are", "n_reported", "n_heavy")
@@ -105,7 +106,7 @@ def run_one(algorithm: str, stream, truth: Truth, *, k: int, factor: int, epsilo
             public_length=public_length,
         )
     else:
-        raise ValueError(f"unknown algorithm {algorithm!r}; use one of {ALGORITHMS}")
+        raise ParameterError(f"unknown algorithm {algorithm!r}; use one of {ALGORITHMS}")
     update_us = timed_update(obj, stream)
     memory = obj.memory_bytes()
     t0 = time.perf_counter()
@@ -213,7 +214,7 @@ def load_real(name: str, data=None, limit=None):
         s = np.array(words)
         del words
     else:
-        raise ValueError(f"unknown data set {name!r}")
+        raise ParameterError(f"unknown data set {name!r}")
     if limit is not None:
         s = s[:limit]
     return s

@@ -30,6 +30,7 @@ import numpy as np
 from .. import datasets
 from . import realdata
 from ._common import Progress, derive_seed, log
+from ..errors import ParameterError
 
 METRICS = ("update_us", "memory_bytes", "rank_error", "quantile_error", "query_us")
 COLUMNS = ["experiment", "dataset", "sweep", "x", "algorithm", "allocation", "rho", "repeat", "n", "universe_bits",
@@ -129,7 +130,7 @@ def quantiles(cfg: QuantileConfig, *, seed: int, writer, progress: bool = True, 
 
         dpsketch.DyadicCountSketch, dpsketch.PrivateDyadicCountSketch  # noqa: B018
     except AttributeError:
-        raise ValueError("zhao-quantiles needs dpsketch.DyadicCountSketch and PrivateDyadicCountSketch "
+        raise ParameterError("zhao-quantiles needs dpsketch.DyadicCountSketch and PrivateDyadicCountSketch "
                          "(not in this build)") from None
     variants = list(_variants(cfg))
     streams = _streams(cfg, seed, data)

@@ -16,6 +16,7 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
+from ..errors import ParameterError
 
 __all__ = ["GCIDE_FILE", "REAL_DATASET", "REAL_STREAM", "find_gcide", "gcide_hashed32", "gcide_windows", "hash32"]
 
@@ -68,7 +69,7 @@ def gcide_hashed32(count: int, data=None) -> np.ndarray | None:
                 out[i] = v
                 i += 1
     if i < count:
-        raise ValueError(f"{path.name} holds {i} tokens, fewer than the {count} the experiment needs")
+        raise ParameterError(f"{path.name} holds {i} tokens, fewer than the {count} the experiment needs")
     return out
 
 

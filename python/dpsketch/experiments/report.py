@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ._common import read_csv
 from .plots import _span_of
+from ..errors import ParameterError
 
 __all__ = ["fill", "main"]
 
@@ -102,7 +103,7 @@ def fill(page: str | Path) -> int:
         elif kind == "include":
             body = "".join(f.read_text() for f in folders)
         else:
-            raise ValueError(f"unknown generated block kind {kind!r} in {page}")
+            raise ParameterError(f"unknown generated block kind {kind!r} in {page}")
         count += 1
         return m.group(1) + body + m.group(5)
 

@@ -28,6 +28,7 @@ from .. import datasets
 from . import realdata
 from ._common import Progress, derive_seed, log, timed_update
 from .metrics import Truth, top_k_f1, zhao_are
+from ..errors import ParameterError
 
 METRICS = ("update_us", "memory_bytes", "are", "f1")
 COLUMNS = [
@@ -80,7 +81,7 @@ def _make(alg: str, rho: float, width: int, depth: int, beta: float, seed: int):
         return dpsketch.PrivateCountMin(width, depth, rho=rho, beta=beta, seed=seed)
     if alg == "PrivateCountSketch":
         return dpsketch.PrivateCountSketch(width, depth, rho=rho, beta=beta, seed=seed)
-    raise ValueError(f"unknown sketch {alg!r}")
+    raise ParameterError(f"unknown sketch {alg!r}")
 
 
 REAL_DATASET = realdata.REAL_DATASET
