@@ -132,7 +132,7 @@ def test_workload_ran_where_asked_and_released_something(results):
     assert [results[w]["_connect"] for w in ("local", "standalone", "connect")] == [False, False, True]
     local = results["local"]
     assert local["counters.default_partitions"] == 2  # min(4 shuffle partitions, default parallelism 2)
-    assert local["summarize.task_error"] == "ValueError"
+    assert local["summarize.task_error"] == "ParameterError"
     for case in ("heavy_hitters.counters.spacesaving", "heavy_hitters.counters.misragries.num_partitions=3",
                  "heavy_hitters.sketch.int", "heavy_hitters.sketch.str", "heavy_hitters.exact.int",
                  "heavy_hitters.exact.str.laplace", "heavy_hitters.privacy_id"):

@@ -289,9 +289,7 @@ def _named_errors(*columns):
     error, which names what else the column holds."""
     try:
         yield
-    except (TypeError, ValueError) as exc:
-        if isinstance(exc, ParameterError):
-            raise
+    except (TypeError, ValueError):
         for col, name in columns:
             if isinstance(col, np.ndarray) and col.dtype.kind == "O":
                 _column(col, name)
