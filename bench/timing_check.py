@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CI timing regression check (~10-20 s).
+"""CI timing regression check (~10 s of CPU time; 25-50 s of wall time on a loaded 2-cpu machine).
 
 Compiles bench/timing_check.cpp and bench/timing_baseline_lib.cpp (header-only library, no
 dependencies) with $CXX (default c++) and times key update paths, each as a ratio to a yardstick
@@ -173,9 +173,8 @@ def python_paths(stream_file: Path, tmp: Path, names: list[str]) -> dict[str, Py
     """The Python paths among ``names`` on the dumped stream, each warmed by one pass over all its
     chunks; {} without dpsketch."""
     try:
-        import numpy as np
-
         import dpsketch
+        import numpy as np
         from dpsketch import _input
         from dpsketch.distributed import release_exact_counts
     except ImportError as e:  # the check still covers the C++ paths

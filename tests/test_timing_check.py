@@ -21,7 +21,7 @@ def run_check(*args: str, slowdown: str | None = None, timeout: float = 600) -> 
     env = {k: v for k, v in os.environ.items() if k != "DPSKETCH_TIMING_SLOWDOWN"}
     if slowdown is not None:
         env["DPSKETCH_TIMING_SLOWDOWN"] = slowdown
-    return subprocess.run([sys.executable, str(CHECK), *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, str(CHECK), *args], check=False, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
 
