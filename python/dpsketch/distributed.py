@@ -299,9 +299,9 @@ def release_exact_counts(keys, counts, *, k: int | None, epsilon: float, delta: 
         raise ParameterError("counts must be positive integers (one per distinct key)")
     if keys.dtype.kind in "iu":
         keys = keys.astype(np.int64, copy=False)
-    elif keys.dtype.kind == "O" and all(isinstance(x, str) for x in keys.tolist()):
-        keys = keys.astype(str)
-    elif keys.dtype.kind != "U":
+    elif keys.dtype.kind in "UT" or (keys.dtype.kind == "O" and all(isinstance(x, str) for x in keys.tolist())):
+        keys = U._exact_strs(keys)  # exact strings: a numpy U array would merge "a" and "a\0"
+    else:
         raise ParameterError("keys must be int64 or str")
     order = np.argsort(keys, kind="stable")
     keys, counts = keys[order], counts[order]

@@ -459,7 +459,7 @@ def _unit_route(df, column, privacy_id, m, c, epsilon, delta, noise, selection, 
     sums as Spark aggregations (no per-row Python), the exact route's noise and threshold on the
     driver over the bounded per-key counts."""
     from . import _seeds
-    from .privacy_unit import _bounded_from_aggregates, _check_bounds, release_bounded_counts
+    from .privacy_unit import _bounded_from_aggregates, _check_bounds, _exact_strs, release_bounded_counts
 
     mm, cc = _check_bounds(m, c)
     check_privacy_params(epsilon, delta)
@@ -470,7 +470,7 @@ def _unit_route(df, column, privacy_id, m, c, epsilon, delta, noise, selection, 
         raise ValueError(f"no column {privacy_id!r} for privacy_id")
     salt = _seeds.rng(seed, "salt")[0].next_u64() & ((1 << 63) - 1)
     keys, n = _unit_bounded_counts(df, column, privacy_id, mm, cc, salt)
-    keys = keys.astype(str) if kind == "str" else keys.astype(np.int64)
+    keys = _exact_strs(keys) if kind == "str" else keys.astype(np.int64)  # keys differing by a trailing NUL stay two
     bounded = _bounded_from_aggregates(keys, n.astype(np.int64), mm, cc)
     rel = release_bounded_counts(bounded, epsilon=epsilon, delta=delta, noise=noise, selection=selection, k=k, seed=seed,
                                  budget=budget)
