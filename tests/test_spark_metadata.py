@@ -32,10 +32,11 @@ ROWS = {"empty": 0, "one": 1, "many": 3000}
 
 
 def _write(path, n: int) -> None:
+    rows = (f"k{i % 7 if i % 3 else 0},{i % 11 if i % 2 else 5},u{i % 50},{(i * 37) % 100}.5,{i % 7200}\n"
+            for i in range(n))
     with open(path, "w") as f:
         f.write("key,ikey,uid,v,t\n")
-        for i in range(n):
-            f.write(f"k{i % 7 if i % 3 else 0},{i % 11 if i % 2 else 5},u{i % 50},{(i * 37) % 100}.5,{i % 7200}\n")
+        f.writelines(rows)
 
 
 @pytest.fixture(scope="module")
