@@ -201,7 +201,7 @@ def sketch_breakdown(df, column, k, eps, delta):
     t1 = time.perf_counter()
     merged = dps._merge_tree([DyadicCountSketch.from_bytes(b) for b in parts])
     t2 = time.perf_counter()
-    route.candidates(merged, parts=len(parts))
+    route.candidates(merged)
     t3 = time.perf_counter()
     import pyarrow as pa
 

@@ -41,7 +41,7 @@ def candidates(df, column, route, width, depth):
     proto = route.prototype(width=width, depth=depth)
     parts = dps._dyadic_parts(keyed, proto.to_bytes())
     objs = [DyadicCountSketch.from_bytes(b) for b in parts]
-    return route.candidates(dps._merge_tree(objs) if objs else proto, parts=len(parts))
+    return route.candidates(dps._merge_tree(objs) if objs else proto)
 
 
 def lookup(df, column, route, fps, bits):

@@ -644,3 +644,22 @@ def test_unit_quantiles_on_spark_skip_nan_and_take_floats(spark):
     assert not any(math.copysign(1.0, x) < 0 for _, x in full)  # −0.0 is 0.0
     out = dps.quantiles(df, "q", [0.5], rho=1.0, bounds=(0, 100), privacy_id="user", max_rows_per_unit=2, seed=1)
     assert 0 <= out.values[0] <= 100 and out.privacy["max_rows_per_unit"] == 2
+
+
+def test_keys_differing_by_trailing_nuls_are_distinct_keys(spark):
+    """numpy's U dtype drops trailing NULs: the exact and unit routes keep the keys as they are."""
+    from pyspark.sql import types as T
+
+    keys = ["a", "a\0", "a\0\0"]
+    rows = [(x, f"u{i}") for j, x in enumerate(keys) for i in range(200 * (j + 1))]
+    df = spark.createDataFrame(rows, T.StructType([T.StructField("q", T.StringType()),
+                                                   T.StructField("user", T.StringType())]))
+    rel = dps.heavy_hitters(df, "q", k=3, epsilon=8.0, delta=1e-6, cut=None, seed=1)
+    assert sorted(x for x, _ in rel.items) == keys
+    assert dict(rel.items)["a\0\0"] == pytest.approx(600, abs=10)
+    unit = dps.heavy_hitters(df, "q", epsilon=8.0, delta=1e-6, privacy_id="user", max_keys_per_unit=3, seed=1)
+    assert sorted(x for x, _ in unit.items) == keys
+    assert dict(unit.items)["a"] == pytest.approx(200, abs=10)
+    lib = dpd.release_exact_counts(np.array(keys, dtype=object), np.array([200, 400, 600]), k=3, epsilon=8.0,
+                                   delta=1e-6, cut=None, seed=1)
+    assert lib.items == rel.items

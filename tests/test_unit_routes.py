@@ -313,3 +313,32 @@ def test_row_limiter_matches_a_dict_across_chunks(kind, rng):
     assert kept.tolist() == want
     if kind == "int":
         assert lim.state_bytes() == 9 * len(seen)  # 8 bytes of id + 1 byte of count per unit
+
+
+# -- ids and keys are their exact strings (numpy's U and S drop trailing NULs) ---------------------------
+NUL_IDS = ["a", "a\0", "a\0\0", "\0", ""]  # distinct ids that a numpy U array would fold into two
+
+
+@pytest.mark.parametrize("form", ["list", "object", "series"])
+def test_row_limiter_tells_ids_apart_by_their_exact_bytes(form):
+    import pandas as pd
+
+    ids = NUL_IDS * 3
+    col = {"list": ids, "object": np.array(ids, dtype=object), "series": pd.Series(ids)}[form]
+    lim = U.UnitRowLimiter(2)
+    assert lim.keep(col).tolist() == [True] * 10 + [False] * 5  # two rows of each of the five units
+    assert lim.keep(["a\0\0\0", "a\0"]).tolist() == [True, False]  # a new unit; one already at its bound
+
+
+def test_unit_stream_bounds_each_exact_id_and_counts_each_exact_key():
+    s = d.UnitStream("misragries", capacity=16, max_rows_per_unit=1)
+    s.update(["x", "x\0", "x"], ["u", "u\0", "u\0\0"])
+    assert s._summary.estimate("x") == 2 and s._summary.estimate("x\0") == 1  # one row per unit, three units
+
+
+def test_row_bound_tells_ids_apart_by_their_exact_bytes():
+    ids = np.array(["a" + "\0" * j for j in range(10)], dtype=object)  # ten units of one row each
+    vals = np.arange(10)
+    assert U.bound_rows_per_unit(vals, ids, max_rows_per_unit=1, seed=3).all()
+    q = U.unit_quantiles(vals, ids, [0.0, 1.0], max_rows_per_unit=1, universe_bits=4, rho=1e6, seed=3)
+    assert [v for _, v in q.items] == [0, 9]  # all ten rows kept (ρ = 10^6: negligible noise)

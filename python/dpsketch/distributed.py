@@ -299,9 +299,9 @@ def release_exact_counts(keys, counts, *, k: int | None, epsilon: float, delta: 
         raise ParameterError("counts must be positive integers (one per distinct key)")
     if keys.dtype.kind in "iu":
         keys = keys.astype(np.int64, copy=False)
-    elif keys.dtype.kind == "O" and all(isinstance(x, str) for x in keys.tolist()):
-        keys = keys.astype(str)
-    elif keys.dtype.kind != "U":
+    elif keys.dtype.kind in "UT" or (keys.dtype.kind == "O" and all(isinstance(x, str) for x in keys.tolist())):
+        keys = U._exact_strs(keys)  # exact strings: a numpy U array would merge "a" and "a\0"
+    else:
         raise ParameterError("keys must be int64 or str")
     order = np.argsort(keys, kind="stable")
     keys, counts = keys[order], counts[order]
@@ -437,7 +437,7 @@ class SketchRoute:
 
         return DyadicCountSketch(64, gamma=0.01 if gamma is None else gamma, width=width, depth=depth, seed=self.seed)
 
-    def candidates(self, merged, *, parts: int = 1) -> list[int]:
+    def candidates(self, merged) -> list[int]:
         """Noise the merged sketch once and return the candidate keys (int keys) or fingerprints
         (strings), sorted. The exact ``merged`` sketch is not kept."""
         import numpy as np
@@ -468,7 +468,7 @@ class SketchRoute:
             "sigma2": priv.get("sigma2"), "assumes_public_length": False, "length": "private",
             "length_source": "the noisy total of the sketch (post-processing, no budget)",
             "n_used": n_hat, "neighbours": "add_remove", "epsilon_requested": self.epsilon,
-            "delta_requested": self.delta, "reproducible_not_secret": self.seed is not None, "partitions": parts,
+            "delta_requested": self.delta, "reproducible_not_secret": self.seed is not None,
         }
         if self.strings:
             # docs/privacy.md §Sketch route, Collisions: the bound reads the noisy n_up; when n_up < n

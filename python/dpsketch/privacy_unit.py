@@ -82,6 +82,31 @@ def _column(values, name: str) -> np.ndarray:
     raise ParameterTypeError(f"{name} must hold ints or strs, got dtype {arr.dtype}; drop or map nulls and floats first")
 
 
+def _exact_column(values, name: str) -> np.ndarray:
+    """:func:`_column`, except that a column of str objects stays an object array of those very
+    strs. numpy's ``U`` and ``S`` dtypes drop trailing NULs, so ``"a"`` and ``"a\\0"`` would become
+    one value there: ids and keys are told apart by their exact bytes (docs/privacy.md §Privacy
+    unit). A numpy 2 ``StringDType`` column (which keeps them) is read the same way."""
+    if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
+        values = values.to_numpy()
+    arr = np.asarray(values) if not isinstance(values, list) else np.array(values, dtype=object)
+    if arr.ndim == 1 and arr.dtype.kind == "T":
+        return arr.astype(object)
+    if arr.ndim == 1 and arr.dtype.kind == "O" and len(arr) and set(map(type, arr.tolist())) == {str}:
+        return arr
+    return _column(arr, name)
+
+
+def _exact_strs(arr: np.ndarray) -> np.ndarray:
+    """A 1-D array of str (object, ``U`` or ``StringDType``) in a dtype that sorts and compares the
+    exact strings: numpy 2's ``StringDType`` (keeps trailing NULs, sorts natively), else the object
+    array itself."""
+    string_dtype = getattr(getattr(np, "dtypes", None), "StringDType", None)
+    if string_dtype is not None:
+        return arr.astype(string_dtype(), copy=False)
+    return arr.astype(object, copy=False)
+
+
 def _mix(x: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser, vectorised (uint64 arithmetic wraps); the C++ coder's int hash is
     ``_mix(value ^ salt)`` (cpp/include/dpsketch/privacy_unit/bound_contributions.hpp)."""
@@ -567,9 +592,10 @@ class _SortedRuns:
 
 
 def _utf8_keys(u: np.ndarray) -> np.ndarray:
-    """A str array as UTF-8 bytes (numpy ``S``: width = the longest id). Equal ids give equal keys
-    and distinct ids distinct keys: numpy's ``U`` and ``S`` both drop trailing NULs, so both see
-    the same strings. ASCII ids (the usual case) are converted without per-item Python."""
+    """A str array as UTF-8 bytes (numpy ``S``: width = the longest id). ``U`` and ``S`` both drop
+    trailing NULs, so this is one-to-one only on ids that do not end in NUL (the limiter keeps
+    those apart, :func:`_nul_tailed`). ASCII ids (the usual case) are converted without per-item
+    Python."""
     width = u.dtype.itemsize // 4
     if width == 0:
         return np.zeros(len(u), dtype="S1")
@@ -579,44 +605,81 @@ def _utf8_keys(u: np.ndarray) -> np.ndarray:
     return np.char.encode(u, "utf-8")
 
 
+def _sentinel_keys(ids) -> np.ndarray:
+    """Str ids as numpy ``S`` keys: each id's UTF-8 bytes and one 0x01 byte after them, which
+    ``S`` keeps, so ids that differ only by trailing NULs get distinct keys."""
+    return np.array([x.encode("utf-8") + b"\x01" for x in ids])
+
+
+def _nul_tailed(u: np.ndarray) -> np.ndarray | None:
+    """Mask of the str ids that end in NUL, or None when none does. A numpy ``U`` array cannot hold
+    one (numpy drops them); an object array is scanned once in C (one join) and item by item only
+    when that finds a NUL followed by the separator."""
+    if u.dtype.kind != "O":
+        return None
+    ids = u.tolist()
+    if "\x00\x01" not in "\x01".join(ids) + "\x01":
+        return None
+    mask = np.fromiter((x.endswith("\x00") for x in ids), dtype=bool, count=len(ids))
+    return mask if mask.any() else None
+
+
 class UnitRowLimiter:
     """Keeps the first ``max_rows_per_unit`` rows of each privacy unit, in stream order, chunk by
     chunk (the bounded-memory route). What it keeps of a unit depends only on that unit's own rows
     and their order. State: one exact row counter per unit seen, in sorted numpy arrays (9 bytes
     per unit for int ids and r < 256; str ids take their UTF-8 length + 1; measured in
-    docs/privacy.md §Privacy unit)."""
+    docs/privacy.md §Privacy unit). Str ids are told apart by their exact strings: ids ending in
+    NUL, which numpy's ``U`` and ``S`` would fold onto the id without them, are counted in a
+    store of their own under their UTF-8 bytes and a 0x01 byte."""
 
     def __init__(self, max_rows_per_unit: int):
         self.max_rows_per_unit = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
-        self._runs = _SortedRuns(np.min_scalar_type(self.max_rows_per_unit))
+        count = np.min_scalar_type(self.max_rows_per_unit)
+        self._runs = _SortedRuns(count)
+        self._nul_runs = _SortedRuns(count)  # str ids ending in NUL
         self._kind: str | None = None
 
     def keep(self, privacy_id) -> np.ndarray:
         """A boolean mask over this chunk's rows: True for the rows still within their unit's bound."""
-        u = _column(privacy_id, "privacy_id")
+        u = _exact_column(privacy_id, "privacy_id")
         if len(u) == 0:
             return np.zeros(0, dtype=bool)
         kind = "int" if u.dtype.kind == "i" else "str"
         if self._kind is not None and kind != self._kind:
             raise ParameterTypeError(f"privacy_id holds {kind}s in this chunk and {self._kind}s before; keep one type")
         self._kind = kind
+        if kind == "int":
+            return self._count(self._runs, u, None)
+        tail = _nul_tailed(u)
+        if tail is None:
+            return self._count(self._runs, u.astype(str, copy=False), _utf8_keys)
+        # the two stores hold disjoint sets of ids, each keyed one-to-one
+        mask = np.empty(len(u), dtype=bool)
+        mask[~tail] = self._count(self._runs, u[~tail].astype(str), _utf8_keys)
+        mask[tail] = self._count(self._nul_runs, u[tail], _sentinel_keys)
+        return mask
+
+    def _count(self, runs: _SortedRuns, u: np.ndarray, to_keys) -> np.ndarray:
+        if len(u) == 0:
+            return np.zeros(0, dtype=bool)
         uniq, inv = np.unique(u, return_inverse=True)
         # position of each row among its unit's rows in this chunk (stable: stream order)
         order = np.argsort(inv, kind="stable")
         start = np.r_[0, np.flatnonzero(np.diff(inv[order])) + 1]
         pos = np.empty(len(u), dtype=np.int64)
         pos[order] = np.arange(len(u)) - np.repeat(start, np.diff(np.r_[start, len(u)]))
-        if kind == "str":
-            uniq = _utf8_keys(uniq)
+        if to_keys is not None:
+            uniq = to_keys(uniq)
         r = self.max_rows_per_unit
-        before, where = self._runs.get(uniq)
+        before, where = runs.get(uniq)
         mask = before[inv] + pos < r
-        self._runs.put(uniq, np.minimum(before + np.bincount(inv, minlength=len(uniq)), r), where)
+        runs.put(uniq, np.minimum(before + np.bincount(inv, minlength=len(uniq)), r), where)
         return mask
 
     def state_bytes(self) -> int:
         """Bytes held by the per-unit counters (their numpy buffers)."""
-        return self._runs.nbytes()
+        return self._runs.nbytes() + self._nul_runs.nbytes()
 
     def __repr__(self) -> str:
         return f"UnitRowLimiter(max_rows_per_unit={self.max_rows_per_unit})"
@@ -698,8 +761,8 @@ class UnitStream:
     def update(self, keys, privacy_id) -> None:
         """Add a chunk: ``keys`` and ``privacy_id`` are aligned 1-D columns (numpy, list, pandas or
         polars Series) of ints or strs. Rows beyond their unit's first r are dropped."""
-        k = _column(keys, "keys")
-        u = _column(privacy_id, "privacy_id")
+        k = _exact_column(keys, "keys")
+        u = _exact_column(privacy_id, "privacy_id")
         if len(k) != len(u):
             raise ParameterError("keys and privacy_id must have the same length (one privacy id per row)")
         if len(k) == 0:
@@ -830,7 +893,7 @@ def bound_rows_per_unit(values, privacy_id, *, max_rows_per_unit: int, seed: int
     (``seed``: reproducible, NOT secret)."""
     r = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
     v = _number_column(values)
-    u = _column(privacy_id, "privacy_id")
+    u = _exact_column(privacy_id, "privacy_id")
     if len(v) != len(u):
         raise ParameterError("values and privacy_id must have the same length (one privacy id per row)")
     return _row_bound_mask(v, u, r, _seeds.rng(seed, "salt")[0].next_u64())
@@ -1003,7 +1066,7 @@ def unit_quantiles(values, privacy_id, qs, *, max_rows_per_unit: int, bounds=Non
         raise ParameterError("pass bounds=(lo, hi) (public value range) or universe_bits=L (integers in [0, 2^L))")
     sketch = DyadicCountSketch(16 if universe_bits is None else universe_bits, gamma=gamma, bounds=bounds, seed=seed)
     v = _number_column(values)
-    u = _column(privacy_id, "privacy_id")
+    u = _exact_column(privacy_id, "privacy_id")
     if len(v) != len(u):
         raise ParameterError("values and privacy_id must have the same length (one privacy id per row)")
     if bounds is None:

@@ -459,7 +459,7 @@ def _unit_route(df, column, privacy_id, m, c, epsilon, delta, noise, selection, 
     sums as Spark aggregations (no per-row Python), the exact route's noise and threshold on the
     driver over the bounded per-key counts."""
     from . import _seeds
-    from .privacy_unit import _bounded_from_aggregates, _check_bounds, release_bounded_counts
+    from .privacy_unit import _bounded_from_aggregates, _check_bounds, _exact_strs, release_bounded_counts
 
     mm, cc = _check_bounds(m, c)
     check_privacy_params(epsilon, delta)
@@ -470,7 +470,7 @@ def _unit_route(df, column, privacy_id, m, c, epsilon, delta, noise, selection, 
         raise ParameterError(f"no column {privacy_id!r} for privacy_id")
     salt = _seeds.rng(seed, "salt")[0].next_u64() & ((1 << 63) - 1)
     keys, n = _unit_bounded_counts(df, column, privacy_id, mm, cc, salt)
-    keys = keys.astype(str) if kind == "str" else keys.astype(np.int64)
+    keys = _exact_strs(keys) if kind == "str" else keys.astype(np.int64)  # keys differing by a trailing NUL stay two
     bounded = _bounded_from_aggregates(keys, n.astype(np.int64), mm, cc)
     rel = release_bounded_counts(bounded, epsilon=epsilon, delta=delta, noise=noise, selection=selection, k=k, seed=seed,
                                  budget=budget)
@@ -499,16 +499,26 @@ def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partit
     keyed = df.select(column).where(col.isNotNull()).repartition(parts_n, col).sortWithinPartitions(col)
     cls = SpaceSaving if summary == "spacesaving" else MisraGries
     rows = _collect_parts(keyed.mapInArrow(_partition_summary_fn(kind, cls, kt), "pid long, part binary, error binary"))
-    rows.sort(key=lambda r: r["pid"])
-    parts = [cls.from_bytes(r["part"]) for r in rows]
-    if not parts:  # no partition ran at all: one empty summary stands for the whole (empty) data set
-        parts, ids = [cls(kt, key_type=kind)], [0]
-    else:
-        ids = [int(r["pid"]) for r in rows]
+    parts = _all_partitions(rows, parts_n, cls, lambda: cls(kt, key_type=kind))
     exact = _exact_counts(df, column, kind, parts) if passes == 2 else None
     return release_partitions(parts, k=k, epsilon=eps, delta=dlt, public_length=public_length,
                               length_epsilon=length_epsilon, length_delta=length_delta, seed=seed, budget=budget,
-                              partition_ids=ids, cut=cut, exact_counts=exact, top_k=top_k)
+                              partition_ids=list(range(parts_n)), cut=cut, exact_counts=exact, top_k=top_k)
+
+
+def _all_partitions(rows, parts_n: int, cls, empty) -> list:
+    """One summary per key partition 0 .. parts_n − 1, an ``empty()`` one standing for a partition
+    that returned no row. Which tasks run is the data's business (adaptive query execution runs
+    none on an empty shuffle), so the release always covers all parts_n partitions and its
+    ``partitions`` says nothing about the rows (docs/privacy.md §Counters route)."""
+    have: dict = {}
+    for r in rows:
+        p = int(r["pid"])
+        if not 0 <= p < parts_n or p in have:
+            raise RuntimeError(f"Spark returned key partition {p} twice or outside [0, {parts_n}): "
+                               "the counters route needs one summary per partition of repartition(P, key)")
+        have[p] = r["part"]
+    return [cls.from_bytes(have[p]) if p in have else empty() for p in range(parts_n)]
 
 
 def _exact_counts(df, column, kind, parts) -> dict:
@@ -585,7 +595,8 @@ def _sketch_route(df, column, kind, k, eps, dlt, rho_fraction, gamma, width, dep
     proto = route.prototype(gamma=gamma, width=width, depth=depth)
     parts = _dyadic_parts(keyed, proto.to_bytes())
     objs = [DyadicCountSketch.from_bytes(b) for b in parts]
-    fps = route.candidates(_merge_tree(objs) if objs else proto, parts=len(parts))
+    # the parts' number follows the input's layout (file sizes): the merge is exact, and nothing reports it
+    fps = route.candidates(_merge_tree(objs) if objs else proto)
     del objs  # the exact sketch stays on the driver and is never published
     if not route.strings:
         return route.release()
