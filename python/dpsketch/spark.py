@@ -42,7 +42,7 @@ from .sketches import CountMin, CountSketch
 from .summaries import MisraGries, SpaceSaving
 from ._validation import check_int
 from .windows import NS, WallClockReleaser, Windowed, assign, parse_duration, parse_instant, times_ns
-from .errors import MissingDependencyError, ParameterError, ParameterTypeError
+from .errors import InternalError, MissingDependencyError, ParameterError, ParameterTypeError
 from .top_k import check_top_k, top_k_capacity
 
 __all__ = ["summarize", "heavy_hitters", "quantiles", "QuantileRelease", "windowed_heavy_hitters",
@@ -515,7 +515,7 @@ def _all_partitions(rows, parts_n: int, cls, empty) -> list:
     for r in rows:
         p = int(r["pid"])
         if not 0 <= p < parts_n or p in have:
-            raise RuntimeError(f"Spark returned key partition {p} twice or outside [0, {parts_n}): "
+            raise InternalError(f"Spark returned key partition {p} twice or outside [0, {parts_n}): "
                                "the counters route needs one summary per partition of repartition(P, key)")
         have[p] = r["part"]
     return [cls.from_bytes(have[p]) if p in have else empty() for p in range(parts_n)]
