@@ -731,7 +731,7 @@ def distributed_sketch_route_int(dp):
     parts[0].update_many(data[::2].view(np.uint64))  # int64 keys as [0, 2^64), two's complement
     parts[1].update_many(data[1::2].view(np.uint64))
     parts[0].merge(parts[1])
-    cands = route.candidates(parts[0], parts=2)
+    cands = route.candidates(parts[0])
     return {"candidates": plain(cands), "release": release(route.release())}
 
 
