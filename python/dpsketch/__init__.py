@@ -1,6 +1,7 @@
 """dpsketch: differentially private heavy hitters on data streams.
 
-Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
+Two front doors for data in hand: :func:`heavy_hitters` and :func:`quantiles`, with the privacy
+unit as a value (``unit=``: :class:`Row` or :class:`Person`). Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
 :class:`CountMin`, :class:`CountSketch`. Private releases: ``MisraGries.release`` (PMG),
 ``SpaceSaving.release`` (DPSS), :func:`heavy_hitters` (DPSS in one or two passes over an array,
 DataFrame or file), :class:`PrivateCountMin`, :class:`PrivateCountSketch`,
@@ -29,7 +30,7 @@ _LAZY = {
     "BudgetExceededError": ".errors", "BudgetFileError": ".errors", "CorruptBytesError": ".errors",
     "DPSketchError": ".errors", "ParameterError": ".errors", "ReadOnlyError": ".errors",
     "ReleaseBudgetError": ".errors", "StreamLimitError": ".errors",
-    "heavy_hitters": ".dpss",
+    "heavy_hitters": ".front", "quantiles": ".front", "Row": ".units", "Person": ".units",
     "DyadicCountSketch": ".dyadic", "PrivateDyadicCountSketch": ".dyadic",
     "PrivateCountMin": ".private", "PrivateCountSketch": ".private", "SketchHeavyHitters": ".private",
     "ContributionBounder": ".privacy_unit", "UnitStream": ".privacy_unit", "bound_contributions": ".privacy_unit",
@@ -40,7 +41,6 @@ _LAZY = {
     "MisraGries": ".summaries", "SpaceSaving": ".summaries",
     "Windowed": ".windows",
     "Cumulative": ".cumulative",
-    "quantiles": ".inmemory",
 }
 _SUBMODULES = ("audit", "datasets", "errors")
 
@@ -59,7 +59,8 @@ if TYPE_CHECKING:
         ReleaseBudgetError,
         StreamLimitError,
     )
-    from .dpss import heavy_hitters
+    from .front import heavy_hitters, quantiles
+    from .units import Person, Row
     from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
     from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
     from .privacy_unit import (ContributionBounder, UnitStream, bound_contributions, bound_rows_per_unit,
@@ -69,9 +70,12 @@ if TYPE_CHECKING:
     from .summaries import MisraGries, SpaceSaving
     from .windows import Windowed
     from .cumulative import Cumulative
-    from .inmemory import quantiles
 
 __all__ = [
+    "heavy_hitters",
+    "quantiles",
+    "Row",
+    "Person",
     "MisraGries",
     "SpaceSaving",
     "CountMin",
@@ -79,10 +83,8 @@ __all__ = [
     "PrivateCountMin",
     "PrivateCountSketch",
     "SketchHeavyHitters",
-    "heavy_hitters",
     "DyadicCountSketch",
     "PrivateDyadicCountSketch",
-    "quantiles",
     "Release",
     "unit_heavy_hitters",
     "unit_quantiles",
