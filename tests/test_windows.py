@@ -368,6 +368,34 @@ def test_follow_skips_bad_rows_by_default_and_releases_the_whole_series():
     assert b"bad line" not in proc.stderr
 
 
+def test_follow_takes_gzip_magic_only_from_the_first_bytes():
+    # A later read that happens to start with the gzip magic is a row (a bad one), not a gzip file:
+    # it must not stop the series.
+    import dpsketch as pkg
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(pkg.__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dpsketch", "top", "-", "--column", "query", "--time-column", "ts", "--window", "1h",
+         "--follow", "--k", "5", "--json"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        now = time.time()
+        for chunk in (b"query,ts\n" + b"".join(b"hot,%.6f\n" % now for _ in range(100)),
+                      b"\x1f\x8bq,1\n",  # its own write: a read is likely to start on it
+                      b"".join(b"late,%.6f\n" % now for _ in range(100))):
+            proc.stdin.write(chunk)
+            proc.stdin.flush()
+            time.sleep(1.0)
+        out, err = proc.communicate(timeout=120)
+    except BaseException:
+        proc.kill()
+        raise
+    assert proc.returncode == 0, err.decode()
+    released = {k for line in out.decode().splitlines() for k, _ in json.loads(line)["items"]}
+    assert {"hot", "late"} <= released
+
+
 def test_cli_privacy_id_series(capsys, event_csv):
     code, out, err = run(capsys, "top", event_csv, *WINDOW_ARGS, "--privacy-id", "user", "--max-rows-per-unit", 2,
                          "--json", "--seed", 1)

@@ -1063,6 +1063,7 @@ class Source:
             owned = open(self.path, "rb", buffering=0)
             fd = owned.fileno()
         regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        first = True
         try:
             while True:
                 data = os.read(fd, TIMED_BLOCK_BYTES)
@@ -1078,8 +1079,11 @@ class Source:
                     if not more:
                         break
                     data += more
-                if data[:2] == b"\x1f\x8b":
+                # only the input's first bytes say gzip: later blocks start wherever a read ended,
+                # possibly inside a row, which is that row's business (--on-bad-line), not the run's
+                if first and data[:2] == b"\x1f\x8b":
                     raise InputUsageError("--follow reads plain text; decompress gzip input first (zcat FILE | ...)")
+                first = False
                 yield data
         finally:
             if owned is not None:
