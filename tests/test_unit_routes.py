@@ -227,6 +227,8 @@ def test_unit_quantiles_decide_each_row_on_its_own():
     reals = rng.uniform(0, 10, 400)
     same(np.r_[reals, [np.nan, np.inf, -np.inf, np.nan]], np.r_[u, [1, 90, 91, 4]], np.r_[reals, [10.0, 0.0]],
          np.r_[u, [90, 91]], bounds=(0, 10))
+    same(reals.tolist() + [None, np.float32("nan"), float("nan")], u.tolist() + [5, 6, 7], reals, u,
+         bounds=(0, 10))
     # a unit whose rows are all NaN contributes nothing; the bound of the others is unchanged
     v = np.r_[reals, [np.nan] * 5]
     uu = np.r_[u, [99] * 5]

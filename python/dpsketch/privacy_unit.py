@@ -735,15 +735,20 @@ def _number_column(values, name: str = "values", universe_bits: int | None = Non
         items = arr.tolist()
         if not all(x is None or (isinstance(x, numbers.Real) and not isinstance(x, bool)) for x in items):
             raise TypeError(f"{name} must hold numbers (no booleans or strings)")
-        has = np.array([x is not None and x == x for x in items], dtype=bool)  # x != x: NaN
+        has = np.array([x is not None for x in items], dtype=bool)
         if not has.all():
             kept = has
-            items = [x for x in items if x is not None and x == x]
+            items = [x for x in items if x is not None]
         if not all(isinstance(x, numbers.Integral) for x in items):
-            return np.array(items, dtype=np.float64), kept
+            out = np.array(items, dtype=np.float64)
+            nan = np.isnan(out)
+            if nan.any():
+                kept = ~nan if kept is None else _within(kept, ~nan)
+                out = out[~nan]
+            return out, kept
         ints = [int(x) for x in items]
         if top is not None:  # clamped exactly, before any fixed-width type
-            return np.array([0 if x < 0 else top if x > top else x for x in ints], dtype=np.uint64), kept
+            return np.array([min(max(x, 0), top) for x in ints], dtype=np.uint64), kept
         if all(-2**63 <= x < 2**63 for x in ints):
             return np.array(ints, dtype=np.int64), kept
         if all(0 <= x < 2**64 for x in ints):
@@ -766,6 +771,13 @@ def _number_column(values, name: str = "values", universe_bits: int | None = Non
             out, kept = out[~nan], ~nan
         return out, kept
     raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
+
+
+def _within(kept: np.ndarray, sub: np.ndarray) -> np.ndarray:
+    """The rows of ``kept`` that ``sub`` (a mask over the kept rows) keeps too."""
+    out = kept.copy()
+    out[np.flatnonzero(kept)[~sub]] = False
+    return out
 
 
 def _row_bound_mask(v: np.ndarray, u: np.ndarray, r: int, salt: int) -> np.ndarray:
