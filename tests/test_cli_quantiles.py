@@ -105,6 +105,20 @@ def test_unparseable_and_nan_values_are_dropped_and_inf_clamped(tmp_path, capsys
     assert "secret-value" not in err and "line" not in err
 
 
+@pytest.mark.parametrize("method", ["exp", "joint", "recursive"])
+def test_in_memory_methods_drop_nan_and_clamp_inf(tmp_path, capsys, method):
+    # The in-memory mechanisms read the same values as the sketch: one "inf" line must not turn
+    # the release into an error.
+    clean = [str(x) for x in np.linspace(1, 9, 300)] + ["0", "10"]
+    dirty = clean[:-2] + ["-inf", "inf", "nan", "x-secret"]
+    for name, lines in (("clean", clean), ("dirty", dirty)):
+        (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n")
+    opts = ("--method", method, "--bounds", "0,10", "--epsilon", "1", "--q", "0.25,0.75")
+    want, _ = _quantiles(capsys, tmp_path / "clean.txt", *opts)
+    got, err = _quantiles(capsys, tmp_path / "dirty.txt", *opts)
+    assert got == want and "x-secret" not in err
+
+
 def test_integer_mode_clamps_out_of_range_and_drops_non_integers(tmp_path, capsys):
     clean = [str(i % 1000) for i in range(2000)] + ["0", "1023"]
     dirty = clean[:-2] + ["-3", "5000", "x-secret", "1.5", "nan", "1e3", "9" * 5000]

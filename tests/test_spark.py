@@ -536,6 +536,24 @@ def test_quantiles_skip_nan_and_answer_on_empty_data(spark):
     assert all(isinstance(v, float) for v in out.values)  # noisy answers, never a None for n = 0
 
 
+def test_quantiles_clamp_out_of_range_integers_row_by_row(spark):
+    # One integer outside [0, 2^L) must not fail the job: it is clamped to 0 or 2^L − 1, as
+    # dpsketch.unit_quantiles and the CLI do, before the unit bound hashes it.
+    import pandas as pd
+
+    r = np.random.default_rng(6)
+    u = r.integers(0, 40, 600)
+    v = r.integers(0, 256, 600)
+    dirty = pd.DataFrame({"user": np.r_[u, [1, 2, 3]], "q": np.r_[v, [-5, 2**40, 256]].astype(np.int64)})
+    clean = pd.DataFrame({"user": np.r_[u, [1, 2, 3]], "q": np.r_[v, [0, 255, 255]].astype(np.int64)})
+    dirty_df, clean_df = (spark.createDataFrame(x).repartition(PARTS) for x in (dirty, clean))
+    qs = [0.1, 0.5, 0.9]
+    for kw in ({}, {"privacy_id": "user", "max_rows_per_unit": 2}):
+        got = dps.quantiles(dirty_df, "q", qs, rho=1.0, universe_bits=8, seed=3, **kw)
+        want = dps.quantiles(clean_df, "q", qs, rho=1.0, universe_bits=8, seed=3, **kw)
+        assert got.values == want.values
+
+
 # -- user-level privacy (docs/privacy.md §Privacy unit) ----------------------------------------------
 
 @pytest.fixture(scope="session")

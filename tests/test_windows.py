@@ -308,11 +308,95 @@ def test_cli_refusals(capsys, event_csv):
         ([*WINDOW_ARGS, "--algorithm", "countmin"], "no windowed release"),
         ([*WINDOW_ARGS, "--public-length"], "--public-length does not apply"),
         (["--column", "query", "--follow"], "--follow applies to windowed releases"),
-        ([*WINDOW_ARGS, "--on-bad-line", "skip"], "--on-bad-line skip is not available with --window"),
+        ([*WINDOW_ARGS, "--follow", "--on-bad-line", "error"], "--on-bad-line error is not available with --follow"),
         ([*WINDOW_ARGS[:-4], "--start", "yesterday", "--end", "1700010800"], "cannot read 'yesterday' as a time"),
     ):
         code, out, err = run(capsys, "top", event_csv, *extra)
         assert code == 2 and out == "" and needle in one_error_line(err), (extra, err)
+
+
+def _window_releases(out):
+    return [(o["metadata"]["window"]["start"], o["items"], o["n"], o["threshold"])
+            for o in map(json.loads, out.splitlines())]
+
+
+@pytest.mark.parametrize("policy", ["skip", "replace"])
+def test_cli_bad_rows_are_decided_one_by_one_with_window(capsys, tmp_path, policy):
+    # --on-bad-line skip and replace apply to a windowed run: each bad row is dropped or mended on
+    # its own bytes, and the series equals that of the input without (or with the mended) rows.
+    rng = np.random.default_rng(8)
+    t = np.sort(rng.integers(1_700_000_000, 1_700_000_000 + 2 * HOUR, 3000))
+    good = [f"q{min(int(z), 50)},{ti}".encode() for z, ti in zip(rng.zipf(1.5, 3000), t.tolist())]
+    bad = {500: b"q1,1700000100,extra", 1500: b"q\xff\xfe,1700003700", 2500: b"q1," + b"9" * 3000}
+    rows = list(good)
+    for at in sorted(bad, reverse=True):
+        rows.insert(at, bad[at])
+    (tmp_path / "bad.csv").write_bytes(b"query,ts\n" + b"\n".join(rows) + b"\n")
+    kept = good + ([b"q\xef\xbf\xbd\xef\xbf\xbd,1700003700"] if policy == "replace" else [])
+    (tmp_path / "clean.csv").write_bytes(b"query,ts\n" + b"\n".join(kept) + b"\n")
+    args = [*WINDOW_ARGS[:-4], "--end", "1700007200", "--k", "5", "--seed", "3", "--json",
+            "--max-line-length", "1000"]
+    code, want, err = run(capsys, "top", tmp_path / "clean.csv", *args)
+    assert code == 0, err
+    code, got, err = run(capsys, "top", tmp_path / "bad.csv", *args, "--on-bad-line", policy)
+    assert code == 0, err
+    assert _window_releases(got) == _window_releases(want) and len(_window_releases(got)) == 2
+    assert "bad line" not in err  # how many were skipped is data: not shown
+    # without --follow the default still stops the run, before any window is released
+    code, out, err = run(capsys, "top", tmp_path / "bad.csv", *args)
+    last = err.strip().splitlines()[-1]
+    assert code == 1 and out == "" and last.startswith("dpsketch: error:") and "--on-bad-line skip" in last
+
+
+def test_follow_skips_bad_rows_by_default_and_releases_the_whole_series():
+    # A bad row arriving mid-series must not stop a --follow run: the windows already printed
+    # would be all there is, and the stop time would tell when the row arrived.
+    import dpsketch as pkg
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(pkg.__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    now = time.time()
+    rows = ([f"hot,{now:.6f}" for _ in range(200)] + ["hot,1,extra", "q\udcff,1", "x," + "9" * 5000]
+            + [f"late,{now:.6f}" for _ in range(200)])
+    data = ("query,ts\n" + "\n".join(rows) + "\n").encode("utf-8", "surrogateescape")
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpsketch", "top", "-", "--column", "query", "--time-column", "ts", "--window", "1h",
+         "--follow", "--k", "5", "--json", "--max-line-length", "1000"],
+        input=data, capture_output=True, env=env, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    objs = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert objs
+    released = {k for o in objs for k, _ in o["items"]}
+    assert {"hot", "late"} <= released  # the rows after the bad ones were read too
+    assert b"bad line" not in proc.stderr
+
+
+def test_follow_takes_gzip_magic_only_from_the_first_bytes():
+    # A later read that happens to start with the gzip magic is a row (a bad one), not a gzip file:
+    # it must not stop the series.
+    import dpsketch as pkg
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(pkg.__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dpsketch", "top", "-", "--column", "query", "--time-column", "ts", "--window", "1h",
+         "--follow", "--k", "5", "--json"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        now = time.time()
+        for chunk in (b"query,ts\n" + b"".join(b"hot,%.6f\n" % now for _ in range(100)),
+                      b"\x1f\x8bq,1\n",  # its own write: a read is likely to start on it
+                      b"".join(b"late,%.6f\n" % now for _ in range(100))):
+            proc.stdin.write(chunk)
+            proc.stdin.flush()
+            time.sleep(1.0)
+        out, err = proc.communicate(timeout=120)
+    except BaseException:
+        proc.kill()
+        raise
+    assert proc.returncode == 0, err.decode()
+    released = {k for line in out.decode().splitlines() for k, _ in json.loads(line)["items"]}
+    assert {"hot", "late"} <= released
 
 
 def test_cli_privacy_id_series(capsys, event_csv):

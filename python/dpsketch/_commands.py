@@ -578,9 +578,13 @@ def _top_windowed(args, out) -> int:
     from .windows import Windowed, iso
 
     _refuse_options(args, _WINDOW_REFUSES, "does not apply to windowed releases (--window)")
-    if args.on_bad_line != "error":
-        raise UsageError(f"--on-bad-line {args.on_bad_line} is not available with --window: the windowed reader "
-                         "stops at the first bad line (--on-bad-line error)")
+    if args.follow and args.on_bad_line == "error":
+        # Windows are printed while the input is read: a stop at a bad row would withhold the rest
+        # of the public range and its time would tell when the row arrived. Rows are decided one
+        # by one instead (skip, the default with --follow, or replace).
+        raise UsageError("--on-bad-line error is not available with --follow: a windowed series released while "
+                         "reading must not stop on a row; use --on-bad-line skip (the default with --follow) or "
+                         "replace")
     if args.cumulative:
         return _top_cumulative(args, out)
     _refuse_options(args, ("schedule",), "applies with --cumulative")

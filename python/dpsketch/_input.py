@@ -476,6 +476,20 @@ class _LongRowFilter(io.RawIOBase):
         return b"".join(pieces)
 
 
+def _short_lines(first, blocks, limit, dropped):
+    """``first`` and then ``blocks`` (bytes), without their lines longer than ``limit`` bytes
+    (:class:`_LongRowFilter` fed block by block, so a growing input still comes through as it
+    arrives); ``dropped()`` once per line dropped."""
+    keep = _LongRowFilter(None, limit, dropped)
+    if first and (out := keep._filter(first)):
+        yield out
+    for data in blocks:
+        if data and (out := keep._filter(data)):
+            yield out
+    if out := keep._filter(b""):  # the end: the last line, when it is short enough
+        yield out
+
+
 class Source:
     """One input, read by one of ``chunks()``, ``pairs()`` or ``values()`` (see the module doc).
 
@@ -1014,7 +1028,9 @@ class Source:
         cannot be typed (``ids``, as for pairs()).
         A time is epoch seconds (a decimal number) or ISO 8601 text (no zone: UTC), each value
         read on its own; a row is dropped when its item is empty or cannot be typed, or its time
-        is empty or neither form. ``follow``: complete lines are handed over as soon as they are
+        is empty or neither form. A bad row follows ``on_bad_line`` as for :meth:`pairs` (skip and
+        replace decide it on its own bytes; replace mends ill-formed UTF-8 and skips a malformed or
+        overlong row). ``follow``: complete lines are handed over as soon as they are
         read (a pipe that keeps growing yields batches before its end; a file is polled for new
         lines after its end, until the consumer stops). Read one batch ahead in a thread unless
         ``follow`` (the windowed release reads in its own thread then)."""
@@ -1048,6 +1064,7 @@ class Source:
             owned = open(self.path, "rb", buffering=0)
             fd = owned.fileno()
         regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        first = True
         try:
             while True:
                 data = os.read(fd, TIMED_BLOCK_BYTES)
@@ -1063,8 +1080,11 @@ class Source:
                     if not more:
                         break
                     data += more
-                if data[:2] == b"\x1f\x8b":
+                # only the input's first bytes say gzip: later blocks start wherever a read ended,
+                # possibly inside a row, which is that row's business (--on-bad-line), not the run's
+                if first and data[:2] == b"\x1f\x8b":
                     raise InputUsageError("--follow reads plain text; decompress gzip input first (zcat FILE | ...)")
+                first = False
                 yield data
         finally:
             if owned is not None:
@@ -1113,22 +1133,38 @@ class Source:
             raise InputUsageError("--time-column must name another column than the items' --column and --privacy-id")
         names = [f"f{i}" for i in range(len(fields))]
         wanted = [names[i] for i in picked]
+        # Under skip and replace every bad row is decided on its own bytes (as for _csv_batches):
+        # rows longer than max_line_bytes are dropped before Arrow sees them (_LongRowFilter), a
+        # row with the wrong number of fields is skipped by the parser, and ill-formed UTF-8 is
+        # handled cell by cell (_checked_utf8). A windowed run then never stops on a row: with
+        # --follow a stop would cut the series short and its time would tell when the row came.
+        lenient = self.on_bad_line != "error"
+        # a row of max_line_bytes and its "\r\n" fit one block
         read_options = pcsv.ReadOptions(column_names=names, use_threads=True,
-                                        block_size=max(self.max_line_bytes, 1 << 16))
-        parse_options = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=False)
+                                        block_size=max(self.max_line_bytes + 2, 1 << 16))
         convert_options = pcsv.ConvertOptions(include_columns=wanted,
                                               column_types={n: pa.large_string() for n in wanted},
-                                              strings_can_be_null=False, quoted_strings_can_be_null=False)
+                                              strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                              check_utf8=not lenient)
 
         int_times = pcsv.ConvertOptions(include_columns=wanted,
                                         column_types={n: pa.int64() if n == wanted[1] else pa.large_string()
                                                       for n in wanted},
-                                        strings_can_be_null=False, quoted_strings_can_be_null=False)
+                                        strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                        check_utf8=not lenient)
 
-        def read(block, options):
+        def parse_options(bad):
+            """Arrow's parse options; under skip/replace a malformed row is skipped and noted in ``bad``
+            (counted once the block's parse is the one kept)."""
+            if not lenient:
+                return pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=False)
+            return pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=False,
+                                     invalid_row_handler=lambda row: bad.append(1) or "skip")
+
+        def read(block, options, bad):
             try:
-                return pcsv.read_csv(pa.py_buffer(block), read_options=read_options, parse_options=parse_options,
-                                     convert_options=options)
+                return pcsv.read_csv(pa.py_buffer(block), read_options=read_options,
+                                     parse_options=parse_options(bad), convert_options=options)
             except pa.ArrowInvalid as exc:
                 if "Empty CSV" in str(exc):
                     return None
@@ -1139,19 +1175,25 @@ class Source:
             # block fail there and the block is read again as text, each time on its own; both
             # read a decimal integer alike, and a block with "0x" (which Arrow would read as hex)
             # goes to the text path, so a row's time never depends on the other rows.
-            table, int_column = None, not hex_prefix
+            table, int_column, bad = None, not hex_prefix, []
             if int_column:
                 try:
                     table = pcsv.read_csv(pa.py_buffer(block), read_options=read_options,
-                                          parse_options=parse_options, convert_options=int_times)
+                                          parse_options=parse_options(bad), convert_options=int_times)
                 except (pa.ArrowInvalid, pa.ArrowTypeError):
-                    int_column = False
+                    int_column, bad = False, []
             if not int_column:
-                table = read(block, convert_options)
+                table = read(block, convert_options, bad)
+            if bad:
+                with self._counting:
+                    self.bad_lines += len(bad)
             if table is None:
                 return
-            for columns in zip(*(table.column(n).chunks for n in wanted)):
-                yield from converted(int_column, *columns)
+            for batch in table.select(wanted).to_batches():
+                if lenient:
+                    batch = self._checked_utf8(batch, 0)
+                if batch.num_rows:
+                    yield from converted(int_column, *batch.columns)
 
         def converted(int_column, items_col, times_col, ids_col=None):
             items, items_nonempty = _trim(items_col)
@@ -1203,6 +1245,8 @@ class Source:
             yield from parse(block, maybe and _hex_prefix(block))
 
         data, carry = carry, b""
+        if lenient:
+            data, blocks = b"", _short_lines(data, blocks, self.max_line_bytes, self._count_bad)
         yield from complete_lines(False, data)
         for data in blocks:
             yield from complete_lines(False, data)

@@ -183,11 +183,12 @@ def _input_options(p, what):
                    default=DEFAULT_MAX_LINE_BYTES, metavar="BYTES",
                    help="longest line (text) or row (CSV) accepted; longer input is an error, so "
                         f"input without newlines cannot exhaust memory (default {DEFAULT_MAX_LINE_BYTES:,})")
-    g.add_argument("--on-bad-line", choices=ON_BAD_LINE, default="error",
+    g.add_argument("--on-bad-line", choices=ON_BAD_LINE, default=None,
                    help="a line or row that is not valid UTF-8, is longer than --max-line-length, or "
-                        "(CSV) has the wrong number of fields: error (default) stops the run; skip "
-                        "drops it; replace keeps it with U+FFFD for bad bytes, cut to --max-line-length "
-                        "(a malformed or overlong CSV row is skipped). How many is printed only with --public-length")
+                        "(CSV) has the wrong number of fields: error (default; skip with --follow) stops "
+                        "the run; skip drops it; replace keeps it with U+FFFD for bad bytes, cut to "
+                        "--max-line-length (a malformed or overlong CSV row is skipped). How many is printed "
+                        "only with --public-length")
     return g
 
 
@@ -493,6 +494,9 @@ def main(argv=None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return 2
+        if getattr(args, "on_bad_line", "") is None:
+            # a series released while reading (--follow) decides bad rows one by one, never stops on one
+            args.on_bad_line = "skip" if getattr(args, "follow", False) else "error"
         from . import _commands
 
         return getattr(_commands, args.run)(args)

@@ -273,9 +273,11 @@ def _check_values(values) -> np.ndarray:
     if arr.ndim != 1:
         raise ParameterError(f"values must be a 1-D array, got {arr.ndim} dimensions")
     v = arr.astype(np.float64, copy=False)
-    if not np.isfinite(v).all():
-        raise ParameterError("values contain NaN or infinite entries; drop or impute them first")
-    return v
+    # Each value on its own (docs/privacy.md §In-memory quantiles): NaN has no place in the order
+    # and is dropped, ±inf is clamped to the bounds with every other value. An error here would let
+    # one value decide between a refusal and a release.
+    nan = np.isnan(v)
+    return v[~nan] if nan.any() else v
 
 
 def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale: str = "linear",
@@ -284,8 +286,9 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
     """ε-DP quantiles of ``values`` (an array held in memory) at the levels ``qs``
     (docs/privacy.md §In-memory quantiles).
 
-    ``bounds=(lo, hi)`` is public and must not come from the data; values outside it are clamped
-    into it. Neighbouring data sets add or remove one value; the count n is not released (it is
+    ``bounds=(lo, hi)`` is public and must not come from the data; values outside it, ±inf
+    included, are clamped into it, and NaN (or None) is dropped: each value on its own, so no value
+    decides between an error and a release. Neighbouring data sets add or remove one value; the count n is not released (it is
     read only inside the mechanism, whose sensitivity covers it). ``method``: ``"exp"`` (one
     exponential mechanism per level, ε/m each), ``"joint"`` (JointExp), ``"recursive"`` (the
     recursive split, ε/(⌊log2 m⌋ + 1) per recursion level) or ``"auto"`` (exp for one level,

@@ -823,8 +823,13 @@ class UnitStream:
 
 # -- quantiles: r rows per unit -------------------------------------------------------------------
 
-def _number_column(values, name: str = "values") -> np.ndarray:
-    """An int64 or float64 column; booleans, strings, None and NaN are refused."""
+def _number_column(values, name: str = "values", universe_bits: int | None = None):
+    """``(column, kept)``: the values as an int64, uint64 or float64 column, and None or the bool
+    mask of the rows that have a value. Each row is read on its own (docs/privacy.md §Privacy
+    unit, quantiles): NaN and None are no value (their rows are dropped), and with
+    ``universe_bits`` L integers are clamped into [0, 2^L − 1] (a uint64 column), as ``bounds=``
+    clamps real values, so no single row decides between an error and a release. Booleans,
+    strings and multi-dimensional input are refused: that is the column's type, not a value."""
     import numbers
 
     if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
@@ -832,27 +837,55 @@ def _number_column(values, name: str = "values") -> np.ndarray:
     arr = np.asarray(values) if not isinstance(values, list) else np.array(values, dtype=object)
     if arr.ndim != 1:
         raise ParameterError(f"{name} must be one-dimensional")
+    top = None if universe_bits is None else (1 << universe_bits) - 1
+    kept = None
     if arr.dtype.kind == "O":
         items = arr.tolist()
-        if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in items):
-            raise ParameterTypeError(f"{name} must hold numbers (no None, booleans or strings)")
-        ints = all(isinstance(x, numbers.Integral) for x in items)
-        try:
-            arr = np.array(items, dtype=np.int64 if ints else np.float64)
-        except OverflowError:
-            raise ParameterError(f"{name} holds integers outside int64") from None
+        if not all(x is None or (isinstance(x, numbers.Real) and not isinstance(x, bool)) for x in items):
+            raise ParameterTypeError(f"{name} must hold numbers (no booleans or strings)")
+        has = np.array([x is not None for x in items], dtype=bool)
+        if not has.all():
+            kept = has
+            items = [x for x in items if x is not None]
+        if not all(isinstance(x, numbers.Integral) for x in items):
+            out = np.array(items, dtype=np.float64)
+            nan = np.isnan(out)
+            if nan.any():
+                kept = ~nan if kept is None else _within(kept, ~nan)
+                out = out[~nan]
+            return out, kept
+        ints = [int(x) for x in items]
+        if top is not None:  # clamped exactly, before any fixed-width type
+            return np.array([min(max(x, 0), top) for x in ints], dtype=np.uint64), kept
+        if all(-2**63 <= x < 2**63 for x in ints):
+            return np.array(ints, dtype=np.int64), kept
+        if all(0 <= x < 2**64 for x in ints):
+            return np.array(ints, dtype=np.uint64), kept
+        # beyond both: only their order against the bounds matters, so the nearest float serves
+        return np.array([float(min(max(x, -2**64), 2**64)) for x in ints], dtype=np.float64), kept
     if arr.dtype.kind == "b":
         raise ParameterTypeError(f"{name} must be numbers, not booleans")
     if arr.dtype.kind in "iu":
-        if arr.dtype.kind == "u" and arr.size and int(arr.max()) > 2**63 - 1:
-            raise ParameterError(f"{name} holds integers above 2**63 - 1")
-        return arr.astype(np.int64, copy=False)
+        if top is None:
+            return (arr if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 else
+                    arr.astype(np.int64, copy=False)), kept
+        if arr.dtype.kind == "i":
+            arr = np.maximum(arr.astype(np.int64, copy=False), 0)
+        return np.minimum(arr.astype(np.uint64), np.uint64(top)), kept
     if arr.dtype.kind == "f":
         out = arr.astype(np.float64, copy=False)
-        if np.isnan(out).any():
-            raise ParameterError(f"{name} contain NaN; drop or impute missing values first")
-        return out
+        nan = np.isnan(out)
+        if nan.any():
+            out, kept = out[~nan], ~nan
+        return out, kept
     raise ParameterTypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
+
+
+def _within(kept: np.ndarray, sub: np.ndarray) -> np.ndarray:
+    """The rows of ``kept`` that ``sub`` (a mask over the kept rows) keeps too."""
+    out = kept.copy()
+    out[np.flatnonzero(kept)[~sub]] = False
+    return out
 
 
 def _row_bound_mask(v: np.ndarray, u: np.ndarray, r: int, salt: int) -> np.ndarray:
@@ -888,15 +921,20 @@ def bound_rows_per_unit(values, privacy_id, *, max_rows_per_unit: int, seed: int
     ``max_rows_per_unit`` rows (docs/privacy.md §Privacy unit): per unit, the r rows with the
     smallest salted hash of (unit, value, index among the unit's equal values). The rule reads only
     the unit's own rows and not their order: removing a unit leaves every other unit's kept rows
-    unchanged, and permuting the rows permutes the mask. ``values``: int or float column (no NaN);
-    ``privacy_id``: aligned int or str column. The salt comes from the secure generator
-    (``seed``: reproducible, NOT secret)."""
+    unchanged, and permuting the rows permutes the mask. ``values``: int or float column; a row
+    whose value is NaN or None is never kept (each row on its own); ``privacy_id``: aligned int or
+    str column. The salt comes from the secure generator (``seed``: reproducible, NOT secret)."""
     r = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
-    v = _number_column(values)
-    u = _exact_column(privacy_id, "privacy_id")
-    if len(v) != len(u):
+    v, has = _number_column(values)
+    u = _column(privacy_id, "privacy_id")
+    if (len(v) if has is None else len(has)) != len(u):
         raise ParameterError("values and privacy_id must have the same length (one privacy id per row)")
-    return _row_bound_mask(v, u, r, _seeds.rng(seed, "salt")[0].next_u64())
+    salt = _seeds.rng(seed, "salt")[0].next_u64()
+    if has is None:
+        return _row_bound_mask(v, u, r, salt)
+    keep = np.zeros(len(has), dtype=bool)
+    keep[has] = _row_bound_mask(v, u[has], r, salt)
+    return keep
 
 
 def _quantile_noise(rho, epsilon, delta):
@@ -1050,7 +1088,10 @@ def unit_quantiles(values, privacy_id, qs, *, max_rows_per_unit: int, bounds=Non
     whose noise is calibrated once for a unit of r rows (ℓ1 = r·Σ d_ℓ, ℓ2² = r²·Σ d_ℓ).
 
     ``values``: numbers, integers in [0, 2^universe_bits) or real values mapped with public
-    ``bounds=(lo, hi)`` (clamped; default 16 bits); ``privacy_id``: aligned int or str column.
+    ``bounds=(lo, hi)`` (default 16 bits); ``privacy_id``: aligned int or str column. Each row is
+    read on its own, so no row decides between an error and a release: real values outside the
+    bounds (±inf included) are clamped to them, integers outside [0, 2^universe_bits) to
+    0 or 2^universe_bits − 1, and a row whose value is NaN or None is dropped before the bound.
     Privacy: ``rho`` (ρ-zCDP, discrete Gaussian; with ``delta`` the (ε, δ) conversion is
     reported too), ``epsilon`` alone (pure ε-DP, discrete Laplace) or ``epsilon`` with ``delta``
     (discrete Gaussian at the largest ρ whose conversion fits (ε, δ)). Returns a :class:`Release`
@@ -1065,16 +1106,14 @@ def unit_quantiles(values, privacy_id, qs, *, max_rows_per_unit: int, bounds=Non
     if bounds is None and universe_bits is None:
         raise ParameterError("pass bounds=(lo, hi) (public value range) or universe_bits=L (integers in [0, 2^L))")
     sketch = DyadicCountSketch(16 if universe_bits is None else universe_bits, gamma=gamma, bounds=bounds, seed=seed)
-    v = _number_column(values)
-    u = _exact_column(privacy_id, "privacy_id")
-    if len(v) != len(u):
+    v, has = _number_column(values, universe_bits=sketch.universe_bits if bounds is None else None)
+    u = _column(privacy_id, "privacy_id")
+    if (len(v) if has is None else len(has)) != len(u):
         raise ParameterError("values and privacy_id must have the same length (one privacy id per row)")
-    if bounds is None:
-        if v.dtype.kind == "f":
-            raise ParameterTypeError("float values need bounds=(lo, hi); or pass integers in [0, 2^universe_bits)")
-        if len(v) and (v.min() < 0 or (sketch.universe_bits < 64 and v.max() >= 2**sketch.universe_bits)):
-            raise ParameterError(f"values must be integers in [0, 2^{sketch.universe_bits}); map real values "
-                                 "with bounds=(lo, hi) or raise universe_bits")
+    if bounds is None and v.dtype.kind == "f":
+        raise ParameterTypeError("float values need bounds=(lo, hi); or pass integers in [0, 2^universe_bits)")
+    if has is not None:  # rows without a value: dropped before the bound, as on Spark and in the CLI
+        u = u[has]
     keep = _row_bound_mask(v, u, r, _seeds.rng(seed, "salt")[0].next_u64())
     sketch.update_many(v[keep])
     return release_unit_quantiles(sketch, qs, max_rows_per_unit=r, rho=rho, epsilon=epsilon, delta=delta, seed=seed,

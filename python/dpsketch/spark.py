@@ -677,11 +677,12 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
               budget: Budget | None = None, privacy_id: str | None = None, max_rows_per_unit: int | None = None,
               delta: float | None = None):
     """Private quantiles of ``df[column]`` via a merged dyadic sketch with noise added once on the
-    driver (docs/algorithms.md §6, §8). Integers in [0, 2^universe_bits), or numbers mapped with
-    public ``bounds=(lo, hi)`` (never computed from the data; values outside are clamped to them,
-    ±inf included). One row = privacy unit; nulls and NaN are skipped (never counted, never
-    reported). Quantile targets use the noisy total, so every result is post-processing of the
-    noisy hierarchy -- also on an empty DataFrame. ``budget`` (a :class:`dpsketch.Budget`) is
+    driver (docs/algorithms.md §6, §8). Integers in [0, 2^universe_bits) (an integer outside is
+    clamped to 0 or 2^universe_bits − 1), or numbers mapped with public ``bounds=(lo, hi)`` (never
+    computed from the data; values outside are clamped to them, ±inf included). One row = privacy
+    unit; nulls and NaN are skipped (never counted, never reported). Each row is read on its own:
+    no value fails the job. Quantile targets use the noisy total, so every result is
+    post-processing of the noisy hierarchy -- also on an empty DataFrame. ``budget`` (a :class:`dpsketch.Budget`) is
     charged ρ or ε before the noise is drawn.
 
     With ``privacy_id`` (a column) the privacy unit is one unit, all its rows, and each unit
@@ -704,6 +705,14 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
     proto = DyadicCountSketch(bits, gamma=gamma, bounds=bounds, seed=seed)
     if kind == "float":
         df = df.where(~F.isnan(F.col(column)))  # NaN has no position in [lo, hi]: skipped like a null
+    elif bounds is None:
+        # An integer outside the universe is clamped into it, row by row (as unit_quantiles and the
+        # CLI do), before the unit bound hashes it; the sketch would otherwise fail the task on it.
+        # The column keeps its type (the clamped value lies between 0 and the original value).
+        clamped = F.greatest(F.col(column), F.lit(0))
+        if bits < 63:
+            clamped = F.least(clamped, F.lit((1 << bits) - 1))
+        df = df.withColumn(column, clamped.cast(df.schema[column].dataType))
     if privacy_id is not None or max_rows_per_unit is not None:
         return _unit_quantiles(df, column, kind, qlist, proto, privacy_id, max_rows_per_unit, rho, epsilon, delta,
                                seed, budget)
