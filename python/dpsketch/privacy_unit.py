@@ -926,7 +926,7 @@ def bound_rows_per_unit(values, privacy_id, *, max_rows_per_unit: int, seed: int
     str column. The salt comes from the secure generator (``seed``: reproducible, NOT secret)."""
     r = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
     v, has = _number_column(values)
-    u = _column(privacy_id, "privacy_id")
+    u = _exact_column(privacy_id, "privacy_id")
     if (len(v) if has is None else len(has)) != len(u):
         raise ParameterError("values and privacy_id must have the same length (one privacy id per row)")
     salt = _seeds.rng(seed, "salt")[0].next_u64()
@@ -1107,7 +1107,7 @@ def unit_quantiles(values, privacy_id, qs, *, max_rows_per_unit: int, bounds=Non
         raise ParameterError("pass bounds=(lo, hi) (public value range) or universe_bits=L (integers in [0, 2^L))")
     sketch = DyadicCountSketch(16 if universe_bits is None else universe_bits, gamma=gamma, bounds=bounds, seed=seed)
     v, has = _number_column(values, universe_bits=sketch.universe_bits if bounds is None else None)
-    u = _column(privacy_id, "privacy_id")
+    u = _exact_column(privacy_id, "privacy_id")
     if (len(v) if has is None else len(has)) != len(u):
         raise ParameterError("values and privacy_id must have the same length (one privacy id per row)")
     if bounds is None and v.dtype.kind == "f":
