@@ -1,0 +1,205 @@
+"""Accuracy intervals of a release (docs/privacy.md §Intervals).
+
+Every interval is post-processing: it reads the released noisy values, the length the release
+already published (n̂, or the public n) and public parameters (ε as used, capacity, the envelope's
+constants), never the data. The guarantee is *simultaneous*: with probability at least ``level``
+every released item's interval holds its true value. Selection by a threshold would bias per-item
+coverage, so each rule bounds every noise term the mechanism drew (a union bound over the public
+number of candidates) and adds the summary's own one-sided error; any subset of the candidates --
+the released items -- is then covered on the same event.
+
+What is bounded (the "true value"): the item's exact count in the stream for the element-level
+counter releases (PMG, DPSS, two-pass DPSS) and for the error envelope (SketchHeavyHitters).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from .calibration import dgauss_tail_gt
+from .errors import ParameterError, ParameterTypeError
+
+__all__ = ["DEFAULT_LEVEL", "check_level", "dlap_abs_tail_gt", "dlap_tail_gt", "dlap_sum_abs_tail_gt",
+           "dgauss_abs_tail_gt", "smallest_width", "for_release"]
+
+DEFAULT_LEVEL = 0.95
+LENGTH_SHARE = 0.1  # of the miss probability 1 - level, spent on the length bound (private n̂)
+
+
+def check_level(level) -> float:
+    if isinstance(level, bool) or not isinstance(level, (int, float)):
+        raise ParameterTypeError(f"level must be a number in (0, 1), got {type(level).__name__}")
+    lv = float(level)
+    if not (0 < lv < 1):
+        raise ParameterError(f"level must be in (0, 1) (e.g. 0.95), got {level!r}")
+    return lv
+
+
+# -- exact tails of the integer noise laws (docs/privacy.md §Noise (§1)) -----------------------------
+
+def dlap_tail_gt(eps: float, t: int) -> float:
+    """P(Z > t) for Z ~ DLap(1/ε), integer t >= 0: e^{-ε(t+1)}/(1 + e^{-ε})."""
+    return math.exp(-eps * (t + 1)) / (1 + math.exp(-eps))
+
+
+def dlap_abs_tail_gt(eps: float, t: int) -> float:
+    """P(|Z| > t) for Z ~ DLap(1/ε), integer t >= 0: 2·e^{-ε(t+1)}/(1 + e^{-ε})."""
+    return min(1.0, 2 * dlap_tail_gt(eps, t))
+
+
+def dlap_sum_abs_tail_gt(eps: float, s: int) -> float:
+    """P(|η + Z| > s) for η, Z independent DLap(1/ε), integer s >= 0. With q = e^{-ε} the pmf of
+    S = η + Z is P(S = j) = ((1-q)/(1+q))²·q^{|j|}·(|j| + 1 + 2q²/(1-q²)), so for u >= 1
+    P(S >= u) = q^u/(1+q)²·((u+1)(1-q) + q + 2q²/(1+q)); |S| > s is S >= s+1 or S <= -(s+1)."""
+    q = math.exp(-eps)
+    omq = -math.expm1(-eps)
+    u = s + 1
+    tail = math.exp(-eps * u) / (1 + q) ** 2 * ((u + 1) * omq + q + 2 * q * q / (1 + q))
+    return min(1.0, 2 * tail)
+
+
+def dgauss_abs_tail_gt(sigma2: float, t: int) -> float:
+    """An upper bound on P(|X| > t) for X ~ DGauss(σ²): twice :func:`dgauss_tail_gt`."""
+    return min(1.0, 2 * dgauss_tail_gt(sigma2, t))
+
+
+def smallest_width(tail: Callable[[int], float], alpha: float) -> int:
+    """The smallest integer s >= 0 with tail(s) <= alpha, for a non-increasing tail."""
+    if tail(0) <= alpha:
+        return 0
+    hi = 1
+    while tail(hi) > alpha:
+        hi *= 2
+    lo = hi // 2  # tail(lo) > alpha
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if tail(mid) <= alpha:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+# -- the length bound ----------------------------------------------------------------------------
+
+def _length_upper(meta: dict, alpha_n: float) -> tuple[float, float]:
+    """(an upper bound on n, the probability it fails) from what the release published: the public
+    n (exact, fails never) or n̂ = n + DLap(1/ε_n): n <= n̂ + s except when Z < -s, probability
+    P(Z > s) <= alpha_n (s the smallest such integer). n_upper of the metadata is sized for the
+    privacy failure δ_n and is wider than a bound at the interval's level needs."""
+    length = meta.get("length")
+    if length == "public":
+        return float(meta["n_used"]), 0.0
+    if length == "private":
+        eps_n = float(meta["length_epsilon"])
+        s = smallest_width(lambda t: dlap_tail_gt(eps_n, t), alpha_n)
+        return float(meta["n_used"]) + s, dlap_tail_gt(eps_n, s)
+    raise ParameterError("no length was published")
+
+
+# -- the rules, per mechanism --------------------------------------------------------------------
+
+def _dpss(items, meta, alpha, two_pass):
+    """DPSS (docs/privacy.md §DPSS): v = c + Z, Z ~ DLap(1/ε) drawn for each of the <= k̃ tracked
+    counters, and f <= c <= f + c_min <= f + ⌊n/k̃⌋ (SpaceSaving). Two passes: v = f + Z."""
+    eps = float(meta["epsilon_used"])
+    cap = int(meta["capacity"])
+    if two_pass:
+        alpha_len, n_up, summary_err = 0.0, None, 0
+    else:
+        n_up, alpha_len = _length_upper(meta, LENGTH_SHARE * alpha if meta.get("length") == "private" else 0.0)
+        summary_err = math.floor(max(n_up, 0.0) / cap)
+    per = (alpha - alpha_len) / cap
+    s = smallest_width(lambda t: dlap_abs_tail_gt(eps, t), per)
+    iv = [(max(0, v - s - summary_err), v + s) for _, v in items]
+    rule = {
+        "coverage": "simultaneous",
+        "bounds": "the true count of the item in the stream",
+        "noise": f"DLap(1/epsilon_used) on each of the capacity = {cap} counters: |Z| <= {s} for all, "
+                 f"each failing w.p. P(|Z| > {s}) <= {per:.3g} (union bound)",
+        "noise_halfwidth": s,
+        "reference": "docs/privacy.md §Intervals",
+    }
+    if two_pass:
+        rule["summary_error"] = "none (exact counts of the second pass)"
+    else:
+        rule.update(summary_error=f"SpaceSaving overestimates by at most floor(n_bound/capacity) = {summary_err}",
+                    n_bound=n_up, length_miss_probability=alpha_len)
+    return iv, rule
+
+
+def _pmg(items, meta, alpha):
+    """PMG (docs/privacy.md §PMG): v = c + η + Z_x, η shared and Z_x per stored key (<= m keys),
+    all DLap(1/ε); f − ⌊n/(m+1)⌋ <= c <= f (Misra–Gries underestimates)."""
+    eps = float(meta["epsilon_used"])
+    m = int(meta["capacity"])
+    if meta.get("length") in ("public", "private"):
+        n_up, alpha_len = _length_upper(meta, LENGTH_SHARE * alpha if meta.get("length") == "private" else 0.0)
+        summary_err: float = math.floor(max(n_up, 0.0) / (m + 1))
+    else:
+        n_up, alpha_len, summary_err = None, 0.0, math.inf  # no length published: no upper bound
+    per = (alpha - alpha_len) / m
+    s = smallest_width(lambda t: dlap_sum_abs_tail_gt(eps, t), per)
+    iv = [(max(0, v - s), v + s + summary_err) for _, v in items]
+    rule = {
+        "coverage": "simultaneous",
+        "bounds": "the true count of the item in the stream",
+        "noise": f"eta + Z_x, eta and Z_x DLap(1/epsilon_used), on each of the capacity = {m} stored keys: "
+                 f"|eta + Z_x| <= {s} for all, each failing w.p. P(|eta + Z| > {s}) <= {per:.3g} (union bound)",
+        "noise_halfwidth": s,
+        "summary_error": (f"Misra-Gries underestimates by at most floor(n_bound/(capacity+1)) = {summary_err}"
+                          if n_up is not None else
+                          "Misra-Gries underestimates by at most n/(capacity+1), and this release published no "
+                          "length: the upper bounds are infinite (release with k= to publish n̂)"),
+        "n_bound": n_up,
+        "length_miss_probability": alpha_len,
+        "reference": "docs/privacy.md §Intervals",
+    }
+    return iv, rule
+
+
+def _envelope(items, meta, alpha):
+    """SketchHeavyHitters (docs/privacy.md §Error envelope): γ1 >= f̃ − f >= −γ2 for every
+    (item, time) of the stream except with probability δ_env, given n_up >= n (fails w.p. <= δ_n)."""
+    miss = float(meta["delta_envelope"])
+    if meta.get("length") == "private":
+        eps_n, t_n = float(meta["length_epsilon"]), int(meta["length_t"])
+        miss += dlap_tail_gt(eps_n, t_n)  # n_up = n̂ + t_n < n iff Z < -t_n
+    if miss > alpha:
+        return None, {"coverage": "none", "reason": f"the envelope fails w.p. up to {miss:.3g}, above 1 - level"}
+    g1, g2 = float(meta["gamma1"]), float(meta["gamma2"])
+    iv = [(max(0.0, v - g1), v + g2) for _, v in items]
+    return iv, {
+        "coverage": "simultaneous",
+        "bounds": "the true count of the item in the stream",
+        "noise": f"the error envelope gamma1 >= estimate - f >= -gamma2 (cell noise and hash rows), "
+                 f"failing w.p. <= delta_envelope plus the length bound's failure: {miss:.3g} in all",
+        "summary_error": "included in gamma1 (Count-Min collisions; CountSketch: 4·sqrt(F2_up/w))",
+        "reference": "docs/privacy.md §Intervals",
+    }
+
+
+def for_release(mechanism: str, items: list, meta: dict, level: float) -> tuple[list | None, dict]:
+    """(intervals aligned with ``items`` or None, the rule that made them) for a release of
+    ``mechanism`` at ``level``: only the released values, the published length and public
+    parameters are read."""
+    alpha = 1.0 - check_level(level)
+    unit = mechanism.startswith("unit.bounded_memory[")
+    if unit:  # the element-level release of the rows the per-unit bound kept; its figures are per row
+        mechanism = mechanism[len("unit.bounded_memory["):-1]
+        meta = {**meta, **meta.get("per_row_calibration", {})}
+    if mechanism == "DPSS":
+        iv, rule = _dpss(items, meta, alpha, two_pass=False)
+    elif mechanism == "DPSS[two-pass]":
+        iv, rule = _dpss(items, meta, alpha, two_pass=True)
+    elif mechanism == "PMG":
+        iv, rule = _pmg(items, meta, alpha)
+    elif mechanism.startswith("SketchHeavyHitters["):
+        iv, rule = _envelope(items, meta, alpha)
+    else:
+        return None, {"coverage": "none", "reason": f"no interval rule for {mechanism} yet (docs/privacy.md §Intervals)"}
+    if unit and iv is not None:
+        rule["bounds"] = "the item's count among the rows kept by the per-unit bound (each unit's first r rows)"
+    rule["level"] = level
+    return iv, rule
