@@ -18,6 +18,7 @@ import dpsketch
 from dpsketch import intervals as I
 from dpsketch import _core
 from dpsketch.errors import ParameterError
+from dpsketch.privacy_unit import release_bounded_counts
 
 LEVEL = 0.95
 RUNS = 300
@@ -174,6 +175,43 @@ def test_unit_stream_bounds_the_kept_rows():
         rels += [us.release(epsilon=6.0, delta=1e-4, k=32, seed=s, allow_repeat=True) for s in range(RUNS // 2)]
     assert "per-unit bound" in rels[0].metadata["interval"]["bounds"]
     _check(rels, truth, narrowing=False)
+
+
+@pytest.mark.parametrize("noise, selection", [("gaussian", None), ("laplace", None), ("laplace", "gumbel")])
+def test_unit_exact_route_coverage(noise, selection):
+    rng = np.random.default_rng(9)
+    keys = np.concatenate([np.repeat(np.arange(12), 40 + 25 * np.arange(12)), rng.integers(100, 400, 2000)])
+    ids = rng.integers(0, 3000, len(keys))
+    bounded = dpsketch.bound_contributions(keys, ids, max_keys_per_unit=2, seed=1)
+    truth = dict(zip(bounded.keys.tolist(), bounded.counts.tolist()))
+    rels = [release_bounded_counts(bounded, epsilon=1.0, delta=1e-5, noise=noise, selection=selection,
+                                            k=None if selection is None else 6, seed=s) for s in range(RUNS)]
+    assert rels[0].metadata["interval"]["bounds"].startswith("the item's bounded count")
+    hits = sum(covered(r, truth) for r in rels)
+    assert not significantly_below(hits, len(rels), LEVEL), f"coverage {hits}/{len(rels)}"
+    narrow = sum(covered(r, truth, [(v - (v - lo) // 2, v + (hi - v) // 2) for (_, v), (lo, hi) in
+                                    zip(r.items, r.intervals)]) for r in rels)
+    assert significantly_below(narrow, len(rels), LEVEL), f"halved intervals not caught: {narrow}/{len(rels)}"
+
+
+@pytest.mark.parametrize("noise, param", [("discrete_laplace", 2.0), ("discrete_gaussian", 9.0)])
+def test_selected_intervals_against_the_pmf(noise, param):
+    """The conditional intervals of the exact route against tests built from the explicit pmf."""
+    x = np.arange(-400, 401)
+    p = np.exp(-np.abs(x) / param) if noise == "discrete_laplace" else np.exp(-x * x / (2 * param))
+    p /= p.sum()
+    tau = 20
+    items = [(0, 21), (1, 25), (2, 40), (3, 90)]
+    ivs, _ = I._selected(items, {"noise": noise, "noise_param": [param, 1], "threshold": tau}, 0.1)
+    half = 0.1 / len(items) / 2
+    for (_, v), (lo, hi) in zip(items, ivs):
+        accepted = []
+        for f in range(1, 300):
+            law = p * (x + f > tau)  # f + Z given f + Z > τ
+            law /= law.sum()
+            if law[x + f >= v].sum() > half and law[x + f <= v].sum() > half:
+                accepted.append(f)
+        assert (lo, hi) == (accepted[0], accepted[-1]) and accepted == list(range(lo, hi + 1))
 
 
 def test_windows_pass_the_intervals_through():

@@ -180,6 +180,95 @@ def _envelope(items, meta, alpha):
     }
 
 
+# -- selection by a fixed threshold: intervals conditional on the released set --------------------
+
+def _noise_log_tail(noise: str, param: float) -> Callable[[int], float]:
+    """log P(Z > t) for every integer t, exact up to floating point, for Z ~ DLap(scale b = param)
+    or DGauss(σ² = param): ratios of two tiny tails need the logarithms, not an upper bound."""
+    from functools import lru_cache
+
+    if noise == "discrete_laplace":
+        e = 1.0 / param
+
+        def upper(t: int) -> float:  # t >= 0: e^{-e(t+1)}/(1 + e^{-e})
+            return -e * (t + 1) - math.log1p(math.exp(-e))
+    else:
+        import numpy as np
+
+        s2 = float(param)
+        j = np.arange(0, int(math.ceil(40 * math.sqrt(s2))) + 20, dtype=np.float64)
+        ks = np.arange(1, int(math.ceil(40 * math.sqrt(s2))) + 20, dtype=np.float64)
+        log_norm = math.log1p(2.0 * float(np.exp(-ks * ks / (2 * s2)).sum()))
+
+        def upper(t: int) -> float:  # Σ_{x>t} e^{-x²/2σ²} = e^{-(t+1)²/2σ²}·Σ_j e^{-(2(t+1)j + j²)/2σ²}
+            u = t + 1
+            rest = float(np.exp(-(2.0 * u * j + j * j) / (2 * s2)).sum())
+            return -(u * u) / (2 * s2) + math.log(rest) - log_norm
+
+    @lru_cache(maxsize=4096)
+    def log_tail(t: int) -> float:
+        if t >= 0:
+            return upper(t)
+        return math.log1p(-math.exp(upper(-t - 1)))  # P(Z > t) = 1 − P(Z > −t−1) (symmetry)
+
+    return log_tail
+
+
+def _first(pred: Callable[[int], bool], lo: int) -> int:
+    """The smallest integer x >= lo with pred(x), pred monotone (False then True) and True somewhere."""
+    if pred(lo):
+        return lo
+    step = 1
+    while not pred(lo + step):
+        step *= 2
+    a, b = lo + step // 2, lo + step  # pred(a) False (or a == lo), pred(b) True
+    while b - a > 1:
+        mid = (a + b) // 2
+        if pred(mid):
+            b = mid
+        else:
+            a = mid
+    return b
+
+
+def _selected(items, meta, alpha):
+    """The unit-level exact route (docs/privacy.md §Privacy unit): v = f + Z, Z independent per key,
+    released iff v > τ (τ a public integer); the Gumbel ranking reads the bounded counts and its own
+    draws, never the Z's. Given the released set S (|S| = R, published), the released values are
+    therefore independent with the laws of f + Z conditioned on f + Z > τ. Each item gets the set of
+    f >= 1 that an equal-tailed test at level α/R of that truncated law accepts; the union over the
+    R items bounds the miss probability by α given S, hence overall. The number of keys that got
+    noise is not published, so no union bound over the candidates is available."""
+    noise = meta["noise"]
+    num, den = meta["noise_param"]
+    log_tail = _noise_log_tail(noise, num / den)
+    tau = int(math.ceil(float(meta["threshold"])))
+    r = len(items)
+    half = alpha / max(r, 1) / 2 * (1 - 1e-9)  # a hair below a/2: rounding only widens
+
+    def up_p(v, f):  # P_f(V >= v | V > τ) = P(Z > v − f − 1)/P(Z > τ − f); increasing in f
+        return math.exp(log_tail(v - f - 1) - log_tail(tau - f))
+
+    def low_p(v, f):  # P_f(V <= v | V > τ) = 1 − P(Z > v − f)/P(Z > τ − f); decreasing in f
+        return -math.expm1(log_tail(v - f) - log_tail(tau - f))
+
+    iv = []
+    for _, v in items:
+        v = int(v)
+        lo = _first(lambda f: up_p(v, f) > half, 1)
+        hi = _first(lambda f: low_p(v, f) <= half, max(lo, v)) - 1
+        iv.append((lo, hi))
+    return iv, {
+        "coverage": "simultaneous",
+        "bounds": "the item's bounded count (each unit's at most m keys and c rows per key)",
+        "noise": f"{noise} given selection: per item, the f accepted by an equal-tailed test at level "
+                 f"(1 - level)/R of f + Z conditioned on f + Z > tau, R = {r} released items (union bound "
+                 "given the released set)",
+        "summary_error": "none (exact bounded counts)",
+        "reference": "docs/privacy.md §Intervals",
+    }
+
+
 def for_release(mechanism: str, items: list, meta: dict, level: float) -> tuple[list | None, dict]:
     """(intervals aligned with ``items`` or None, the rule that made them) for a release of
     ``mechanism`` at ``level``: only the released values, the published length and public
@@ -195,6 +284,8 @@ def for_release(mechanism: str, items: list, meta: dict, level: float) -> tuple[
         iv, rule = _dpss(items, meta, alpha, two_pass=True)
     elif mechanism == "PMG":
         iv, rule = _pmg(items, meta, alpha)
+    elif mechanism.startswith("unit.exact["):
+        iv, rule = _selected(items, meta, alpha)
     elif mechanism.startswith("SketchHeavyHitters["):
         iv, rule = _envelope(items, meta, alpha)
     else:

@@ -476,8 +476,10 @@ def release_bounded_counts(bounded: BoundedContributions, *, epsilon: float, del
         "reference": "docs/privacy.md §Privacy unit",
         **{kk_: v for kk_, v in plan.items() if kk_ not in ("epsilon", "delta")},
     }
+    intervals, level = with_intervals(mechanism, items, meta)
     return Release(items=items, threshold=float(plan["threshold"]), epsilon=plan["epsilon"], delta=plan["delta"],
-                   mechanism=mechanism, n=None, metadata=meta, rho=plan.get("rho"))
+                   mechanism=mechanism, n=None, metadata=meta, rho=plan.get("rho"), intervals=intervals,
+                   interval_level=level)
 
 
 def _draw_release(bounded: BoundedContributions, plan: dict, rng) -> list[tuple]:
