@@ -221,6 +221,76 @@ def test_windows_pass_the_intervals_through():
     assert rels and all(r.intervals is not None and len(r.intervals) == len(r.items) for r in rels)
 
 
+# -- published sketches: Count-Min point queries, dyadic ranks ------------------------------------
+
+@pytest.mark.parametrize("noise", [{"epsilon": 1.0}, {"rho": 0.5}])
+def test_count_min_point_query_coverage(noise):
+    keys, truth = zipf_stream()
+    probes = [0, 1, 2, 7, 40, 2999, 10**6]  # heavy, light and absent keys
+    runs = []
+    for s in range(150):
+        sk = dpsketch.PrivateCountMin(64, 3, seed=s, **noise)
+        sk.update_many(keys)
+        rel = sk.release()
+        ivs = rel.sketch.estimate_intervals(probes)
+        assert [e for e, _, _ in ivs] == [rel.sketch.estimate(p) for p in probes]
+        runs.append(all(lo <= truth.get(p, 0) <= hi for p, (_, lo, hi) in zip(probes, ivs)))
+        assert rel.interval(probes[0]) == rel.sketch.estimate_interval(probes[0])
+    assert not significantly_below(sum(runs), len(runs), LEVEL)
+
+
+def test_count_min_interval_narrows_with_the_level_and_needs_items():
+    keys, truth = zipf_stream()
+    sk = dpsketch.PrivateCountMin(256, 4, epsilon=1.0, seed=1)
+    sk.update_many(keys)
+    (e, lo, hi), (e2, lo2, hi2) = sk.estimate_interval(0, level=0.99), sk.estimate_interval(0, level=0.5)
+    assert e == e2 and lo <= lo2 <= hi2 <= hi
+    assert sk.estimate_intervals([]) == []
+    with pytest.raises(ParameterError):
+        dpsketch.PrivateCountSketch(64, 3, epsilon=1.0, seed=1).release().interval(0)
+
+
+@pytest.mark.parametrize("noise", [{"epsilon": 1.0}, {"rho": 0.3}])
+def test_dyadic_rank_coverage(noise):
+    rng = np.random.default_rng(4)
+    data = rng.integers(0, 1024, 3000)
+    positions = [1, 100, 512, 1000, 1024]
+    truth = [int((data < x).sum()) for x in positions]
+    hits = narrow = 0
+    for s in range(RUNS):
+        sk = dpsketch.PrivateDyadicCountSketch(10, seed=s, **noise)
+        sk.update_many(data)
+        ivs = sk.release().sketch.rank_intervals(positions)
+        hits += all(lo <= t <= hi for t, (_, lo, hi) in zip(truth, ivs))
+        narrow += all(abs(t - e) <= (hi - e) / 2 for t, (e, _, hi) in zip(truth, ivs))
+    assert not significantly_below(hits, RUNS, LEVEL), f"coverage {hits}/{RUNS}"
+    assert significantly_below(narrow, RUNS, LEVEL), f"halved intervals not caught: {narrow}/{RUNS}"
+
+
+def test_dyadic_rank_refuses_countsketch_levels():
+    sk = dpsketch.PrivateDyadicCountSketch(24, rho=1.0, seed=1)
+    sk.update_many(np.arange(1000))
+    low_bits = sk.universe_bits - sk.exact_levels
+    assert sk.rank_interval(5 << low_bits)[0] == sk.rank(5 << low_bits)
+    with pytest.raises(ParameterError, match="exact levels"):
+        sk.rank_interval(3)
+
+
+@pytest.mark.parametrize("laws", [[("laplace", 2.0)] * 3, [("gaussian", 4.0)] * 5,
+                                  [("gaussian", 2.5), ("laplace", 1.5)]])
+def test_sum_halfwidth_against_the_convolved_pmf(laws):
+    x = np.arange(-300, 301)
+    law = np.array([1.0])
+    for kind, p in laws:
+        pmf = np.exp(-np.abs(x) / p) if kind == "laplace" else np.exp(-x * x / (2 * p))
+        law = np.convolve(law, pmf / pmf.sum())
+    z = np.arange(len(law)) - (len(law) - 1) // 2
+    for alpha in (0.2, 0.05, 0.001):
+        s = I.sum_halfwidth(laws, alpha)
+        assert law[np.abs(z) > s].sum() <= alpha
+        assert law[np.abs(z) > s - 2].sum() > alpha * 0.999  # within rounding of the smallest width
+
+
 # -- what a release without a rule says -----------------------------------------------------------
 
 def test_no_rule_means_none_not_a_made_up_value():

@@ -180,6 +180,87 @@ def _envelope(items, meta, alpha):
     }
 
 
+# -- a published Count-Min's point queries -------------------------------------------------------
+
+def noise_variance(kind: str, param: float) -> float:
+    """Variance of one cell's noise: DLap(scale b) 2q/(1−q)² with q = e^{−1/b}; DGauss(σ²) at
+    most σ² (Canonne–Kamath–Steinke 2020)."""
+    if kind == "laplace":
+        q = math.exp(-1.0 / param)
+        return 2 * q / (-math.expm1(-1.0 / param)) ** 2
+    return float(param)
+
+
+def _cell_abs_tail(kind: str, param: float) -> Callable[[int], float]:
+    if kind == "laplace":
+        return lambda t: dlap_abs_tail_gt(1.0 / param, t)
+    return lambda t: dgauss_abs_tail_gt(param, t)
+
+
+def count_min_intervals(estimates, kind, param, depth, width, shift, noisy_total, level) -> list[tuple]:
+    """Intervals for Count-Min point queries (docs/privacy.md §Intervals), simultaneous over the
+    m estimates. Row j of item x holds f + C_j + N_j + E (C_j >= 0 the collision mass for a
+    non-negative stream, N_j the cell noise, E the shift). Split of α = 1 − level: α/2 for the
+    m·d noise terms (|N| <= s), α/4 for the length (n <= n̂ + t_n, Cantelli with the exact variance
+    of n̂'s noise, w·Var/d), α/4 for the collisions: P(min_j C_j > t) <= (n/(w·t))^d per item
+    (Markov per row, rows independent), so t = (n_up/w)·(4m/α)^{1/d}."""
+    alpha = 1.0 - check_level(level)
+    m = len(estimates)
+    s = smallest_width(_cell_abs_tail(kind, param), alpha / 2 / (m * depth))
+    var_total = width * noise_variance(kind, param) / depth
+    a_n = alpha / 4
+    n_up = max(0.0, noisy_total + math.sqrt(var_total * (1 - a_n) / a_n))
+    t = n_up / width * (4 * m / alpha) ** (1.0 / depth)
+    return [(e, max(0.0, e - shift - s - t), e - shift + s) for e in estimates]
+
+
+# -- sums of independent integer noises (dyadic ranks) --------------------------------------------
+
+_MAX_GRID = 1 << 22
+
+
+def _pmf(kind: str, param: float, half: int):
+    import numpy as np
+
+    k = np.arange(-half, half + 1, dtype=np.float64)
+    logw = -np.abs(k) / param if kind == "laplace" else -(k * k) / (2 * param)
+    w = np.exp(logw - logw.max())
+    return w / w.sum()
+
+
+def sum_halfwidth(laws: list[tuple[str, float]], alpha: float) -> int:
+    """The smallest integer s found with P(|N_1 + ... + N_k| > s) <= alpha for independent
+    N_i ~ DLap(scale b) ("laplace", b) or DGauss(σ²) ("gaussian", σ²): each law is cut at ±T_i
+    where its two-sided tail is <= alpha·10^-6/k (that mass counts as failure), the cut laws are
+    convolved (FFT, with 10^-9 of slack for its rounding) and the sum's tail is read off. Grids
+    beyond 2^22 points fall back to a union bound over the k terms (each at alpha/k)."""
+    import numpy as np
+
+    if not laws:
+        return 0
+    k = len(laws)
+    eta = alpha * 1e-6 / k
+    halves = [smallest_width(_cell_abs_tail(kind, p), eta) for kind, p in laws]
+    if sum(2 * h + 1 for h in halves) > _MAX_GRID:
+        return sum(smallest_width(_cell_abs_tail(kind, p), alpha / k) for kind, p in laws)
+    size = sum(2 * h for h in halves) + 1
+    nfft = 1 << (size - 1).bit_length()
+    spec = np.ones(nfft // 2 + 1, dtype=np.complex128)
+    for (kind, p), h in zip(laws, halves):
+        spec *= np.fft.rfft(_pmf(kind, p, h), nfft)
+    conv = np.clip(np.fft.irfft(spec, nfft)[:size], 0.0, None)  # support -H..H, H = Σ halves
+    center = size // 2
+    budget = alpha - k * eta - 1e-9
+    if budget <= 0:
+        raise ParameterError("level too close to 1 for this computation")
+    # tail(s) = P(|S| > s): mass outside [center − s, center + s]
+    inside = np.cumsum(conv)  # inside[i] = P(S <= i − center)
+    for_s = lambda s: 1.0 - (inside[center + s] - (inside[center - s - 1] if center - s - 1 >= 0 else 0.0))  # noqa: E731
+    if for_s(center) > budget:
+        raise ParameterError("the noise sum's tail could not be resolved; use a lower level")
+    return smallest_width(lambda s: for_s(min(s, center)), budget)
+
+
 # -- selection by a fixed threshold: intervals conditional on the released set --------------------
 
 def _noise_log_tail(noise: str, param: float) -> Callable[[int], float]:

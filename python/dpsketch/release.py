@@ -111,7 +111,13 @@ class Release:
 
     def interval(self, key, level: float | None = None) -> tuple:
         """(noisy value, low, high) of a released ``key`` at ``level`` (default: this release's).
-        Only released keys have one; the coverage statement is the simultaneous one of ``intervals``."""
+        Only released keys have one; the coverage statement is the simultaneous one of ``intervals``.
+        For a published Count-Min (``sketch``): the sketch's ``estimate_interval(key)``, any key."""
+        if self.sketch is not None:
+            if not hasattr(self.sketch, "estimate_interval"):
+                raise ParameterError(f"{type(self.sketch).__name__} has no point-query interval yet "
+                                     "(docs/privacy.md §Intervals)")
+            return self.sketch.estimate_interval(key, level=self.interval_level or 0.95 if level is None else level)
         ivs = self.intervals if level is None else self.intervals_at(level)
         if ivs is None:
             raise ParameterError(f"{self.mechanism} releases carry no intervals yet (docs/privacy.md §Intervals)")
