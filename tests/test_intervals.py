@@ -341,6 +341,17 @@ def test_outputs_carry_the_intervals():
     assert "0.95" in html and "<table>" in html and str(r.items[0][0]) in html
 
 
+@pytest.mark.parametrize("module, method", [("pandas", "to_pandas"), ("pyarrow", "to_arrow"),
+                                            ("polars", "to_polars")])
+def test_a_missing_frame_library_is_named(monkeypatch, module, method):
+    from dpsketch.errors import MissingDependencyError
+
+    r = dpsketch.heavy_hitters(["a"] * 500, k=2, epsilon=2.0, delta=1e-4, seed=1)
+    monkeypatch.setitem(__import__("sys").modules, module, None)  # `import module` raises ImportError
+    with pytest.raises(MissingDependencyError, match=module):
+        getattr(r, method)()
+
+
 def test_html_escapes_keys():
     r = dpsketch.heavy_hitters(["<b>x</b>"] * 500 + ["y"] * 3, k=2, epsilon=2.0, delta=1e-4, seed=1)
     assert "<b>x</b>" not in r._repr_html_() and "&lt;b&gt;x&lt;/b&gt;" in r._repr_html_()

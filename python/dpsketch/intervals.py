@@ -336,8 +336,8 @@ def _selected(items, meta, alpha):
     iv = []
     for _, v in items:
         v = int(v)
-        lo = _first(lambda f: up_p(v, f) > half, 1)
-        hi = _first(lambda f: low_p(v, f) <= half, max(lo, v)) - 1
+        lo = _first(lambda f, v=v: up_p(v, f) > half, 1)
+        hi = _first(lambda f, v=v: low_p(v, f) <= half, max(lo, v)) - 1
         iv.append((lo, hi))
     return iv, {
         "coverage": "simultaneous",
