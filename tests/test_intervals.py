@@ -352,6 +352,22 @@ def test_a_missing_frame_library_is_named(monkeypatch, module, method):
         getattr(r, method)()
 
 
+def test_cli_json_keeps_intervals_aligned_with_the_items_it_prints(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "items.txt"
+    path.write_text("\n".join(["a"] * 2400 + ["b"] * 1800 + ["c"] * 1200 + [f"x{i}" for i in range(600)]) + "\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(dpsketch.__file__)))
+    run = lambda *extra: json.loads(subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "dpsketch", "top", str(path), "-k", "8", "--epsilon", "1", "--delta", "1e-4",
+         "--seed", "1", "--json", *extra], capture_output=True, env=env, timeout=300, check=True).stdout)
+    full, top = run(), run("--top", "2")
+    assert len(full["items"]) == 3 and full["interval_level"] == 0.95
+    assert top["items"] == full["items"][:2] and top["intervals"] == full["intervals"][:2]
+
+
 def test_html_escapes_keys():
     r = dpsketch.heavy_hitters(["<b>x</b>"] * 500 + ["y"] * 3, k=2, epsilon=2.0, delta=1e-4, seed=1)
     assert "<b>x</b>" not in r._repr_html_() and "&lt;b&gt;x&lt;/b&gt;" in r._repr_html_()
