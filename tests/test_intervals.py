@@ -267,6 +267,48 @@ def test_dyadic_rank_coverage(noise):
     assert significantly_below(narrow, RUNS, LEVEL), f"halved intervals not caught: {narrow}/{RUNS}"
 
 
+@pytest.mark.parametrize("noise", [{"epsilon": 1.0}, {"rho": 0.3}])
+def test_dyadic_quantile_coverage(noise):
+    rng = np.random.default_rng(4)
+    data = np.sort(rng.integers(0, 1024, 3000))
+    qs = [0.0, 0.1, 0.5, 0.9, 1.0]
+    hits = 0
+    for s in range(150):
+        sk = dpsketch.PrivateDyadicCountSketch(10, seed=s, **noise)
+        sk.update_many(data)
+        ivs = sk.release().sketch.quantile_intervals(qs)
+        assert [v for v, _, _ in ivs] == sk.quantiles(qs).tolist()
+        below = np.searchsorted(data, [v for v, _, _ in ivs], side="left")  # items < value
+        upto = np.searchsorted(data, [v for v, _, _ in ivs], side="right")  # items <= value
+        hits += all(b <= hi and u >= lo for b, u, (_, lo, hi) in zip(below, upto, ivs))
+    assert not significantly_below(hits, 150, LEVEL), f"coverage {hits}/150"
+    with pytest.raises(ParameterError, match="every level exact"):
+        dpsketch.PrivateDyadicCountSketch(24, rho=1.0, seed=1).quantile_intervals([0.5])
+
+
+@pytest.mark.parametrize("kind, param", [("laplace", 1.5), ("gaussian", 3.0)])
+def test_uniform_rank_halfwidth_against_the_convolved_pmf(kind, param):
+    bits = 3
+    x = np.arange(-200, 201)
+    pmf = np.exp(-np.abs(x) / param) if kind == "laplace" else np.exp(-x * x / (2 * param))
+    pmf /= pmf.sum()
+    laws = {1: pmf}
+    for k in range(2, bits + 1):
+        laws[k] = np.convolve(laws[k - 1], pmf)
+
+    def union_tail(s):
+        out = 0.0
+        for k in range(1, bits + 1):
+            z = np.arange(len(laws[k])) - (len(laws[k]) - 1) // 2
+            out += math.comb(bits, k) * laws[k][np.abs(z) > s].sum()
+        z = np.arange(len(laws[2])) - (len(laws[2]) - 1) // 2
+        return out + laws[2][np.abs(z) > s].sum()  # the total
+
+    for alpha in (0.2, 0.05, 0.01):
+        s = I.uniform_rank_halfwidth(kind, param, bits, alpha)
+        assert union_tail(s) <= alpha < union_tail(s - 1) * 1.001
+
+
 def test_dyadic_rank_refuses_countsketch_levels():
     sk = dpsketch.PrivateDyadicCountSketch(24, rho=1.0, seed=1)
     sk.update_many(np.arange(1000))

@@ -682,6 +682,35 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
             out.append((est, max(0.0, est - s), est + s))
         return out
 
+    @locked
+    def quantile_intervals(self, qs, *, level: float = 0.95) -> list[tuple]:
+        """(value, low, high) for each level q: ``value`` is :meth:`quantiles`' answer and, with
+        probability at least ``level`` for every q at once, the true rank range of the value meets
+        [low, high]: (items < value) <= high and (items <= value) >= low (docs/privacy.md
+        §Intervals). The descent returns a position y with estimated rank(y) < t <= estimated
+        rank(y + 1), t = q·max(0, noisy total); y is chosen by the noise, so the bound s is uniform
+        over all positions (a union over the 2^L positions of the exact noise sums) and
+        [low, high] = [t − s, t + s]. With ``bounds``, ranks count buckets: "items <= value" are the
+        items of value's bucket and below. Needs a hierarchy of exact levels only (a universe of at most
+        ``exact_levels`` bits): CountSketch levels add a collision error no published quantity bounds."""
+        from .intervals import check_level, uniform_rank_halfwidth
+
+        alpha = 1.0 - check_level(level)
+        impl = self._impl
+        if impl.exact_levels < impl.bits:
+            raise ParameterError(
+                f"quantile intervals need every level exact (universe_bits <= {impl.exact_levels} at this "
+                "width and depth): CountSketch levels add a collision error that no published quantity "
+                "bounds (docs/privacy.md §Intervals)")
+        laws = {num / den for num, den in impl.level_params}
+        if len(laws) != 1:
+            raise ParameterError("quantile intervals need one noise law on every level")
+        s = uniform_rank_halfwidth(impl.noise_kind, laws.pop(), impl.bits, alpha)
+        targets = self._targets(qs)
+        values = self.quantiles(qs)
+        return [(v.item() if hasattr(v, "item") else v, float(t) - s, float(t) + s)
+                for v, t in zip(np.atleast_1d(values), targets)]
+
     def rank_interval(self, x, *, level: float = 0.95) -> tuple:
         """(estimated rank, low, high) of one position: :meth:`rank_intervals` of [x]."""
         return self.rank_intervals([x], level=level)[0]

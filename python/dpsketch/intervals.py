@@ -261,6 +261,41 @@ def sum_halfwidth(laws: list[tuple[str, float]], alpha: float) -> int:
     return smallest_width(lambda s: for_s(min(s, center)), budget)
 
 
+def uniform_rank_halfwidth(kind: str, param: float, bits: int, alpha: float) -> int:
+    """The smallest integer s found with P(some position's rank error exceeds s) <= alpha, for a
+    dyadic hierarchy of ``bits`` exact levels whose every node carries independent noise of one law:
+    rank(p) sums popcount(p) nodes and the total two, so by a union bound over the 2^bits positions
+    and the total, Σ_k C(bits, k)·P(|S_k| > s) + P(|S_2| > s) <= alpha, S_k a sum of k nodes. Each
+    node's law is cut at ±T where its tail is <= alpha·10^-6/2^(bits+1) (all nodes within: that
+    failure is counted once), and the cut laws are convolved by FFT (10^-9 of slack)."""
+    import numpy as np
+
+    n_nodes = 2 ** (bits + 1)
+    eta = alpha * 1e-6 / n_nodes
+    half = smallest_width(_cell_abs_tail(kind, param), eta)
+    size = 2 * half * bits + 1
+    if size > _MAX_GRID:
+        raise ParameterError("the noise is too wide for an exact uniform rank bound at this universe size")
+    nfft = 1 << (size - 1).bit_length()
+    one = np.fft.rfft(_pmf(kind, param, half), nfft)
+    weights = {k: math.comb(bits, k) for k in range(1, bits + 1)}
+    weights[2] = weights.get(2, 0) + 1  # the total: the two level-1 nodes
+    total_tail = np.zeros(half * bits + 1)  # total_tail[s] = Σ_k w_k·P(|S_k| > s)
+    for k, wk in weights.items():
+        law = np.clip(np.fft.irfft(one**k, nfft)[: 2 * half * k + 1], 0.0, None)
+        center = half * k
+        inside = np.cumsum(law)
+        ss = np.arange(0, center + 1)
+        tail = 1.0 - (inside[center + ss] - np.where(center - ss - 1 >= 0, inside[np.maximum(center - ss - 1, 0)], 0.0))
+        total_tail[: center + 1] += wk * np.clip(tail, 0.0, None)
+    budget = alpha - alpha * 1e-6 - 1e-9 * sum(weights.values())
+    ok = np.flatnonzero(total_tail <= budget)
+    if budget <= 0 or len(ok) == 0:
+        raise ParameterError("level too close to 1 for this computation")
+    # total_tail is non-increasing in s; the first s within the budget
+    return int(ok[0])
+
+
 # -- selection by a fixed threshold: intervals conditional on the released set --------------------
 
 def _noise_log_tail(noise: str, param: float) -> Callable[[int], float]:
