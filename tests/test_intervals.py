@@ -194,6 +194,17 @@ def test_unit_exact_route_coverage(noise, selection):
     assert significantly_below(narrow, len(rels), LEVEL), f"halved intervals not caught: {narrow}/{len(rels)}"
 
 
+def test_wide_gaussian_tails_match_the_sum():
+    s2 = 1.1e6  # past the switch to the midpoint rule
+    x = np.arange(-50_000, 50_001, dtype=np.float64)
+    logp = -x * x / (2 * s2)
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    log_tail = I._noise_log_tail("discrete_gaussian", s2)
+    for t in (-2000, -1, 0, 1, 500, 3000, 6000, 8000):
+        assert math.exp(log_tail(t)) == pytest.approx(p[x > t].sum(), rel=1e-10)
+
+
 @pytest.mark.parametrize("noise, param", [("discrete_laplace", 2.0), ("discrete_gaussian", 9.0)])
 def test_selected_intervals_against_the_pmf(noise, param):
     """The conditional intervals of the exact route against tests built from the explicit pmf."""

@@ -308,6 +308,17 @@ def _noise_log_tail(noise: str, param: float) -> Callable[[int], float]:
 
         def upper(t: int) -> float:  # t >= 0: e^{-e(t+1)}/(1 + e^{-e})
             return -e * (t + 1) - math.log1p(math.exp(-e))
+    elif param > 1e6:
+        # σ > 1000: Euler–Maclaurin from the midpoint, Σ_{x>t} f(x) = ∫_y^∞ f + f_prime(y)/24 + O(f^(4)),
+        # y = t + 1/2, f(x) = e^{-x²/2σ²}, and the normaliser σ√(2π) (exact up to e^{-2π²σ²}); the
+        # remaining relative error, about (y/σ²)^4/1920, is far inside the callers' 10^-6 margin
+        sig = math.sqrt(float(param))
+
+        def upper(t: int) -> float:
+            y = t + 0.5
+            log_int = _log_erfc(y / (sig * math.sqrt(2))) - math.log(2)  # log(∫_y^∞ f / (σ√(2π)))
+            ratio = math.exp(-y * y / (2 * param) - math.log(sig * math.sqrt(2 * math.pi)) - log_int)  # f(y)/∫
+            return log_int + math.log1p(-y / param * ratio / 24)
     else:
         import numpy as np
 
@@ -328,6 +339,14 @@ def _noise_log_tail(noise: str, param: float) -> Callable[[int], float]:
         return math.log1p(-math.exp(upper(-t - 1)))  # P(Z > t) = 1 − P(Z > −t−1) (symmetry)
 
     return log_tail
+
+
+def _log_erfc(z: float) -> float:
+    """log erfc(z) for z >= 0, without underflow (asymptotic series beyond z = 20)."""
+    if z < 20:
+        return math.log(math.erfc(z))
+    z2 = z * z
+    return -z2 - math.log(z * math.sqrt(math.pi)) + math.log1p(-1 / (2 * z2) + 3 / (4 * z2 * z2) - 15 / (8 * z2**3))
 
 
 def _first(pred: Callable[[int], bool], lo: int) -> int:
@@ -360,7 +379,7 @@ def _selected(items, meta, alpha):
     log_tail = _noise_log_tail(noise, num / den)
     tau = int(math.ceil(float(meta["threshold"])))
     r = len(items)
-    half = alpha / max(r, 1) / 2 * (1 - 1e-9)  # a hair below a/2: rounding only widens
+    half = alpha / max(r, 1) / 2 * (1 - 1e-6)  # a hair below a/2: rounding only widens
 
     def up_p(v, f):  # P_f(V >= v | V > τ) = P(Z > v − f − 1)/P(Z > τ − f); increasing in f
         return math.exp(log_tail(v - f - 1) - log_tail(tau - f))
