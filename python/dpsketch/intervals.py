@@ -8,8 +8,11 @@ coverage, so each rule bounds every noise term the mechanism drew (a union bound
 number of candidates) and adds the summary's own one-sided error; any subset of the candidates --
 the released items -- is then covered on the same event.
 
-What is bounded (the "true value"): the item's exact count in the stream for the element-level
-counter releases (PMG, DPSS, two-pass DPSS) and for the error envelope (SketchHeavyHitters).
+What is bounded (the "true value"): the item's exact count in the stream the summary read (PMG,
+DPSS, two-pass DPSS, SketchHeavyHitters; for the bounded-memory unit route the rows the per-unit
+bound kept), the bounded count (the unit-level exact route), a published Count-Min's point
+counts, and a private dyadic sketch's ranks. The unit-level exact route conditions on the released
+set instead of a union over candidates, whose number it does not publish.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from typing import Callable
 from .calibration import dgauss_tail_gt
 from .errors import ParameterError, ParameterTypeError
 
-__all__ = ["DEFAULT_LEVEL", "check_level", "dlap_abs_tail_gt", "dlap_tail_gt", "dlap_sum_abs_tail_gt",
-           "dgauss_abs_tail_gt", "smallest_width", "for_release"]
+__all__ = ["DEFAULT_LEVEL", "check_level", "count_min_intervals", "dgauss_abs_tail_gt", "dlap_abs_tail_gt",
+           "dlap_sum_abs_tail_gt", "dlap_tail_gt", "for_release", "noise_variance", "smallest_width", "sum_halfwidth",
+           "uniform_rank_halfwidth"]
 
 DEFAULT_LEVEL = 0.95
 LENGTH_SHARE = 0.1  # of the miss probability 1 - level, spent on the length bound (private n̂)
@@ -115,7 +119,7 @@ def _dpss(items, meta, alpha, two_pass):
     iv = [(max(0, v - s - summary_err), v + s) for _, v in items]
     rule = {
         "coverage": "simultaneous",
-        "bounds": "the true count of the item in the stream",
+        "bounds": "the item's true count in the stream the summary read",
         "noise": f"DLap(1/epsilon_used) on each of the capacity = {cap} counters: |Z| <= {s} for all, "
                  f"each failing w.p. P(|Z| > {s}) <= {per:.3g} (union bound)",
         "noise_halfwidth": s,
@@ -144,7 +148,7 @@ def _pmg(items, meta, alpha):
     iv = [(max(0, v - s), v + s + summary_err) for _, v in items]
     rule = {
         "coverage": "simultaneous",
-        "bounds": "the true count of the item in the stream",
+        "bounds": "the item's true count in the stream the summary read",
         "noise": f"eta + Z_x, eta and Z_x DLap(1/epsilon_used), on each of the capacity = {m} stored keys: "
                  f"|eta + Z_x| <= {s} for all, each failing w.p. P(|eta + Z| > {s}) <= {per:.3g} (union bound)",
         "noise_halfwidth": s,
@@ -172,7 +176,7 @@ def _envelope(items, meta, alpha):
     iv = [(max(0.0, v - g1), v + g2) for _, v in items]
     return iv, {
         "coverage": "simultaneous",
-        "bounds": "the true count of the item in the stream",
+        "bounds": "the item's true count in the stream the summary read",
         "noise": f"the error envelope gamma1 >= estimate - f >= -gamma2 (cell noise and hash rows), "
                  f"failing w.p. <= delta_envelope plus the length bound's failure: {miss:.3g} in all",
         "summary_error": "included in gamma1 (Count-Min collisions; CountSketch: 4·sqrt(F2_up/w))",
