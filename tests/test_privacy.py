@@ -307,4 +307,4 @@ def test_release_export(paper_stream):
     assert back["metadata"]["reproducible_not_secret"] is True
     pd = pytest.importorskip("pandas")
     df = r.to_pandas()
-    assert list(df.columns) == ["key", "noisy_value"] and len(df) == len(r)
+    assert list(df.columns) == ["key", "noisy_value", "low", "high"] and len(df) == len(r)

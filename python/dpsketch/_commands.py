@@ -194,6 +194,8 @@ def _items_release(out, released, top, *, json_obj, threshold):
     items = released[:top] if top else released
     if json_obj is not None:
         json_obj["items"] = [[k, v] for k, v in items]
+        if json_obj.get("intervals") is not None:  # aligned with the items, a prefix of the release's
+            json_obj["intervals"] = json_obj["intervals"][:len(items)]
     out.release(
         [Column("rank", "rank", ">", str, int), Column("item", "item", "<", label, lambda k: k),
          Column("noisy count", "noisy_count", ">", num, num)],
@@ -791,6 +793,8 @@ def _print_window(out, writer, rel, top_n, source_desc, k, capacity, algorithm) 
     if out.fmt == "json":
         obj = rel.to_dict()
         obj["items"] = [[key, v] for key, v in items]
+        if obj.get("intervals") is not None:
+            obj["intervals"] = obj["intervals"][:len(items)]
         obj["cli"] = {"algorithm": algorithm, "k": k, "capacity": capacity, "source": source_desc, "top": top_n,
                       "released": len(rel.items), "exact_counts_withheld": True}
         sys.stdout.write(json.dumps(obj, default=json_default) + "\n")

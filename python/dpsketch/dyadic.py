@@ -648,6 +648,74 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
         return b * math.log(cells / self._beta)
 
     @locked
+    def rank_intervals(self, xs, *, level: float = 0.95) -> list[tuple]:
+        """(estimated rank, low, high) for each position of ``xs``: with probability at least
+        ``level`` the true rank (items < x) of every x lies in its [low, high] (simultaneously;
+        docs/privacy.md §Intervals). rank(x) sums one node per 1-bit of x; on exact levels a node
+        is its exact count plus independent cell noise, so the error is a sum of known integer
+        noises (the exact law, convolved). A position whose rank reads a CountSketch level (a
+        1-bit below the exact levels) carries a hash-collision error no published quantity bounds:
+        refused. The positions must not be chosen from the cells (a quantile the sketch returned
+        is chosen by the noise and is not covered)."""
+        from .intervals import check_level, sum_halfwidth
+
+        alpha = 1.0 - check_level(level)
+        impl = self._impl
+        L, E = impl.bits, impl.exact_levels
+        params = impl.level_params
+        kind = impl.noise_kind
+        positions = [self._position(x) for x in np.atleast_1d(np.asarray(xs, dtype=object)).tolist()]
+        out = []
+        for pos in positions:
+            if pos == 2**L:
+                levels = [1, 1]  # total(): the two level-1 nodes
+            else:
+                levels = [j for j in range(1, L + 1) if (pos >> (L - j)) & 1]
+            if any(j > E for j in levels):
+                raise ParameterError(
+                    f"rank intervals need positions whose rank reads exact levels only (the low "
+                    f"{L - E} bits zero, or a universe of at most {E} bits): CountSketch levels add a "
+                    "collision error that no published quantity bounds (docs/privacy.md §Intervals)")
+            laws = [(kind, params[j - 1][0] / params[j - 1][1]) for j in levels]
+            s = sum_halfwidth(laws, alpha / len(positions))
+            est = float(self._rank_at(pos))
+            out.append((est, max(0.0, est - s), est + s))
+        return out
+
+    @locked
+    def quantile_intervals(self, qs, *, level: float = 0.95) -> list[tuple]:
+        """(value, low, high) for each level q: ``value`` is :meth:`quantiles`' answer and, with
+        probability at least ``level`` for every q at once, the true rank range of the value meets
+        [low, high]: (items < value) <= high and (items <= value) >= low (docs/privacy.md
+        §Intervals). The descent returns a position y with estimated rank(y) < t <= estimated
+        rank(y + 1), t = q·max(0, noisy total); y is chosen by the noise, so the bound s is uniform
+        over all positions (a union over the 2^L positions of the exact noise sums) and
+        [low, high] = [t − s, t + s]. With ``bounds``, ranks count buckets: "items <= value" are the
+        items of value's bucket and below. Needs a hierarchy of exact levels only (a universe of at most
+        ``exact_levels`` bits): CountSketch levels add a collision error no published quantity bounds."""
+        from .intervals import check_level, uniform_rank_halfwidth
+
+        alpha = 1.0 - check_level(level)
+        impl = self._impl
+        if impl.exact_levels < impl.bits:
+            raise ParameterError(
+                f"quantile intervals need every level exact (universe_bits <= {impl.exact_levels} at this "
+                "width and depth): CountSketch levels add a collision error that no published quantity "
+                "bounds (docs/privacy.md §Intervals)")
+        laws = {num / den for num, den in impl.level_params}
+        if len(laws) != 1:
+            raise ParameterError("quantile intervals need one noise law on every level")
+        s = uniform_rank_halfwidth(impl.noise_kind, laws.pop(), impl.bits, alpha)
+        targets = self._targets(qs)
+        values = self.quantiles(qs)
+        return [(v.item() if hasattr(v, "item") else v, float(t) - s, float(t) + s)
+                for v, t in zip(np.atleast_1d(values), targets)]
+
+    def rank_interval(self, x, *, level: float = 0.95) -> tuple:
+        """(estimated rank, low, high) of one position: :meth:`rank_intervals` of [x]."""
+        return self.rank_intervals([x], level=level)[0]
+
+    @locked
     def release(self, *, allow_repeat: bool = False, delta: float | None = None) -> Release:
         """A :class:`Release` whose ``sketch`` is the noisy hierarchy as a publishable, read-only
         copy (to_bytes, quantiles, ranks). It withholds the exact length and absorbed mass: ``n`` is

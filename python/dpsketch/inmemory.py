@@ -397,5 +397,9 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
     if scale == "log":
         meta.update(relative_accuracy=alpha, log_gamma=(1 + alpha) / (1 - alpha),
                     representative="2·γ^k/(γ + 1) of the bucket (γ^(k−1), γ^k] holding exp(answer)")
+    # the exponential mechanisms' rank-error bounds depend on the gaps between the data points,
+    # which are not published: no interval yet (docs/privacy.md §Intervals)
+    meta["interval"] = {"coverage": "none", "reason": "no data-independent rank bound is derived for the "
+                        "exponential mechanisms yet (docs/privacy.md §Intervals)"}
     return Release(items=items, threshold=None, epsilon=eps_used, delta=0.0, mechanism=_MECHANISM[chosen],
                    n=None, metadata=meta)

@@ -39,7 +39,7 @@ from .budget import Budget, charging
 from .calibration import (check_privacy_params, dgauss_tail_gt, unit_cell_sensitivities,
                           unit_group_guarantee, unit_group_privacy, used_value, zcdp_epsilon, zcdp_rho_for)
 from .errors import InternalError, ParameterError, ParameterTypeError
-from .release import Release
+from .release import Release, with_intervals
 from .summaries import MisraGries, SpaceSaving
 from .top_k import gumbel_top_k
 from ._validation import check_int
@@ -499,8 +499,10 @@ def release_bounded_counts(bounded: BoundedContributions, *, epsilon: float, del
         "reference": "docs/privacy.md §Privacy unit",
         **{kk_: v for kk_, v in plan.items() if kk_ not in ("epsilon", "delta")},
     }
+    intervals, level = with_intervals(mechanism, items, meta)
     return Release(items=items, threshold=float(plan["threshold"]), epsilon=plan["epsilon"], delta=plan["delta"],
-                   mechanism=mechanism, n=None, metadata=meta, rho=plan.get("rho"))
+                   mechanism=mechanism, n=None, metadata=meta, rho=plan.get("rho"), intervals=intervals,
+                   interval_level=level)
 
 
 def _draw_release(bounded: BoundedContributions, plan: dict, rng) -> list[tuple]:
@@ -813,8 +815,9 @@ class UnitStream:
             per_row_calibration=per_row,
             reference="docs/privacy.md §Privacy unit",
         )
+        intervals, level = with_intervals(mechanism, row.items, meta)  # the row release's, for the kept rows
         return Release(items=row.items, threshold=row.threshold, epsilon=plan["epsilon"], delta=plan["delta"],
-                       mechanism=mechanism, n=row.n, metadata=meta)
+                       mechanism=mechanism, n=row.n, metadata=meta, intervals=intervals, interval_level=level)
 
     def __repr__(self) -> str:
         return (f"UnitStream(summary={self.summary!r}, capacity={self.capacity}, "

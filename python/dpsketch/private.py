@@ -269,6 +269,31 @@ class PrivateCountMin(_PrivateLinear):
         cells = self._impl.cells()
         return float(cells.sum(axis=1, dtype=float).mean()) - self._impl.width * self._impl.shift
 
+    @locked
+    def estimate_intervals(self, items, *, level: float = 0.95) -> list[tuple]:
+        """(estimate, low, high) for each of ``items``: with probability at least ``level`` every
+        item's true count lies in its [low, high] (simultaneously over the items given; one item
+        is :meth:`estimate_interval`). Post-processing of the noisy cells (docs/privacy.md
+        §Intervals): high = estimate − E + s, low = estimate − E − s − t, with s bounding the d
+        noise terms of every item (a union bound), E the shift, and t a Markov bound on the
+        smallest row's collision mass, ((n_up/w)·(4/(1 − level))^{1/d}), from an upper bound n_up
+        on the stream length read off :meth:`noisy_total`. Valid when every update count was >= 0
+        (a turnstile stream's collisions can be negative) and the items were chosen without
+        looking at the hash seed or the cells."""
+        from .intervals import count_min_intervals
+
+        items = list(items)
+        if not items:
+            return []
+        ests = [float(self.estimate(x)) for x in items]
+        num, den = self._impl.noise_param
+        return count_min_intervals(ests, self._impl.noise_kind, num / den, self._impl.depth, self._impl.width,
+                                   self._impl.shift, self.noisy_total(), level)
+
+    def estimate_interval(self, item, *, level: float = 0.95) -> tuple:
+        """(estimate, low, high) of one item at ``level``: :meth:`estimate_intervals` of [item]."""
+        return self.estimate_intervals([item], level=level)[0]
+
 
 class PrivateCountSketch(_PrivateLinear):
     """CountSketch with noisy cells (DLap(depth/ε) or DGauss(depth/(2ρ)), no shift); ``estimate``

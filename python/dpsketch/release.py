@@ -10,13 +10,19 @@ record of what was released and ``guarantee`` its typed summary.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ReleaseBudgetError
+from .errors import MissingDependencyError, ParameterError, ReleaseBudgetError
 from .calibration import PRIVACY_UNIT, Guarantee, calibrate, check_privacy_params, make_length, privacy_record  # noqa: F401
 
 __all__ = ["Release", "ReleaseBudgetError", "check_privacy_params", "calibrate"]
+
+
+def _finite(x):
+    """A bound as JSON writes it: None for an unbounded side."""
+    return None if isinstance(x, float) and math.isinf(x) else x
 
 
 _INT_META = {"k", "capacity", "gamma", "t", "width", "depth", "noisy_cells", "l1_sensitivity", "max_stream_length", "length_t"}
@@ -44,6 +50,12 @@ class Release:
                   and of the mechanism proper) and every parameter and derived constant (γ, τ, d,
                   w, envelope terms, reproducible_not_secret, release_index, ...)
     :ivar sketch: the published sketch (read-only; ``to_bytes``, queries) for a sketch release, else None
+    :ivar intervals: list of (low, high) aligned with ``items``: with probability at least
+                  ``interval_level`` every released item's true value lies in its interval
+                  (simultaneous coverage; docs/privacy.md §Intervals; the rule is
+                  ``metadata['interval']``). None where no rule is derived yet. Post-processing:
+                  computed from the released values, the published length and public parameters
+    :ivar interval_level: the level of ``intervals`` (0.95 by default), None without intervals
     """
 
     items: list
@@ -55,6 +67,8 @@ class Release:
     metadata: dict = field(default_factory=dict)
     rho: float | None = None
     sketch: Any = None
+    intervals: list | None = None
+    interval_level: float | None = None
 
     @property
     def guarantee(self) -> Guarantee:
@@ -87,8 +101,39 @@ class Release:
         quantile values (``dpsketch.quantiles``, in the order of the levels asked for)."""
         return [v for _, v in self.items]
 
+    def intervals_at(self, level: float) -> list | None:
+        """The intervals of this release at another ``level`` (simultaneous coverage, docs/privacy.md
+        §Intervals). Post-processing of what was released: no budget is spent; None where no rule is
+        derived for this mechanism yet."""
+        from .intervals import for_release
+
+        return for_release(self.mechanism, self.items, self.metadata, level)[0] if self.sketch is None else None
+
+    def interval(self, key, level: float | None = None) -> tuple:
+        """(noisy value, low, high) of a released ``key`` at ``level`` (default: this release's).
+        Only released keys have one; the coverage statement is the simultaneous one of ``intervals``.
+        For a published Count-Min (``sketch``): the sketch's ``estimate_interval(key)``, any key."""
+        if self.sketch is not None:
+            if not hasattr(self.sketch, "estimate_interval"):
+                raise ParameterError(f"{type(self.sketch).__name__} has no point-query interval yet "
+                                     "(docs/privacy.md §Intervals)")
+            return self.sketch.estimate_interval(key, level=self.interval_level or 0.95 if level is None else level)
+        ivs = self.intervals if level is None else self.intervals_at(level)
+        if ivs is None:
+            raise ParameterError(f"{self.mechanism} releases carry no intervals yet (docs/privacy.md §Intervals)")
+        for (k, v), (lo, hi) in zip(self.items, ivs):
+            if k == key:
+                return v, lo, hi
+        raise ParameterError("that key is not in this release (only released keys have an interval)")
+
+    def _bounds(self) -> tuple[list, list]:
+        if self.intervals is None:
+            return [None] * len(self.items), [None] * len(self.items)
+        return [lo for lo, _ in self.intervals], [hi for _, hi in self.intervals]
+
     def to_dict(self) -> dict[str, Any]:
-        """Everything released, JSON-ready; a published sketch as its class name and base64 bytes."""
+        """Everything released, JSON-ready; a published sketch as its class name and base64 bytes.
+        ``intervals`` holds [low, high] per item (null for an unbounded side), or null."""
         out = {
             "mechanism": self.mechanism,
             "epsilon": self.epsilon,
@@ -98,6 +143,8 @@ class Release:
             "n": self.n,
             "items": [[k, v] for k, v in self.items],
             "metadata": dict(self.metadata),
+            "interval_level": self.interval_level,
+            "intervals": None if self.intervals is None else [[_finite(lo), _finite(hi)] for lo, hi in self.intervals],
         }
         if self.sketch is not None:
             import base64
@@ -109,13 +156,77 @@ class Release:
     def to_json(self, **kwargs) -> str:
         return json.dumps(self.to_dict(), **kwargs)
 
-    def to_pandas(self):
-        """DataFrame with columns key, noisy_value (pandas required); release info in ``.attrs``."""
-        import pandas as pd
+    def _columns(self) -> dict[str, list]:
+        low, high = self._bounds()
+        return {"key": self.keys(), "noisy_value": self.values(), "low": low, "high": high}
 
-        df = pd.DataFrame(self.items, columns=["key", "noisy_value"])
-        df.attrs.update({k: v for k, v in self.to_dict().items() if k != "items"})
+    def to_pandas(self):
+        """DataFrame with columns key, noisy_value, low, high (the interval at ``interval_level``;
+        None without intervals); release info in ``.attrs`` (pandas required)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise MissingDependencyError("to_pandas needs pandas: pip install pandas") from exc
+
+        df = pd.DataFrame(self._columns(), columns=["key", "noisy_value", "low", "high"])
+        df.attrs.update({k: v for k, v in self.to_dict().items() if k not in ("items", "intervals")})
         return df
+
+    def to_arrow(self):
+        """A pyarrow Table with columns key, noisy_value, low, high; the release record (everything
+        but the items) as JSON under the schema metadata key ``dpsketch.release`` (pyarrow required)."""
+        try:
+            import pyarrow as pa
+        except ImportError as exc:
+            raise MissingDependencyError("to_arrow needs pyarrow: pip install pyarrow") from exc
+
+        record = {k: v for k, v in self.to_dict().items() if k not in ("items", "intervals")}
+        cols = self._columns()
+        cols["low"] = [_finite(x) if x is not None else None for x in cols["low"]]
+        cols["high"] = [_finite(x) if x is not None else None for x in cols["high"]]
+        return pa.table(cols).replace_schema_metadata({"dpsketch.release": json.dumps(record)})
+
+    def to_polars(self):
+        """A polars DataFrame with columns key, noisy_value, low, high (polars required; the release
+        record is in :meth:`to_dict`)."""
+        try:
+            import polars as pl
+        except ImportError as exc:
+            raise MissingDependencyError("to_polars needs polars: pip install polars") from exc
+
+        cols = self._columns()
+        cols["low"] = [_finite(x) if x is not None else None for x in cols["low"]]
+        cols["high"] = [_finite(x) if x is not None else None for x in cols["high"]]
+        return pl.DataFrame(cols, strict=False)
+
+    def _repr_html_(self) -> str:
+        """A notebook table: the guarantee line, then key, noisy value and interval per item."""
+        import html
+
+        g = self.guarantee
+        if g.epsilon is None:
+            line = f"{html.escape(self.mechanism)}: rho={g.rho:g}-zCDP"
+        else:
+            line = f"{html.escape(self.mechanism)}: ({g.epsilon:g}, {g.delta:g})-DP"
+        line += f", privacy unit: {html.escape(str(g.privacy_unit))}, length: {html.escape(str(g.length))}"
+        if g.reproducible_not_secret:
+            line += ", <b>seeded: reproducible, NOT secret</b>"
+        if self.sketch is not None:
+            return f"<div><p>{line}</p><p>published sketch: {html.escape(type(self.sketch).__name__)}</p></div>"
+        if self.intervals is not None:
+            line += (f"; with probability &ge; {self.interval_level:g} every interval holds its item's true "
+                     "value (simultaneously)")
+        low, high = self._bounds()
+        head = "<tr><th>key</th><th>noisy value</th>" + ("<th>low</th><th>high</th>" if self.intervals else "") + "</tr>"
+        rows = []
+        limit = 50
+        for (k, v), lo, hi in list(zip(self.items, low, high))[:limit]:
+            cells = f"<td>{html.escape(str(k))}</td><td>{v}</td>"
+            if self.intervals is not None:
+                cells += f"<td>{lo}</td><td>{hi}</td>"
+            rows.append(f"<tr>{cells}</tr>")
+        more = f"<p>... {len(self.items) - limit} more items</p>" if len(self.items) > limit else ""
+        return f"<div><p>{line}</p><table>{head}{''.join(rows)}</table>{more}</div>"
 
     def __repr__(self) -> str:
         seeded = ", reproducible_not_secret=True" if self.metadata.get("reproducible_not_secret") else ""
@@ -137,6 +248,7 @@ def build_release(raw, *, mechanism, cal, epsilon, delta, seeded, extra):
     meta["reproducible_not_secret"] = bool(seeded)
     meta.update(extra)
     n_used = meta.get("n_used")
+    intervals, level = with_intervals(mechanism, items, meta)
     return Release(
         items=items,
         threshold=threshold,
@@ -145,7 +257,20 @@ def build_release(raw, *, mechanism, cal, epsilon, delta, seeded, extra):
         mechanism=mechanism,
         n=n_used,
         metadata=meta,
+        intervals=intervals,
+        interval_level=level,
     )
+
+
+def with_intervals(mechanism: str, items: list, meta: dict, level: float | None = None) -> tuple:
+    """(intervals, level) of a release about to be built, and its rule in ``meta['interval']``
+    (docs/privacy.md §Intervals): post-processing of ``items`` and the published metadata only."""
+    from .intervals import DEFAULT_LEVEL, for_release
+
+    lv = DEFAULT_LEVEL if level is None else level
+    intervals, rule = for_release(mechanism, items, meta, lv)
+    meta["interval"] = rule
+    return intervals, (lv if intervals is not None else None)
 
 
 def sketch_release(published, metadata: dict) -> Release:
