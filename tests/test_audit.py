@@ -13,6 +13,8 @@ import pytest
 import dpsketch.audit as A
 import dpsketch.audit._pairs as P
 from dpsketch.audit._stats import _PHI_INV
+
+pytestmark = pytest.mark.audit  # CI stage 'audit tests' (pyproject.toml)
 from dpsketch.cli import main
 
 

@@ -455,6 +455,7 @@ def test_no_command_and_help(capsys):
     assert code == 0 and "--epsilon" in out and "--max-stream-length" in out
 
 
+@pytest.mark.experiments
 def test_experiment_runs_a_sweep_and_counts_its_claims(capsys, tmp_path):
     import csv
 

@@ -32,14 +32,19 @@ def heavy(tmp_path_factory):
     return p
 
 
-def test_top_caps_the_printed_list(capsys, heavy):
-    code, out, err = run(capsys, "top", heavy, "-k", 12, "--seed", 1, "--top", 2, "--json")
+def test_show_caps_the_table_and_machine_output_is_the_whole_release(capsys, heavy):
+    code, out, err = run(capsys, "top", heavy, "-k", 12, "--seed", 1, "--show", 2)
+    assert code == 0, err
+    rows = out.strip().splitlines()[1:]
+    assert [r.split()[1] for r in rows] == ["a", "b"]
+    assert "showing the top 2 of 4 released items" in err
+    # a release is single-shot: --json and --csv write every released item whatever --show says
+    code, out, err = run(capsys, "top", heavy, "-k", 12, "--seed", 1, "--show", 2, "--json")
     assert code == 0, err
     d = json.loads(out)
-    assert [k for k, _ in d["items"]] == ["a", "b"]
-    assert d["cli"]["released"] == 4 and d["cli"]["top"] == 2
-    assert "showing the top 2 of 4 released items" in err
-    code, out, err = run(capsys, "top", heavy, "-k", 12, "--seed", 1, "--top", 0, "--csv")
+    assert [k for k, _ in d["items"]] == ["a", "b", "c", "d"] and len(d["intervals"]) == 4
+    assert d["cli"]["released"] == 4 and "showing the top" not in err
+    code, out, err = run(capsys, "top", heavy, "-k", 12, "--seed", 1, "--show", 2, "--csv")
     assert [ln.split(",")[1] for ln in out.strip().splitlines()[1:]] == ["a", "b", "c", "d"]
     assert "showing the top" not in err
 

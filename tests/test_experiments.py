@@ -11,7 +11,8 @@ import pytest
 from dpsketch import experiments
 
 # Every figure the sweeps draw must keep its legend off the panels.
-pytestmark = pytest.mark.filterwarnings("error::dpsketch.experiments.plots.FigureLayoutWarning")
+pytestmark = [pytest.mark.filterwarnings("error::dpsketch.experiments.plots.FigureLayoutWarning"),
+              pytest.mark.experiments]  # CI stage 'experiments' (pyproject.toml)
 
 PROB = ("recall", "precision", "f1")
 

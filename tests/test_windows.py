@@ -297,6 +297,12 @@ def test_cli_json_lines_parse_back_one_per_window(capsys, event_csv):
     rows = list(csv.DictReader(io.StringIO(out2)))
     assert rows and rows[0]["window_start"] == "2023-11-14T22:13:20Z" and rows[0]["item"] == "q1"
     assert int(rows[0]["noisy_count"]) == objs[0]["items"][0][1]
+    # --show cuts the table only: every window's JSON line and CSV rows hold its whole release
+    code, out3, _ = run(capsys, "top", event_csv, *WINDOW_ARGS, "--seed", 3, "--json", "--show", 1)
+    assert [json.loads(line)["items"] for line in out3.splitlines()] == [o["items"] for o in objs]
+    assert any(len(o["items"]) > 1 for o in objs)
+    code, out4, _ = run(capsys, "top", event_csv, *WINDOW_ARGS, "--seed", 3, "--csv", "--show", 1)
+    assert out4 == out2
 
 
 def test_cli_refusals(capsys, event_csv):

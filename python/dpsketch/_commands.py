@@ -190,8 +190,9 @@ def _open_budget_file(path, what="--budget"):
 
 
 def _items_release(out, released, top, *, json_obj, threshold):
-    """Print the released (item, noisy value) pairs, cut to the ``top`` largest (post-processing)."""
-    items = released[:top] if top else released
+    """Print the released (item, noisy value) pairs. ``top`` (--show) cuts the table only: a release
+    is single-shot and its budget spent, so --json and --csv write every released item."""
+    items = released[:top] if top and out.fmt == "table" else released
     if json_obj is not None:
         json_obj["items"] = [[k, v] for k, v in items]
         if json_obj.get("intervals") is not None:  # aligned with the items, a prefix of the release's
@@ -394,7 +395,7 @@ def top(args) -> int:
 
 
 def _note_cut(out, top_n, released):
-    if top_n and top_n < released:
+    if top_n and top_n < released and out.fmt == "table":
         out.note(f"showing the top {top_n} of {released} released items (--show 0 shows all)")
 
 
@@ -765,7 +766,7 @@ def _print_cumulative(out, writer, step, cumulative, top_n, k, source_desc) -> N
     threshold = max(total / k, 4 * math.sqrt(sigma2))
     found = prefix.heavy_hitters(threshold)
     items = [(int(x) - _SIGN, v) for x, v in found]
-    shown = items[:top_n] if top_n else items
+    shown = items[:top_n] if top_n and out.fmt == "table" else items  # --show cuts the table only
     if out.fmt == "json":
         obj = {"mechanism": cumulative.mechanism, "step": step.step, "window": window,
                "threshold": threshold, "noisy_total": total,
@@ -789,7 +790,7 @@ def _print_cumulative(out, writer, step, cumulative, top_n, k, source_desc) -> N
 def _print_window(out, writer, rel, top_n, source_desc, k, capacity, algorithm) -> None:
     """One window's release on stdout, flushed: a JSON line, CSV rows or a titled table."""
     window = rel.metadata["window"]
-    items = rel.items[:top_n] if top_n else rel.items
+    items = rel.items[:top_n] if top_n and out.fmt == "table" else rel.items  # --show cuts the table only
     if out.fmt == "json":
         obj = rel.to_dict()
         obj["items"] = [[key, v] for key, v in items]

@@ -117,7 +117,7 @@ _COMMANDS = {
         "Stream the items of FILE (or stdin) through a summary and release, once, the items "
         "whose noisy count passes the mechanism's threshold: with --frequency-k K the items of frequency "
         "about n/K or more, with --top-k N exactly N items whenever N pass. --show N only limits the rows "
-        "printed. The table goes to stdout; a "
+        "of the table (--json and --csv write the whole release). The table goes to stdout; a "
         "header (mechanism, epsilon, delta, threshold, n) goes to stderr. With --privacy-id, "
         "one privacy id (all of its rows) is the privacy unit.",
     ),
@@ -300,9 +300,10 @@ def _top_parser(sub):
     o = _output_options(t, "print the release as JSON", "print rank,item,noisy_count as CSV",
                         "no header, notes or progress bar on stderr")
     o.add_argument("--show", "--top", "-n", dest="top", type=_int_at_least("show", 0), default=None, metavar="N",
-                   help=f"print at most N rows of the release, its largest noisy counts (display only; default "
-                        f"{DEFAULT_TOP}, or all N with --top-k N; 0 prints all). It selects nothing privately: "
-                        "for exactly N items use --top-k N. --top is an older spelling")
+                   help=f"print at most N rows of the table, its largest noisy counts (display only; default "
+                        f"{DEFAULT_TOP}, or all N with --top-k N; 0 prints all). --json and --csv always write "
+                        "the whole release. It selects nothing privately: for exactly N items use --top-k N. "
+                        "--top is an older spelling")
     prog = o.add_mutually_exclusive_group()
     prog.add_argument("--progress", action="store_true",
                       help="show a progress bar with rate and ETA (default: only when stderr is a terminal)")
