@@ -243,9 +243,11 @@ def test_cli_top_k_header_says_how_many_qualified_and_hints_when_fewer(capsys, s
 
 def test_cli_show_and_its_older_spellings(capsys, stream_file):
     for opt in ("--show", "--top", "-n"):
+        code, out, err = run(capsys, "top", stream_file, "--top-k", 20, opt, 5, "--seed", 1)
+        assert code == 0 and len(out.strip().splitlines()) == 1 + 5  # the table's header and 5 rows
         code, out, err = run(capsys, "top", stream_file, "--top-k", 20, opt, 5, "--json", "--seed", 1)
-        rel = json.loads(out)
-        assert code == 0 and len(rel["items"]) == 5 and rel["cli"]["released"] == 20
+        rel = json.loads(out)  # the JSON is the whole release whatever --show says
+        assert code == 0 and len(rel["items"]) == 20 and rel["cli"]["released"] == 20
     for opt in ("--frequency-k", "--k", "-k"):
         code, out, _ = run(capsys, "top", stream_file, opt, 20, "--json", "--seed", 1, "--show", 0)
         assert code == 0 and json.loads(out)["cli"]["k"] == 20
