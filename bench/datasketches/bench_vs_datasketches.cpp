@@ -18,13 +18,15 @@
 //
 // Timing: each structure is created once per (stream, k~), fed one untimed pass of the stream (so
 // it is full and evicting / purging), then every round times `passes` further passes per
-// contender: steady state, as in dpsketch_bench, whose structures persist across iterations. CPU
+// contender: steady state, as in dpsketch_bench, whose structures persist across iterations. With
+// --fresh, every timed pass instead feeds a structure constructed (untimed) just before it: the fill,
+// the first evictions / purges and DataSketches' map growth are in the time. CPU
 // time of this thread (CLOCK_THREAD_CPUTIME_ID) per update. Within a round all contenders run one
 // after another, the order rotated by one each round; reported are medians over rounds of ns/update
 // and medians of the same-round ratios DataSketches / dpsketch.
 //
 // Usage: bench_vs_datasketches [--rounds R] [--n-log2 L] [--passes P] [--k 256,1024,4096]
-//                              [--streams 1.1,0.8,uniform] [--no-floor] [--ds-lg-offset D]
+//                              [--streams 1.1,0.8,uniform] [--no-floor] [--ds-lg-offset D] [--fresh]
 //   defaults: R = 11, L = 20 (n = 2^20), P = max(1, 2^22 / n) passes per timing, D = 0.
 //   --ds-lg-offset D gives DataSketches lg_max_map_size = (same-bound value) + D: a sensitivity
 //   check only; with D < 0 its bound is looser than ours (D = -1: 1.75 n/k~), no longer the same.
@@ -118,8 +120,9 @@ std::string stream_name(double skew) {
 
 struct Contender {
   std::string name;
-  std::function<void()> pass;  // one untimed-or-timed pass over the stream
-  std::vector<double> ns;      // per round, ns/update
+  std::function<void()> pass;   // one untimed-or-timed pass over the stream
+  std::function<void()> renew;  // --fresh: a new structure in place of the old one (untimed)
+  std::vector<double> ns;       // per round, ns/update
 };
 
 struct Row {
@@ -146,7 +149,7 @@ std::vector<std::string> split(const std::string& s) {
 
 [[noreturn]] void usage_error(const std::string& what) {
   std::fprintf(stderr, "bench_vs_datasketches: %s\nusage: bench_vs_datasketches [--rounds R] [--n-log2 L] [--passes P] "
-               "[--k 256,1024,4096] [--streams 1.1,0.8,uniform] [--no-floor] [--ds-lg-offset D]\n", what.c_str());
+               "[--k 256,1024,4096] [--streams 1.1,0.8,uniform] [--no-floor] [--ds-lg-offset D] [--fresh]\n", what.c_str());
   std::exit(2);
 }
 
@@ -154,7 +157,7 @@ std::vector<std::string> split(const std::string& s) {
 
 int main(int argc, char** argv) {
   int rounds = 11, n_log2 = 20, passes = 0, ds_lg_offset = 0;
-  bool with_floor = true;
+  bool with_floor = true, fresh = false;
   std::vector<std::uint64_t> ks = {256, 1024, 4096};
   std::vector<double> skews = {1.1, 0.8, 0.0};
   for (int i = 1; i < argc; ++i) {
@@ -167,6 +170,7 @@ int main(int argc, char** argv) {
     else if (a == "--n-log2") n_log2 = std::atoi(value().c_str());
     else if (a == "--passes") passes = std::atoi(value().c_str());
     else if (a == "--no-floor") with_floor = false;
+    else if (a == "--fresh") fresh = true;
     else if (a == "--ds-lg-offset") ds_lg_offset = std::atoi(value().c_str());
     else if (a == "--k") {
       ks.clear();
@@ -188,7 +192,8 @@ int main(int argc, char** argv) {
 
   std::printf("# dpsketch counters vs DataSketches frequent_items_sketch<int64_t> (DataSketches %s)\n", DATASKETCHES_VERSION_STRING);
   std::printf("# n = 2^%d items per stream, universe 10^5 keys, %d rounds, %d pass(es) of the stream per timing; "
-              "CPU time per update, steady state (one untimed pass first)\n", n_log2, rounds, passes);
+              "CPU time per update, %s\n", n_log2, rounds, passes,
+              fresh ? "fresh structures (each timed pass feeds a new one)" : "steady state (one untimed pass first)");
   if (ds_lg_offset != 0)
     std::printf("# --ds-lg-offset %d: DataSketches lg_max_map_size = same-bound value %+d; NOT the same error bound\n", ds_lg_offset,
                 ds_lg_offset);
@@ -200,9 +205,9 @@ int main(int argc, char** argv) {
         dpsketch::bench::zipf_ints(n, skew, kUniverse, 0x5eed0000 + std::uint64_t(skew * 10));  // dpsketch_bench's seeds
     for (std::uint64_t k : ks) {
       const int lg = datasketches_lg_for(k) + ds_lg_offset;
-      dpsketch::SpaceSaving<std::int64_t> ss(k);
-      dpsketch::MisraGries<std::int64_t> mg(k);
-      DsSketch ds(static_cast<std::uint8_t>(lg));
+      auto ss = std::make_unique<dpsketch::SpaceSaving<std::int64_t>>(k);
+      auto mg = std::make_unique<dpsketch::MisraGries<std::int64_t>>(k);
+      auto ds = std::make_unique<DsSketch>(static_cast<std::uint8_t>(lg));
       std::unique_ptr<dpsketch::bench::ProbeFloor<std::int64_t>> floor;
       std::unique_ptr<dpsketch::bench::EvictionFloor<std::int64_t>> evict;
       if (with_floor) {
@@ -211,19 +216,32 @@ int main(int argc, char** argv) {
       }
 
       std::vector<Contender> cs;
-      cs.push_back({"SpaceSaving", [&] { for (const std::int64_t& x : xs) ss.update(x); escape(&ss); }, {}});
-      cs.push_back({"MisraGries", [&] { for (const std::int64_t& x : xs) mg.update(x); escape(&mg); }, {}});
-      cs.push_back({"DataSketches", [&] { for (const std::int64_t& x : xs) ds.update(x); escape(&ds); }, {}});
-      if (floor) cs.push_back({"floor", [&] { for (const std::int64_t& x : xs) floor->update(x); escape(floor.get()); }, {}});
-      if (evict) cs.push_back({"evict", [&] { for (const std::int64_t& x : xs) evict->update(x); escape(evict.get()); }, {}});
+      cs.push_back({"SpaceSaving", [&] { for (const std::int64_t& x : xs) ss->update(x); escape(ss.get()); },
+                    [&] { ss.reset(); ss = std::make_unique<dpsketch::SpaceSaving<std::int64_t>>(k); }, {}});
+      cs.push_back({"MisraGries", [&] { for (const std::int64_t& x : xs) mg->update(x); escape(mg.get()); },
+                    [&] { mg.reset(); mg = std::make_unique<dpsketch::MisraGries<std::int64_t>>(k); }, {}});
+      cs.push_back({"DataSketches", [&] { for (const std::int64_t& x : xs) ds->update(x); escape(ds.get()); },
+                    [&] { ds.reset(); ds = std::make_unique<DsSketch>(static_cast<std::uint8_t>(lg)); }, {}});
+      if (floor)
+        cs.push_back({"floor", [&] { for (const std::int64_t& x : xs) floor->update(x); escape(floor.get()); },
+                      [&] { floor.reset(); floor = std::make_unique<dpsketch::bench::ProbeFloor<std::int64_t>>(k, xs); }, {}});
+      if (evict)
+        cs.push_back({"evict", [&] { for (const std::int64_t& x : xs) evict->update(x); escape(evict.get()); },
+                      [&] { evict.reset(); evict = std::make_unique<dpsketch::bench::EvictionFloor<std::int64_t>>(k); }, {}});
 
-      for (auto& c : cs) c.pass();  // warm-up: full, evicting / purging from here on
+      if (!fresh)
+        for (auto& c : cs) c.pass();  // warm-up: full, evicting / purging from here on
       for (int r = 0; r < rounds; ++r)
         for (std::size_t j = 0; j < cs.size(); ++j) {
           Contender& c = cs[(j + std::size_t(r)) % cs.size()];
-          const double t0 = thread_cpu_seconds();
-          for (int p = 0; p < passes; ++p) c.pass();
-          c.ns.push_back((thread_cpu_seconds() - t0) * 1e9 / updates_per_timing);
+          double t = 0;
+          for (int p = 0; p < passes; ++p) {
+            if (fresh) c.renew();
+            const double t0 = thread_cpu_seconds();
+            c.pass();
+            t += thread_cpu_seconds() - t0;
+          }
+          c.ns.push_back(t * 1e9 / updates_per_timing);
         }
 
       std::array<double, 5> row_floor_ratios{};
@@ -265,12 +283,12 @@ int main(int argc, char** argv) {
       row.ds_over_ss_hi = *std::max_element(r_ss.begin(), r_ss.end());
       row.ds_over_mg_lo = *std::min_element(r_mg.begin(), r_mg.end());
       row.ds_over_mg_hi = *std::max_element(r_mg.begin(), r_mg.end());
-      row.ss_bytes = ss.memory_bytes();
-      row.mg_bytes = mg.memory_bytes();
+      row.ss_bytes = ss->memory_bytes();
+      row.mg_bytes = mg->memory_bytes();
       row.ds_bytes = ds_bytes;
       row.floor_bytes = floor ? floor->memory_bytes() : 0;
-      row.ds_max_error_over_n = double(ds.get_maximum_error()) / double(ds.get_total_weight());
-      row.ds_active = ds.get_num_active_items();
+      row.ds_max_error_over_n = double(ds->get_maximum_error()) / double(ds->get_total_weight());
+      row.ds_active = ds->get_num_active_items();
       rows.push_back(row);
       std::fprintf(stderr, "done: %s k~=%llu\n", row.stream.c_str(), static_cast<unsigned long long>(k));
     }

@@ -9,6 +9,7 @@
 #   bench/datasketches/run.sh [benchmark args]          # e.g. --rounds 11 --n-log2 22
 #   benchmark args: --rounds R (11) --n-log2 L (20) --passes P (max(1, 2^22/n)) --k 256,1024,4096
 #                   --streams 1.1,0.8,uniform --no-floor --ds-lg-offset D (sensitivity only)
+#                   --fresh (every timed pass feeds a newly built structure; default: steady state)
 #
 # Compiler flags: those of the project's CMake Release build of dpsketch_bench (-O3 -DNDEBUG,
 # C++17, no -march=native). Environment: DATASKETCHES_DIR (as for fetch_datasketches.sh), CXX

@@ -131,7 +131,7 @@ class FlatSlots {
     std::uint64_t m = ~std::uint64_t{0};
 #ifdef DPSKETCH_X86_DISPATCH
     if constexpr (sizeof(Slot) == 16 && std::is_same_v<Key, std::int64_t>) {
-      if (simd::avx2()) {
+      if (n >= 4 && simd::avx2()) {
         m = scan_avx2(slots_.data(), time_.data(), n, above, eq, before, mark);
         s = n & ~3u;
       }
@@ -208,26 +208,30 @@ class FlatSlots {
     (void)h;
   }
 #ifdef DPSKETCH_X86_DISPATCH
-  // scan() over the first n & ~3 slots (int keys: Slot is {key, count}, 16 bytes). Counts are
-  // compared as unsigned (sign bit flipped: AVX2 has signed 64-bit compares only).
+  // scan() over the first n & ~3 slots, n >= 4 (int keys: Slot is {key, count}, 16 bytes). The
+  // minimum count above `above` is the unsigned minimum of d = c - above - 1, which wraps to >= 2^63
+  // exactly when c <= above (counts and `above` are below 2^63, the stream limit); AVX2 has signed
+  // 64-bit compares only, so d is compared with its sign bit flipped (df = c - (above + 1 - 2^63)).
+  // No vector is compared with a constant: the running minimum starts from the first four slots.
+  // (g++ 12 with AVX-512BW and VL enabled rewrites a compare against a constant INT64_MIN or
+  // INT64_MAX lane, such as `c > above` with above == 0 once inlined, into an equality and then
+  // blends with the mask inverted; tests/cpp/counters_simd.cpp builds this file with -march=native.)
   template <class Mark>
   __attribute__((target("avx2"))) static std::uint64_t scan_avx2(const Slot* slots, const std::uint32_t* time,
                                                                  std::uint32_t n, std::uint64_t above, std::uint64_t eq,
                                                                  std::uint32_t before, Mark& mark) {
-    const __m256i flip = _mm256_set1_epi64x(static_cast<long long>(std::uint64_t{1} << 63));
-    const __m256i above_f = _mm256_set1_epi64x(static_cast<long long>(above ^ (std::uint64_t{1} << 63)));
+    constexpr std::uint64_t kSign = std::uint64_t{1} << 63;
+    const __m256i shift = _mm256_set1_epi64x(static_cast<long long>((above + 1) ^ kSign));
     const __m256i eq_v = _mm256_set1_epi64x(static_cast<long long>(eq));
     const __m256i before_v = _mm256_set1_epi64x(before);
-    const __m256i none_f = _mm256_set1_epi64x(static_cast<long long>(~std::uint64_t{0} >> 1));  // ~0, flipped
-    __m256i min_f = none_f;
+    __m256i min_f = _mm256_setzero_si256();
     const std::uint32_t end = n & ~3u;
     for (std::uint32_t s = 0; s < end; s += 4) {
       const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(slots + s));      // k0 c0 k1 c1
       const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(slots + s + 2));  // k2 c2 k3 c3
       const __m256i c = _mm256_unpackhi_epi64(a, b);                                          // c0 c2 c1 c3
-      const __m256i cf = _mm256_xor_si256(c, flip);
-      const __m256i cand = _mm256_blendv_epi8(none_f, cf, _mm256_cmpgt_epi64(cf, above_f));
-      min_f = _mm256_blendv_epi8(min_f, cand, _mm256_cmpgt_epi64(min_f, cand));
+      const __m256i df = _mm256_sub_epi64(c, shift);
+      min_f = s == 0 ? df : _mm256_blendv_epi8(min_f, df, _mm256_cmpgt_epi64(min_f, df));
       const __m256i t = _mm256_permute4x64_epi64(
           _mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(time + s))), 0xD8);  // t0 t2 t1 t3
       const __m256i hit = _mm256_and_si256(_mm256_cmpeq_epi64(c, eq_v), _mm256_cmpgt_epi64(before_v, t));
@@ -241,9 +245,9 @@ class FlatSlots {
     }
     alignas(32) std::uint64_t lanes[4];
     _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), min_f);
-    std::uint64_t m = ~std::uint64_t{0};
-    for (std::uint64_t v : lanes) m = std::min(m, v ^ (std::uint64_t{1} << 63));
-    return m;
+    std::uint64_t d = ~std::uint64_t{0};
+    for (std::uint64_t v : lanes) d = std::min(d, v ^ kSign);
+    return d >= kSign ? ~std::uint64_t{0} : d + above + 1;
   }
 #endif
 
