@@ -200,7 +200,7 @@ def test_wide_gaussian_tails_match_the_sum():
     logp = -x * x / (2 * s2)
     p = np.exp(logp - logp.max())
     p /= p.sum()
-    log_tail = I._noise_log_tail("discrete_gaussian", s2)
+    log_tail = I.noise_log_tail("discrete_gaussian", s2)
     for t in (-2000, -1, 0, 1, 500, 3000, 6000, 8000):
         assert math.exp(log_tail(t)) == pytest.approx(p[x > t].sum(), rel=1e-10)
 

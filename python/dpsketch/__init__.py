@@ -1,7 +1,8 @@
 """dpsketch: differentially private heavy hitters on data streams.
 
 Two front doors for data in hand: :func:`heavy_hitters` and :func:`quantiles`, with the privacy
-unit as a value (``unit=``: :class:`Row` or :class:`Person`). Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
+unit as a value (``unit=``: :class:`Row` or :class:`Person`); :func:`plan` states what either
+would guarantee and how accurate it would be, before any data (a :class:`Plan`). Summaries and sketches (non-private): :class:`MisraGries`, :class:`SpaceSaving`,
 :class:`CountMin`, :class:`CountSketch`. Private releases: ``MisraGries.release`` (PMG),
 ``SpaceSaving.release`` (DPSS), :func:`heavy_hitters` (DPSS in one or two passes over an array,
 DataFrame or file), :class:`PrivateCountMin`, :class:`PrivateCountSketch`,
@@ -31,6 +32,7 @@ _LAZY = {
     "DPSketchError": ".errors", "ParameterError": ".errors", "ReadOnlyError": ".errors",
     "ReleaseBudgetError": ".errors", "StreamLimitError": ".errors",
     "heavy_hitters": ".front", "quantiles": ".front", "Row": ".units", "Person": ".units",
+    "plan": ".plans", "Plan": ".plans",
     "DyadicCountSketch": ".dyadic", "PrivateDyadicCountSketch": ".dyadic",
     "PrivateCountMin": ".private", "PrivateCountSketch": ".private", "SketchHeavyHitters": ".private",
     "ContributionBounder": ".privacy_unit", "UnitStream": ".privacy_unit", "bound_contributions": ".privacy_unit",
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
         StreamLimitError,
     )
     from .front import heavy_hitters, quantiles
+    from .plans import Plan, plan
     from .units import Person, Row
     from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
     from .private import PrivateCountMin, PrivateCountSketch, SketchHeavyHitters
@@ -74,6 +77,8 @@ if TYPE_CHECKING:
 __all__ = [
     "heavy_hitters",
     "quantiles",
+    "plan",
+    "Plan",
     "Row",
     "Person",
     "MisraGries",

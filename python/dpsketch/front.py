@@ -24,7 +24,8 @@ from .errors import ParameterError, ParameterTypeError
 from .release import Release
 from .units import Person, Row, as_unit
 
-__all__ = ["heavy_hitters", "quantiles", "HEAVY_HITTER_METHODS", "QUANTILE_METHODS"]
+__all__ = ["heavy_hitters", "quantiles", "route_heavy_hitters", "route_quantiles", "HEAVY_HITTER_METHODS",
+           "QUANTILE_METHODS"]
 
 # method -> what it runs (docs/routes.md); "auto" picks one of these from the unit and the request.
 HEAVY_HITTER_METHODS = {
@@ -136,6 +137,35 @@ def heavy_hitters(
         what was protected and what ran
     """
     u = as_unit(unit, public_length)
+    m = route_heavy_hitters(u, method, k=k, top_k=top_k, passes=passes, capacity=capacity,
+                            length_epsilon=length_epsilon, length_delta=length_delta, noise=noise)
+    if m == "pmg":
+        return _finish(_pmg(data, u, k=k, top_k=top_k, capacity=capacity, epsilon=epsilon, delta=delta,
+                            column=column, format=format, keys=keys, seed=seed, budget=budget,
+                            length_epsilon=length_epsilon, length_delta=length_delta, chunk_size=chunk_size),
+                       u, m)
+    if m in ("dpss", "dpss_two_pass"):
+        from .dpss import heavy_hitters as dpss_heavy_hitters
+
+        rel = dpss_heavy_hitters(data, k=k, epsilon=epsilon, delta=delta, top_k=top_k, capacity=capacity,
+                                 passes=2 if m == "dpss_two_pass" else 1, cut=cut, column=column, format=format,
+                                 keys=keys, seed=seed, public_length=u.public_length, length_epsilon=length_epsilon,
+                                 length_delta=length_delta, budget=budget, chunk_size=chunk_size)
+        return _finish(rel, u, m)
+    if m == "exact":
+        rel = _person_exact(data, u, column=column, format=format, keys=keys, epsilon=epsilon, delta=delta,
+                            noise=noise, top_k=top_k, seed=seed, budget=budget)
+        return _finish(rel, u, m)
+    rel = _person_bounded_memory(data, u, column=column, format=format, keys=keys, k=k, capacity=capacity,
+                                 epsilon=epsilon, delta=delta, seed=seed, budget=budget)
+    return _finish(rel, u, m)
+
+
+def route_heavy_hitters(u, method: Any, *, k=None, top_k=None, passes=None, capacity=None, length_epsilon=None,
+                        length_delta=None, noise: str = "gaussian") -> str:
+    """The method :func:`heavy_hitters` runs for the unit ``u`` (a Row or a Person) and ``method``
+    ("auto" resolved), after every check that reads only these options. :func:`dpsketch.plan`
+    calls it too, so a plan and a release never route differently (docs/plans.md)."""
     m = _check_method(method, HEAVY_HITTER_METHODS)
     if isinstance(u, Row):
         if m == "auto":
@@ -145,18 +175,7 @@ def heavy_hitters(
                                  f"{'max_keys' if m == 'exact' else 'max_rows'}=...)")
         if passes is not None and (passes == 2) != (m == "dpss_two_pass"):
             raise ParameterError(f"passes={passes!r} does not go with method={m!r}; passes=2 is method='dpss_two_pass'")
-        if m == "pmg":
-            return _finish(_pmg(data, u, k=k, top_k=top_k, capacity=capacity, epsilon=epsilon, delta=delta,
-                                column=column, format=format, keys=keys, seed=seed, budget=budget,
-                                length_epsilon=length_epsilon, length_delta=length_delta, chunk_size=chunk_size),
-                           u, m)
-        from .dpss import heavy_hitters as dpss_heavy_hitters
-
-        rel = dpss_heavy_hitters(data, k=k, epsilon=epsilon, delta=delta, top_k=top_k, capacity=capacity,
-                                 passes=2 if m == "dpss_two_pass" else 1, cut=cut, column=column, format=format,
-                                 keys=keys, seed=seed, public_length=u.public_length, length_epsilon=length_epsilon,
-                                 length_delta=length_delta, budget=budget, chunk_size=chunk_size)
-        return _finish(rel, u, m)
+        return m
     # one person
     if m == "auto":
         m = "exact" if u.max_keys is not None else "bounded_memory"
@@ -177,17 +196,15 @@ def heavy_hitters(
                                  "the N largest, or neither")
         if capacity is not None:
             raise ParameterError("capacity is an option of the summary-based methods, not of method='exact'")
-        rel = _person_exact(data, u, column=column, format=format, keys=keys, epsilon=epsilon, delta=delta,
-                            noise=noise, top_k=top_k, seed=seed, budget=budget)
-        return _finish(rel, u, m)
+        return m
     if top_k is not None:
         raise ParameterError("method='bounded_memory' releases by a frequency cut: pass k= (frequency about n/k or "
                              "more); for the N largest keys of each person's bounded rows use max_keys (exact)")
     if noise != "gaussian":
         raise ParameterError("noise is an option of method='exact'")
-    rel = _person_bounded_memory(data, u, column=column, format=format, keys=keys, k=k, capacity=capacity,
-                                 epsilon=epsilon, delta=delta, seed=seed, budget=budget)
-    return _finish(rel, u, m)
+    if k is None:
+        raise ParameterError("method='bounded_memory' needs k= (keep keys of frequency about n/k or more)")
+    return m
 
 
 def _pmg(data, unit: Row, *, k, top_k, capacity, epsilon, delta, column, format, keys, seed, budget,
@@ -232,8 +249,6 @@ def _person_exact(data, unit: Person, *, column, format, keys, epsilon, delta, n
 def _person_bounded_memory(data, unit: Person, *, column, format, keys, k, capacity, epsilon, delta, seed, budget):
     from .privacy_unit import UnitStream
 
-    if k is None:
-        raise ParameterError("method='bounded_memory' needs k= (keep keys of frequency about n/k or more)")
     stream = UnitStream("spacesaving", capacity=2 * k if capacity is None else capacity,
                         max_rows_per_unit=unit.max_rows)
     if _is_path(data):
@@ -296,6 +311,28 @@ def quantiles(
         ``qs``; ``metadata["unit"]`` and ``metadata["method"]`` say what was protected and what ran
     """
     u = as_unit(unit)
+    m = route_quantiles(u, method, qs, epsilon=epsilon, delta=delta, rho=rho, universe_bits=universe_bits,
+                        scale=scale, integer=integer)
+    if isinstance(u, Row):
+        from .inmemory import quantiles as inmemory_quantiles
+
+        rel = inmemory_quantiles(_values(data, column), qs, bounds=bounds, epsilon=epsilon,
+                                 method=method, scale=scale, relative_accuracy=relative_accuracy, integer=integer,
+                                 seed=seed, budget=budget)
+        return _finish(rel, u, m)
+    from .privacy_unit import unit_quantiles
+
+    values, ids = _person_columns(data, column, u)
+    rel = unit_quantiles(values, ids, qs, max_rows_per_unit=u.max_rows, bounds=bounds, universe_bits=universe_bits,
+                         gamma=gamma, rho=rho, epsilon=epsilon, delta=delta, seed=seed, budget=budget)
+    return _finish(rel, u, "dyadic")
+
+
+def route_quantiles(u, method: Any, qs: Any, *, epsilon=None, delta=None, rho=None, universe_bits=None,
+                    scale: str = "linear", integer: bool = False) -> str:
+    """The method :func:`quantiles` runs for the unit ``u`` and ``method`` ("auto" resolved from
+    the number of distinct levels in ``qs``, never from the data), after every check that reads
+    only these options. :func:`dpsketch.plan` calls it too (docs/plans.md)."""
     m = _check_method(method, QUANTILE_METHODS)
     if isinstance(u, Row):
         if u.public_length:
@@ -308,12 +345,9 @@ def quantiles(
                                  "and bounds only (delta, rho and universe_bits are person-level options)")
         if epsilon is None:
             raise ParameterError("pass epsilon= (the row-level quantile methods are pure ε-DP)")
-        from .inmemory import quantiles as inmemory_quantiles
+        from .inmemory import _check_levels, choose_method
 
-        rel = inmemory_quantiles(_values(data, column), qs, bounds=bounds, epsilon=epsilon,
-                                 method="auto" if m == "auto" else m, scale=scale,
-                                 relative_accuracy=relative_accuracy, integer=integer, seed=seed, budget=budget)
-        return _finish(rel, u, rel.metadata.get("method", m) if m == "auto" else m)
+        return choose_method(m, len(np.unique(_check_levels(qs)[0])))
     if m not in ("auto", "dyadic"):
         raise ParameterError(f"method={m!r} protects one row; with unit=Person(...) quantiles use method='dyadic'")
     if u.max_rows is None:
@@ -321,9 +355,4 @@ def quantiles(
                              "Person(id=..., max_rows=r)")
     if scale != "linear" or integer:
         raise ParameterError("scale and integer are options of the row-level methods")
-    from .privacy_unit import unit_quantiles
-
-    values, ids = _person_columns(data, column, u)
-    rel = unit_quantiles(values, ids, qs, max_rows_per_unit=u.max_rows, bounds=bounds, universe_bits=universe_bits,
-                         gamma=gamma, rho=rho, epsilon=epsilon, delta=delta, seed=seed, budget=budget)
-    return _finish(rel, u, "dyadic")
+    return "dyadic"

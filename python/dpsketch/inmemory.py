@@ -280,6 +280,56 @@ def _check_values(values) -> np.ndarray:
     return v[~nan] if nan.any() else v
 
 
+def check_params(qs, *, bounds, epsilon, method="auto", scale="linear", relative_accuracy=0.01,
+                 integer=False) -> tuple:
+    """(levels, (lo, hi), ε, α) of a :func:`quantiles` call, after every check that reads only the
+    parameters (the plan of docs/plans.md makes the same checks). α is 0 unless scale="log"."""
+    if method not in METHODS:
+        raise ParameterError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    if scale not in ("linear", "log"):
+        raise ParameterError(f"scale must be 'linear' or 'log', got {scale!r}")
+    levels, _ = _check_levels(qs)
+    lo, hi = _check_bounds(bounds, positive=scale == "log")
+    eps, _ = check_privacy_params(epsilon, 0.5)
+    alpha = 0.0  # read only with scale="log"
+    if scale == "log":
+        if isinstance(relative_accuracy, bool) or not isinstance(relative_accuracy, numbers.Real) \
+                or not 0 < float(relative_accuracy) < 1:
+            raise ParameterError(f"relative_accuracy must be in (0, 1), got {relative_accuracy!r}")
+        alpha = float(relative_accuracy)
+    if not isinstance(integer, bool):
+        raise ParameterTypeError(f"integer must be True or False, got {type(integer).__name__}")
+    if integer and (scale == "log" or not (lo.is_integer() and hi.is_integer())):
+        raise ParameterError("integer=True needs integer bounds and the linear scale")
+    return levels, (lo, hi), eps, alpha
+
+
+def choose_method(method: str, distinct_levels: int) -> str:
+    """The method that runs: ``method``, or for "auto" exp for one distinct level, joint up to
+    :data:`JOINT_MAX_LEVELS`, recursive beyond. Reads only the number of levels, never the data."""
+    if method != "auto":
+        return method
+    m = distinct_levels
+    return "exp" if m == 1 else "joint" if m <= JOINT_MAX_LEVELS else "recursive"
+
+
+def mechanism_name(method: str) -> str:
+    """The mechanism name a release of ``method`` reports."""
+    return _MECHANISM[method]
+
+
+def method_record(method: str, eps_used: float, distinct_levels: int) -> dict:
+    """How ``method`` spends ε_used over m distinct levels, and its utility's sensitivity (the
+    release's metadata and the plan state these)."""
+    m = distinct_levels
+    if method == "exp":
+        return {"epsilon_per_level": eps_used / m, "utility_sensitivity": "max(q, 1 - q) per level"}
+    if method == "joint":
+        return {"utility_sensitivity": 2}
+    return {"recursion_levels": recursion_levels(m), "epsilon_per_recursion_level": eps_used / recursion_levels(m),
+            "utility_sensitivity": "max(q', 1 - q') per split, q' the level rescaled to its sub-range"}
+
+
 def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale: str = "linear",
               relative_accuracy: float = 0.01, integer: bool = False, seed=None,
               budget: Budget | None = None) -> Release:
@@ -311,30 +361,15 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
     ``qs`` (``release.values()`` gives the values), with ``delta`` 0 and the guarantee in
     ``metadata``.
     """
-    if method not in METHODS:
-        raise ParameterError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
-    if scale not in ("linear", "log"):
-        raise ParameterError(f"scale must be 'linear' or 'log', got {scale!r}")
-    levels, _ = _check_levels(qs)
-    lo, hi = _check_bounds(bounds, positive=scale == "log")
-    eps, _ = check_privacy_params(epsilon, 0.5)
-    alpha = 0.0  # read only with scale="log"
-    if scale == "log":
-        if isinstance(relative_accuracy, bool) or not isinstance(relative_accuracy, numbers.Real) \
-                or not 0 < float(relative_accuracy) < 1:
-            raise ParameterError(f"relative_accuracy must be in (0, 1), got {relative_accuracy!r}")
-        alpha = float(relative_accuracy)
-    if not isinstance(integer, bool):
-        raise ParameterTypeError(f"integer must be True or False, got {type(integer).__name__}")
-    if integer and (scale == "log" or not (lo.is_integer() and hi.is_integer())):
-        raise ParameterError("integer=True needs integer bounds and the linear scale")
+    levels, (lo, hi), eps, alpha = check_params(qs, bounds=bounds, epsilon=epsilon, method=method, scale=scale,
+                                                relative_accuracy=relative_accuracy, integer=integer)
     v = _check_values(values)
     s = _seeds.check_user_seed(seed)
     eps_used = float(used_value(eps))  # the ε the mechanism uses and is charged (docs/algorithms.md §1)
 
     distinct = np.unique(levels)
     m = len(distinct)
-    chosen = method if method != "auto" else ("exp" if m == 1 else "joint" if m <= JOINT_MAX_LEVELS else "recursive")
+    chosen = choose_method(method, m)
 
     if scale == "log":
         lo_m, hi_m = math.log(lo), math.log(hi)
@@ -387,13 +422,7 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
         "distinct_levels": m,
         "reproducible_not_secret": seeded,
     }
-    if chosen == "exp":
-        meta.update(epsilon_per_level=eps_used / m, utility_sensitivity="max(q, 1 - q) per level")
-    elif chosen == "joint":
-        meta.update(utility_sensitivity=2)
-    else:
-        meta.update(recursion_levels=recursion_levels(m), epsilon_per_recursion_level=eps_used / recursion_levels(m),
-                    utility_sensitivity="max(q', 1 - q') per split, q' the level rescaled to its sub-range")
+    meta.update(method_record(chosen, eps_used, m))
     if scale == "log":
         meta.update(relative_accuracy=alpha, log_gamma=(1 + alpha) / (1 - alpha),
                     representative="2·γ^k/(γ + 1) of the bucket (γ^(k−1), γ^k] holding exp(answer)")

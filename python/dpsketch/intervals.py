@@ -24,8 +24,8 @@ from .calibration import dgauss_tail_gt
 from .errors import ParameterError, ParameterTypeError
 
 __all__ = ["DEFAULT_LEVEL", "check_level", "count_min_intervals", "dgauss_abs_tail_gt", "dlap_abs_tail_gt",
-           "dlap_sum_abs_tail_gt", "dlap_tail_gt", "for_release", "noise_variance", "smallest_width", "sum_halfwidth",
-           "uniform_rank_halfwidth"]
+           "dlap_sum_abs_tail_gt", "dlap_sum_tail_ge", "dlap_tail_gt", "for_release", "noise_log_tail",
+           "noise_variance", "smallest_width", "sum_halfwidth", "uniform_rank_halfwidth"]
 
 DEFAULT_LEVEL = 0.95
 LENGTH_SHARE = 0.1  # of the miss probability 1 - level, spent on the length bound (private n̂)
@@ -43,7 +43,10 @@ def check_level(level) -> float:
 # -- exact tails of the integer noise laws (docs/privacy.md §Noise (§1)) -----------------------------
 
 def dlap_tail_gt(eps: float, t: int) -> float:
-    """P(Z > t) for Z ~ DLap(1/ε), integer t >= 0: e^{-ε(t+1)}/(1 + e^{-ε})."""
+    """P(Z > t) for Z ~ DLap(1/ε), integer t: e^{-ε(t+1)}/(1 + e^{-ε}) for t >= 0, and
+    1 − P(Z > −t − 1) for t < 0 (symmetry)."""
+    if t < 0:
+        return 1.0 - dlap_tail_gt(eps, -t - 1)
     return math.exp(-eps * (t + 1)) / (1 + math.exp(-eps))
 
 
@@ -56,11 +59,18 @@ def dlap_sum_abs_tail_gt(eps: float, s: int) -> float:
     """P(|η + Z| > s) for η, Z independent DLap(1/ε), integer s >= 0. With q = e^{-ε} the pmf of
     S = η + Z is P(S = j) = ((1-q)/(1+q))²·q^{|j|}·(|j| + 1 + 2q²/(1-q²)), so for u >= 1
     P(S >= u) = q^u/(1+q)²·((u+1)(1-q) + q + 2q²/(1+q)); |S| > s is S >= s+1 or S <= -(s+1)."""
+    return min(1.0, 2 * dlap_sum_tail_ge(eps, s + 1))
+
+
+def dlap_sum_tail_ge(eps: float, u: int) -> float:
+    """P(η + Z >= u) for η, Z independent DLap(1/ε), integer u: for u >= 1
+    q^u/(1+q)²·((u+1)(1-q) + q + 2q²/(1+q)) (the pmf in :func:`dlap_sum_abs_tail_gt`), and
+    1 − P(η + Z >= 1 − u) for u <= 0 (symmetry)."""
+    if u <= 0:
+        return 1.0 - dlap_sum_tail_ge(eps, 1 - u)
     q = math.exp(-eps)
     omq = -math.expm1(-eps)
-    u = s + 1
-    tail = math.exp(-eps * u) / (1 + q) ** 2 * ((u + 1) * omq + q + 2 * q * q / (1 + q))
-    return min(1.0, 2 * tail)
+    return math.exp(-eps * u) / (1 + q) ** 2 * ((u + 1) * omq + q + 2 * q * q / (1 + q))
 
 
 def dgauss_abs_tail_gt(sigma2: float, t: int) -> float:
@@ -302,7 +312,7 @@ def uniform_rank_halfwidth(kind: str, param: float, bits: int, alpha: float) -> 
 
 # -- selection by a fixed threshold: intervals conditional on the released set --------------------
 
-def _noise_log_tail(noise: str, param: float) -> Callable[[int], float]:
+def noise_log_tail(noise: str, param: float) -> Callable[[int], float]:
     """log P(Z > t) for every integer t, exact up to floating point, for Z ~ DLap(scale b = param)
     or DGauss(σ² = param): ratios of two tiny tails need the logarithms, not an upper bound."""
     from functools import lru_cache
@@ -380,7 +390,7 @@ def _selected(items, meta, alpha):
     noise is not published, so no union bound over the candidates is available."""
     noise = meta["noise"]
     num, den = meta["noise_param"]
-    log_tail = _noise_log_tail(noise, num / den)
+    log_tail = noise_log_tail(noise, num / den)
     tau = int(math.ceil(float(meta["threshold"])))
     r = len(items)
     half = alpha / max(r, 1) / 2 * (1 - 1e-6)  # a hair below a/2: rounding only widens
