@@ -129,6 +129,8 @@ def test_person_bounded_memory_equals_unit_stream(log, tmp_path):
     ({"unit": "person"}, "dpsketch.Row"),
     ({"method": "fastest"}, "method must be"),
     ({"k": 10, "passes": 2, "method": "dpss"}, "passes=2"),
+    ({"k": 10, "passes": 3}, "passes must be 1 or 2"),  # was run as one pass
+    ({"k": 10, "passes": 3, "method": "pmg"}, "passes must be 1 or 2"),
 ])
 def test_combinations_that_do_not_fit_are_refused_before_reading(tmp_path, kwargs, match):
     missing = tmp_path / "never-read.csv"  # a refusal must come before the (missing) input is opened

@@ -167,6 +167,8 @@ def route_heavy_hitters(u, method: Any, *, k=None, top_k=None, passes=None, capa
     ("auto" resolved), after every check that reads only these options. :func:`dpsketch.plan`
     calls it too, so a plan and a release never route differently (docs/plans.md)."""
     m = _check_method(method, HEAVY_HITTER_METHODS)
+    if passes not in (None, 1, 2) or isinstance(passes, bool):
+        raise ParameterError(f"passes must be 1 or 2, got {passes!r}")
     if isinstance(u, Row):
         if m == "auto":
             m = "dpss_two_pass" if passes == 2 else "dpss"

@@ -401,8 +401,6 @@ def plan_heavy_hitters(*, epsilon: float, delta: float, unit: Any = None, k: Opt
 
     m = route_heavy_hitters(u, method, k=k, top_k=top_k, passes=passes, capacity=capacity,
                             length_epsilon=length_epsilon, length_delta=length_delta, noise=noise)
-    if passes not in (None, 1, 2) or isinstance(passes, bool):
-        raise ParameterError(f"passes must be 1 or 2, got {passes!r}")
     nn = _check_n(n)
     lv = check_level(level)
     if m in ("dpss", "dpss_two_pass"):
