@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import numpy as np
 
@@ -140,7 +140,7 @@ def heavy_hitters(
     m = route_heavy_hitters(u, method, k=k, top_k=top_k, passes=passes, capacity=capacity,
                             length_epsilon=length_epsilon, length_delta=length_delta, noise=noise)
     if m == "pmg":
-        return _finish(_pmg(data, u, k=k, top_k=top_k, capacity=capacity, epsilon=epsilon, delta=delta,
+        return _finish(_pmg(data, cast(Row, u), k=k, top_k=top_k, capacity=capacity, epsilon=epsilon, delta=delta,
                             column=column, format=format, keys=keys, seed=seed, budget=budget,
                             length_epsilon=length_epsilon, length_delta=length_delta, chunk_size=chunk_size),
                        u, m)
@@ -149,9 +149,10 @@ def heavy_hitters(
 
         rel = dpss_heavy_hitters(data, k=k, epsilon=epsilon, delta=delta, top_k=top_k, capacity=capacity,
                                  passes=2 if m == "dpss_two_pass" else 1, cut=cut, column=column, format=format,
-                                 keys=keys, seed=seed, public_length=u.public_length, length_epsilon=length_epsilon,
+                                 keys=keys, seed=seed, public_length=cast(Row, u).public_length, length_epsilon=length_epsilon,
                                  length_delta=length_delta, budget=budget, chunk_size=chunk_size)
         return _finish(rel, u, m)
+    u = cast(Person, u)  # route_heavy_hitters returned a person-level method
     if m == "exact":
         rel = _person_exact(data, u, column=column, format=format, keys=keys, epsilon=epsilon, delta=delta,
                             noise=noise, top_k=top_k, seed=seed, budget=budget)
@@ -318,14 +319,14 @@ def quantiles(
     if isinstance(u, Row):
         from .inmemory import quantiles as inmemory_quantiles
 
-        rel = inmemory_quantiles(_values(data, column), qs, bounds=bounds, epsilon=epsilon,
+        rel = inmemory_quantiles(_values(data, column), qs, bounds=bounds, epsilon=cast(float, epsilon),
                                  method=method, scale=scale, relative_accuracy=relative_accuracy, integer=integer,
                                  seed=seed, budget=budget)
         return _finish(rel, u, m)
     from .privacy_unit import unit_quantiles
 
     values, ids = _person_columns(data, column, u)
-    rel = unit_quantiles(values, ids, qs, max_rows_per_unit=u.max_rows, bounds=bounds, universe_bits=universe_bits,
+    rel = unit_quantiles(values, ids, qs, max_rows_per_unit=cast(int, u.max_rows), bounds=bounds, universe_bits=universe_bits,
                          gamma=gamma, rho=rho, epsilon=epsilon, delta=delta, seed=seed, budget=budget)
     return _finish(rel, u, "dyadic")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 from . import _core
 from ._validation import check_int
@@ -222,6 +222,7 @@ def _dpss(epsilon, delta, *, k, top_k, capacity, cut, public_length, length_epsi
     hi_term = f"({nn} + {t_n})/{cap} + 1 + {gamma}" if private else f"{nn}/{cap} + 1 + {gamma}"
     formula = f"max({lo_term}, {hi_term})" + (f", and noisy value >= {nn}/{kk} (the n/k cut)" if cut else "")
     notes = []
+    threshold: Any
     if n is None:
         threshold, rule = f"tau = {formula}", "noisy value > tau"
         notes.append("the threshold depends on the stream length: give n= (a public planning assumption) for "
@@ -293,6 +294,7 @@ def _pmg(epsilon, delta, *, k, top_k, capacity, public_length, length_epsilon, l
         return tau if kk is None else max(tau, _ceil_div(nh, kk))
 
     notes = []
+    threshold: Any
     nn = "n̂" if private else "n"
     if kk is None:
         threshold, rule = float(tau), "noisy value >= threshold (1 + 2t)"
@@ -377,7 +379,7 @@ def _bounded_memory(u: Person, epsilon, delta, *, k, capacity, n, level) -> dict
     (ε', δ') of privacy_unit._bounded_memory_plan, reported at the unit-level (ε, δ)."""
     from .privacy_unit import _bounded_memory_plan
 
-    bm = _bounded_memory_plan(epsilon, delta, u.max_rows)
+    bm = _bounded_memory_plan(epsilon, delta, cast(int, u.max_rows))
     out = _dpss(bm["epsilon_row"], bm["delta_row"], k=k, top_k=None, capacity=capacity, cut="n/k",
                 public_length=False, length_epsilon=None, length_delta=None, two_pass=False, n=n, level=level)
     out.update(mechanism="unit.bounded_memory[DPSS]", epsilon=bm["epsilon"], delta=bm["delta"],
@@ -403,17 +405,18 @@ def plan_heavy_hitters(*, epsilon: float, delta: float, unit: Any = None, k: Opt
                             length_epsilon=length_epsilon, length_delta=length_delta, noise=noise)
     nn = _check_n(n)
     lv = check_level(level)
+    fig: dict[str, Any]
     if m in ("dpss", "dpss_two_pass"):
-        fig = _dpss(epsilon, delta, k=k, top_k=top_k, capacity=capacity, cut=cut, public_length=u.public_length,
+        fig = _dpss(epsilon, delta, k=k, top_k=top_k, capacity=capacity, cut=cut, public_length=cast(Row, u).public_length,
                     length_epsilon=length_epsilon, length_delta=length_delta, two_pass=m == "dpss_two_pass",
                     n=nn, level=lv)
     elif m == "pmg":
-        fig = _pmg(epsilon, delta, k=k, top_k=top_k, capacity=capacity, public_length=u.public_length,
+        fig = _pmg(epsilon, delta, k=k, top_k=top_k, capacity=capacity, public_length=cast(Row, u).public_length,
                    length_epsilon=length_epsilon, length_delta=length_delta, n=nn, level=lv)
     elif m == "exact":
-        fig = _exact(u, epsilon, delta, top_k=top_k, noise=noise)
+        fig = _exact(cast(Person, u), epsilon, delta, top_k=top_k, noise=noise)
     else:
-        fig = _bounded_memory(u, epsilon, delta, k=k, capacity=capacity, n=nn, level=lv)
+        fig = _bounded_memory(cast(Person, u), epsilon, delta, k=k, capacity=capacity, n=nn, level=lv)
     return Plan(question="heavy_hitters", method=m, unit=u.describe(), n=nn, level=lv, **fig)
 
 
@@ -434,6 +437,7 @@ def plan_quantiles(qs: Any, *, bounds: Any = None, epsilon: Optional[float] = No
                         scale=scale, integer=integer)
     nn = _check_n(n)
     lv = check_level(level)
+    fig: dict[str, Any]
     if isinstance(u, Row):
         import numpy as np
 
@@ -452,7 +456,7 @@ def plan_quantiles(qs: Any, *, bounds: Any = None, epsilon: Optional[float] = No
         from .privacy_unit import _check_qs, unit_quantiles_cost
 
         _check_qs(qs)
-        cost = unit_quantiles_cost(max_rows_per_unit=u.max_rows, bounds=bounds, universe_bits=universe_bits,
+        cost = unit_quantiles_cost(max_rows_per_unit=cast(int, u.max_rows), bounds=bounds, universe_bits=universe_bits,
                                    gamma=gamma, rho=rho, epsilon=epsilon, delta=delta)
         gaussian = cost["noise"] == "discrete_gaussian"
         law = ({"law": "discrete_gaussian", "sigma": math.sqrt(cost["sigma2"]), "sigma2": cost["sigma2"],
