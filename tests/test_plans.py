@@ -289,3 +289,12 @@ def test_release_probability_is_monotone_and_reaches_one():
     plan = d.plan("heavy_hitters", epsilon=0.5, delta=1e-6, k=50, n=50_000)
     probs = [plan.release_probability(c) for c in range(900, 1100, 5)]
     assert probs == sorted(probs) and probs[0] < 0.01 and probs[-1] > 0.99
+
+
+def test_the_tables_in_docs_are_what_plan_prints():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "plans.md").read_text(encoding="utf-8")
+    for plan in (d.plan("heavy_hitters", epsilon=1.0, delta=1e-6, k=100, n=1_000_000),
+                 d.plan("heavy_hitters", epsilon=1.0, delta=1e-6, unit=Person("user_id", max_keys=4))):
+        assert f"```text\n{plan}\n```" in text
