@@ -151,30 +151,44 @@ def _smallest(prob: Callable[[int], float], p: float) -> int:
     return _first(lambda c: prob(c) >= p, 1)
 
 
-def _length_mixture(length: str, n: int, eps_n: float) -> list[tuple[int, float]]:
-    """[(n̂, P(n̂))]: the lengths a release may read at true length n. Public: n itself. Private:
-    n̂ = n + Z, Z ~ DLap(1/ε_n) (docs/privacy.md §Stream length), P(Z = z) = (1−q)/(1+q)·q^{|z|},
-    cut where the two-sided tail is below 10^-12 (that mass is left out, so sums over it are lower
-    bounds)."""
+def _length_law(length: str, n: int, eps_n: float) -> tuple[int, list[float]]:
+    """(zmax, [P(Z = z) for z in -zmax..zmax]): the lengths n̂ = n + Z a release may read at true
+    length n. Public: Z = 0. Private: Z ~ DLap(1/ε_n) (docs/privacy.md §Stream length),
+    P(Z = z) = (1−q)/(1+q)·q^{|z|}, cut where the two-sided tail is below 10^-12 (that mass is left
+    out, so sums over it are lower bounds)."""
     if length != "private":
-        return [(n, 1.0)]
+        return 0, [1.0]
     from .intervals import smallest_width
 
     zmax = smallest_width(lambda t: dlap_abs_tail_gt(eps_n, t), _LENGTH_TAIL)
     q = math.exp(-eps_n)
     c0 = -math.expm1(-eps_n) / (1 + q)
-    return [(n + z, c0 * math.exp(-eps_n * abs(z))) for z in range(-zmax, zmax + 1)]
+    return zmax, [c0 * math.exp(-eps_n * abs(z)) for z in range(-zmax, zmax + 1)]
 
 
-def _mixture_probability(mix: list[tuple[int, float]], threshold_of: Callable[[int], int],
+def _mixture_probability(n: int, law: tuple[int, list[float]], threshold_of: Callable[[int], int],
                          tail_ge: Callable[[int], float]) -> Callable[[int], float]:
-    """c -> Σ P(n̂)·P(c + noise >= T(n̂)): ``threshold_of(n̂)`` the smallest noisy value released at
-    n̂, ``tail_ge(u)`` = P(noise >= u)."""
-    weights: dict[int, float] = {}
-    for nh, w in mix:
-        t = threshold_of(nh)
-        weights[t] = weights.get(t, 0.0) + w
-    items = sorted(weights.items())
+    """c -> Σ_z P(Z = z)·P(c + noise >= T(n + z)): ``threshold_of(n̂)`` the smallest noisy value
+    released at n̂ (non-decreasing in n̂), ``tail_ge(u)`` = P(noise >= u). The lengths are grouped
+    by their T, each group's range found by bisection, so the core is asked O(groups·log zmax)
+    times rather than once per length."""
+    zmax, weights = law
+    groups: dict[int, float] = {}
+    lo = -zmax
+    while lo <= zmax:
+        t = threshold_of(n + lo)
+        a, b = lo, zmax
+        if threshold_of(n + b) != t:  # T(n + a) == t < T(n + b): bisect for the last z with T == t
+            while b - a > 1:
+                mid = (a + b) // 2
+                if threshold_of(n + mid) == t:
+                    a = mid
+                else:
+                    b = mid
+            b = a
+        groups[t] = groups.get(t, 0.0) + math.fsum(weights[lo + zmax:b + zmax + 1])
+        lo = b + 1
+    items = sorted(groups.items())
     return lambda c: math.fsum(w * tail_ge(t - c) for t, w in items)
 
 
@@ -245,7 +259,7 @@ def _dpss(epsilon, delta, *, k, top_k, capacity, cut, public_length, length_epsi
         interval += f"; one pass: the low end also subtracts SpaceSaving's overestimate floor(n_bound/{cap}){err}"
     counts = prob = None
     if n is not None:
-        prob = _mixture_probability(_length_mixture(cal["length"], n, eps_n), smallest_value,
+        prob = _mixture_probability(n, _length_law(cal["length"], n, eps_n), smallest_value,
                                     lambda u: dlap_tail_gt(eps_used, u - 1))
         counts = {p: _smallest(prob, p) for p in RELEASE_PROBABILITIES}
     means = ("the exact count (two passes: the release noises the exact counts of the candidates)" if two_pass else
@@ -320,8 +334,8 @@ def _pmg(epsilon, delta, *, k, top_k, capacity, public_length, length_epsilon, l
         interval += f" = {math.floor(rule_iv['n_bound'] / (cap + 1))} at n"
     counts = prob = None
     if kk is None or n is not None:
-        mix = _length_mixture(cal["length"], n or 0, eps_n) if kk is not None else [(0, 1.0)]
-        prob = _mixture_probability(mix, smallest_value, lambda u: dlap_sum_tail_ge(eps_used, u))
+        law = _length_law(cal["length"] if kk is not None else "unused", n or 0, eps_n)
+        prob = _mixture_probability(n or 0, law, smallest_value, lambda u: dlap_sum_tail_ge(eps_used, u))
         counts = {p: _smallest(prob, p) for p in RELEASE_PROBABILITIES}
     means = (f"the key's Misra-Gries count; the true count may exceed it by up to floor(n/{cap + 1}) "
              f"(add that for a true count)")
