@@ -149,8 +149,9 @@ def heavy_hitters(
 
         rel = dpss_heavy_hitters(data, k=k, epsilon=epsilon, delta=delta, top_k=top_k, capacity=capacity,
                                  passes=2 if m == "dpss_two_pass" else 1, cut=cut, column=column, format=format,
-                                 keys=keys, seed=seed, public_length=cast(Row, u).public_length, length_epsilon=length_epsilon,
-                                 length_delta=length_delta, budget=budget, chunk_size=chunk_size)
+                                 keys=keys, seed=seed, public_length=cast(Row, u).public_length,
+                                 length_epsilon=length_epsilon, length_delta=length_delta, budget=budget,
+                                 chunk_size=chunk_size)
         return _finish(rel, u, m)
     u = cast(Person, u)  # route_heavy_hitters returned a person-level method
     if m == "exact":
@@ -326,8 +327,8 @@ def quantiles(
     from .privacy_unit import unit_quantiles
 
     values, ids = _person_columns(data, column, u)
-    rel = unit_quantiles(values, ids, qs, max_rows_per_unit=cast(int, u.max_rows), bounds=bounds, universe_bits=universe_bits,
-                         gamma=gamma, rho=rho, epsilon=epsilon, delta=delta, seed=seed, budget=budget)
+    rel = unit_quantiles(values, ids, qs, max_rows_per_unit=cast(int, u.max_rows), bounds=bounds,
+                         universe_bits=universe_bits, gamma=gamma, rho=rho, epsilon=epsilon, delta=delta, seed=seed, budget=budget)
     return _finish(rel, u, "dyadic")
 
 

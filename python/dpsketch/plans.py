@@ -294,7 +294,8 @@ def _pmg(epsilon, delta, *, k, top_k, capacity, public_length, length_epsilon, l
     if n_top is not None:
         top_k_capacity(n_top, cap)
     if kk is None and length_delta is not None:
-        raise ParameterError("length_delta has no use here: PMG reads the length only for the k cut, which needs no delta")
+        raise ParameterError("length_delta has no use here: PMG reads the length only for the k cut, which needs no "
+                             "delta")
     cal = calibrate(epsilon, delta, "none" if kk is None else "estimate", public_length=public_length,
                     length_epsilon=length_epsilon, length_delta=None)
     eps_used = float(_R.epsilon_used(cal["epsilon_mechanism"]))
@@ -421,9 +422,9 @@ def plan_heavy_hitters(*, epsilon: float, delta: float, unit: Any = None, k: Opt
     lv = check_level(level)
     fig: dict[str, Any]
     if m in ("dpss", "dpss_two_pass"):
-        fig = _dpss(epsilon, delta, k=k, top_k=top_k, capacity=capacity, cut=cut, public_length=cast(Row, u).public_length,
-                    length_epsilon=length_epsilon, length_delta=length_delta, two_pass=m == "dpss_two_pass",
-                    n=nn, level=lv)
+        fig = _dpss(epsilon, delta, k=k, top_k=top_k, capacity=capacity, cut=cut,
+                    public_length=cast(Row, u).public_length, length_epsilon=length_epsilon,
+                    length_delta=length_delta, two_pass=m == "dpss_two_pass", n=nn, level=lv)
     elif m == "pmg":
         fig = _pmg(epsilon, delta, k=k, top_k=top_k, capacity=capacity, public_length=cast(Row, u).public_length,
                    length_epsilon=length_epsilon, length_delta=length_delta, n=nn, level=lv)
