@@ -125,7 +125,8 @@ def test_bounded_memory_unit_plan_is_the_release(log):
 
 
 @pytest.mark.parametrize("qs,method", [([0.5], "auto"), ([0.25, 0.5, 0.75], "auto"),
-                                       (list(np.linspace(0, 1, 21)), "auto"), ([0.1, 0.9], "exp"), ([0.1, 0.9], "recursive"), ([0.5, 0.5, 0.2], "joint")])
+                                       (list(np.linspace(0, 1, 21)), "auto"), ([0.1, 0.9], "exp"),
+                                       ([0.1, 0.9], "recursive"), ([0.5, 0.5, 0.2], "joint")])
 def test_row_quantile_plan_is_the_release(qs, method):
     values = np.random.default_rng(1).normal(50, 10, 2_000)
     rel = d.quantiles(values, qs, bounds=(0, 100), epsilon=0.7, method=method, seed=3)

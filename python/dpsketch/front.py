@@ -328,7 +328,8 @@ def quantiles(
 
     values, ids = _person_columns(data, column, u)
     rel = unit_quantiles(values, ids, qs, max_rows_per_unit=cast(int, u.max_rows), bounds=bounds,
-                         universe_bits=universe_bits, gamma=gamma, rho=rho, epsilon=epsilon, delta=delta, seed=seed, budget=budget)
+                         universe_bits=universe_bits, gamma=gamma, rho=rho, epsilon=epsilon, delta=delta, seed=seed,
+                         budget=budget)
     return _finish(rel, u, "dyadic")
 
 
