@@ -1,5 +1,5 @@
-"""dpsketch.plan (docs/plans.md): the plan of a release before any data. Every figure a plan states
-equals what the release with the same parameters reports or uses (routing, guarantee, noise,
+"""dpsketch.plan (docs/routes.md, Plans): the plan of a release before any data. Every figure a
+plan states equals what the release with the same parameters reports or uses (routing, guarantee, noise,
 threshold, interval half-width), and the smallest true count released at probability p agrees
 with many seeded runs of the real release."""
 
@@ -295,7 +295,7 @@ def test_release_probability_is_monotone_and_reaches_one():
 def test_the_tables_in_docs_are_what_plan_prints():
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "docs" / "plans.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parent.parent / "docs" / "routes.md").read_text(encoding="utf-8")
     for plan in (d.plan("heavy_hitters", epsilon=1.0, delta=1e-6, k=100, n=1_000_000),
                  d.plan("heavy_hitters", epsilon=1.0, delta=1e-6, unit=Person("user_id", max_keys=4))):
         assert f"```text\n{plan}\n```" in text

@@ -167,7 +167,7 @@ def route_heavy_hitters(u, method: Any, *, k=None, top_k=None, passes=None, capa
                         length_delta=None, noise: str = "gaussian") -> str:
     """The method :func:`heavy_hitters` runs for the unit ``u`` (a Row or a Person) and ``method``
     ("auto" resolved), after every check that reads only these options. :func:`dpsketch.plan`
-    calls it too, so a plan and a release never route differently (docs/plans.md)."""
+    calls it too, so a plan and a release never route differently (docs/routes.md, Plans)."""
     m = _check_method(method, HEAVY_HITTER_METHODS)
     if passes not in (None, 1, 2) or isinstance(passes, bool):
         raise ParameterError(f"passes must be 1 or 2, got {passes!r}")
@@ -337,7 +337,7 @@ def route_quantiles(u, method: Any, qs: Any, *, epsilon=None, delta=None, rho=No
                     scale: str = "linear", integer: bool = False) -> str:
     """The method :func:`quantiles` runs for the unit ``u`` and ``method`` ("auto" resolved from
     the number of distinct levels in ``qs``, never from the data), after every check that reads
-    only these options. :func:`dpsketch.plan` calls it too (docs/plans.md)."""
+    only these options. :func:`dpsketch.plan` calls it too (docs/routes.md, Plans)."""
     m = _check_method(method, QUANTILE_METHODS)
     if isinstance(u, Row):
         if u.public_length:

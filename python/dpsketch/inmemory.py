@@ -283,7 +283,7 @@ def _check_values(values) -> np.ndarray:
 def check_params(qs, *, bounds, epsilon, method="auto", scale="linear", relative_accuracy=0.01,
                  integer=False) -> tuple:
     """(levels, (lo, hi), ε, α) of a :func:`quantiles` call, after every check that reads only the
-    parameters (the plan of docs/plans.md makes the same checks). α is 0 unless scale="log"."""
+    parameters (the plans of docs/routes.md make the same checks). α is 0 unless scale="log"."""
     if method not in METHODS:
         raise ParameterError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
     if scale not in ("linear", "log"):

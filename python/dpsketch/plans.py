@@ -1,6 +1,6 @@
-"""The plan of a release, before any data (docs/plans.md): :func:`plan` takes the arguments of a
-front door (:func:`dpsketch.heavy_hitters`, :func:`dpsketch.quantiles`) minus the data and returns
-a :class:`Plan`: the method that would run, the guarantee (ε, δ, ρ, neighbours, unit), the noise
+"""The plan of a release, before any data (docs/routes.md, Plans): :func:`plan` takes the
+arguments of a front door (:func:`dpsketch.heavy_hitters`, :func:`dpsketch.quantiles`) minus the
+data and returns a :class:`Plan`: the method that would run, the guarantee (ε, δ, ρ, neighbours, unit), the noise
 (law, scale, the sensitivity it is calibrated to) and the accuracy (threshold, interval half-width
 at a level, the smallest true count released with probability >= 1/2 and >= 0.95).
 
@@ -40,7 +40,7 @@ _LENGTH_TAIL = 1e-12
 @dataclass(frozen=True)
 class Plan:
     """What a release with these parameters would run and guarantee, and how accurate it would be,
-    computed without data (docs/plans.md). ``print(plan)`` shows a short table.
+    computed without data (docs/routes.md, Plans). ``print(plan)`` shows a short table.
 
     :ivar question: ``"heavy_hitters"`` or ``"quantiles"``
     :ivar mechanism: the mechanism name the release reports (``Release.mechanism``)
@@ -490,8 +490,8 @@ def plan_quantiles(qs: Any, *, bounds: Any = None, epsilon: Optional[float] = No
 
 
 def plan(question: str, /, **params: Any) -> Plan:
-    """The plan of a release, before any data (docs/plans.md): ``plan("heavy_hitters", epsilon=...,
-    delta=..., unit=..., k=... | top_k=..., method=..., n=...)`` or ``plan("quantiles", qs=...,
+    """The plan of a release, before any data (docs/routes.md, Plans): ``plan("heavy_hitters",
+    epsilon=..., delta=..., unit=..., k=... | top_k=..., method=..., n=...)`` or ``plan("quantiles", qs=...,
     bounds=..., epsilon=..., unit=..., method=...)`` with the arguments of the front door of the
     same name minus the data (and its reading options: column, format, keys, seed, budget), plus
     ``n=`` (a public planning assumption on the number of rows) and ``level=`` (of the interval
