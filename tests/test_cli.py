@@ -75,15 +75,20 @@ def run_sub(*argv, stdin=None):
 
 
 def table_items(out):
-    """(item, noisy count) rows of the aligned table."""
+    """(item, noisy count) rows of the aligned table; its interval column (the range that holds
+    every released item's true count at once, 95 %) holds each noisy count."""
     lines = out.strip().splitlines()
-    assert lines[0].split() == ["rank", "item", "noisy", "count"]
+    assert lines[0].split()[:4] == ["rank", "item", "noisy", "count"]
+    intervals = lines[0].split()[4:] == ["true", "count", "(95%,", "all", "at", "once)"]
     rows = []
     for i, line in enumerate(lines[1:], 1):
         if not line.strip() or not line.split()[0].isdigit():
             break
-        rank, item, value = line.split()
+        rank, item, value, *rest = line.split()
         assert int(rank) == i
+        if intervals:
+            lo, dots, hi = rest
+            assert dots == ".." and (lo == "-inf" or float(lo) <= float(value)) and (hi == "inf" or float(value) <= float(hi))
         rows.append((item, float(value)))
     return rows
 
@@ -151,8 +156,9 @@ def test_csv_column(capsys, files):
     code, out, err = run(capsys, "top", files / "items.csv", "--column", "page", "--seed", 1, "--csv")
     assert code == 0, err
     rows = list(csv.reader(io.StringIO(out)))
-    assert rows[0] == ["rank", "item", "noisy_count"]
+    assert rows[0] == ["rank", "item", "noisy_count", "low", "high"]
     assert [r[1] for r in rows[1:]] == ["a", "b"]
+    assert all(float(r[3]) <= float(r[2]) <= float(r[4]) for r in rows[1:])
     assert [int(r[0]) for r in rows[1:]] == [1, 2]
 
 
@@ -348,7 +354,7 @@ def test_demo_subprocess():
     r = run_sub("top", "--demo", "--seed", 3, "--csv")
     assert r.returncode == 0, r.stderr.decode()
     rows = list(csv.reader(io.StringIO(r.stdout.decode())))
-    assert rows[0] == ["rank", "item", "noisy_count"] and len(rows) == 6
+    assert rows[0] == ["rank", "item", "noisy_count", "low", "high"] and len(rows) == 6
     err = r.stderr.decode()
     assert 0 <= _metric(err, "recall") <= 1 and 0 <= _metric(err, "precision") <= 1
 

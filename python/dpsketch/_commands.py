@@ -189,21 +189,35 @@ def _open_budget_file(path, what="--budget"):
 # ---------------------------------------------------------------------------------------------
 
 
-def _items_release(out, released, top, *, json_obj, threshold):
+def _items_release(out, released, top, *, json_obj, threshold, intervals=None, level=None):
     """Print the released (item, noisy value) pairs. ``top`` (--show) cuts the table only: a release
-    is single-shot and its budget spent, so --json and --csv write every released item."""
+    is single-shot and its budget spent, so --json and --csv write every released item. With the
+    release's ``intervals``, the table and the CSV show them (the table as the range that holds
+    every item's true count at once with probability ``level``)."""
     items = released[:top] if top and out.fmt == "table" else released
     if json_obj is not None:
         json_obj["items"] = [[k, v] for k, v in items]
         if json_obj.get("intervals") is not None:  # aligned with the items, a prefix of the release's
             json_obj["intervals"] = json_obj["intervals"][:len(items)]
-    out.release(
-        [Column("rank", "rank", ">", str, int), Column("item", "item", "<", label, lambda k: k),
-         Column("noisy count", "noisy_count", ">", num, num)],
-        [(i, k, v) for i, (k, v) in enumerate(items, 1)],
-        json_obj=json_obj, empty=f"(no item passed the threshold {num(threshold)})",
-    )
+    columns = [Column("rank", "rank", ">", str, int), Column("item", "item", "<", label, lambda k: k),
+               Column("noisy count", "noisy_count", ">", num, num)]
+    rows = [(i, k, v) for i, (k, v) in enumerate(items, 1)]
+    if intervals is not None and len(intervals) >= len(items):
+        title = f"true count ({level:.0%}, all at once)" if level else "true count within"
+        columns.append(Column(title, "low", ">", _range_text, lambda r: _bound_text(r[0])))
+        columns.append(Column("", "high", ">", lambda r: "", lambda r: _bound_text(r[1])))
+        rows = [row + (intervals[i], intervals[i]) for i, row in enumerate(rows)]
+    out.release(columns, rows, json_obj=json_obj, empty=f"(no item passed the threshold {num(threshold)})")
     return items
+
+
+def _bound_text(x) -> str:
+    return "" if x is None or (isinstance(x, float) and math.isinf(x)) else num(x)
+
+
+def _range_text(r) -> str:
+    lo, hi = (_bound_text(x) for x in r)
+    return f"{lo or '-inf'} .. {hi or 'inf'}"
 
 
 def _refuse_options(args, names, why: str) -> None:
@@ -375,7 +389,8 @@ def top(args) -> int:
                               bad_lines=0 if src is None else src.bad_lines)
         if evaluation is not None:
             obj["evaluation"] = evaluation
-    _items_release(out, released, args.top, json_obj=obj, threshold=rel.threshold)
+    _items_release(out, released, args.top, json_obj=obj, threshold=rel.threshold,
+                   intervals=getattr(rel, "intervals", None), level=getattr(rel, "interval_level", None))
     if evaluation is not None and out.fmt != "json" and args.top_k is not None:
         ev = evaluation
         print(f"overlap   {ev['overlap']}/{ev['top_k']} released items are among the true top {ev['top_k']}\n"
@@ -561,6 +576,8 @@ def _row_header(args, out, rel, capacity, keys_desc, source_desc, released):
         target = f"target frequency >= n/k, k={args.k}"
         done = f"{released} item(s) released"
     out.note(f"{rel.mechanism} via {args.algorithm} ({capacity} {unit}; {target}) on {source_desc}; keys: {keys_desc}")
+    out.note("privacy unit: one row (one item of the input); if a person can have several rows, name their "
+             "column with --privacy-id to protect the person")
     out.note(f"{' '.join(parts)} -> {done}")
 
 
@@ -908,7 +925,8 @@ def _print_unit_release(args, out, src, rel, budget, budget_file, *, route, boun
         obj["cli"] = {"source": source_desc, "keys": keys_desc, "privacy_id_column": args.privacy_id,
                       "privacy_ids": ids_desc, "top": args.top, "released": len(released),
                       "exact_counts_withheld": True}
-    _items_release(out, released, args.top, json_obj=obj, threshold=rel.threshold)
+    _items_release(out, released, args.top, json_obj=obj, threshold=rel.threshold,
+                   intervals=getattr(rel, "intervals", None), level=getattr(rel, "interval_level", None))
     return 0
 
 
