@@ -53,6 +53,12 @@ def check_metadata(text: str, where: str, release: bool) -> List[str]:
     name = msg.get("Name")
     if name != "dpsketch":
         problems.append(f"{where}: Name is {name!r}")
+    cmake_version = re.search(r"project\(dpsketch VERSION ([0-9.]+)",
+                              (ROOT / "CMakeLists.txt").read_text(encoding="utf-8"))
+    if cmake_version and msg.get("Version") != cmake_version.group(1):
+        # dpsketch.__version__ comes from CMakeLists.txt, the package version from pyproject.toml
+        problems.append(f"{where}: Version {msg.get('Version')} but CMakeLists.txt says "
+                        f"{cmake_version.group(1)}")
     req = msg.get("Requires-Python") or ""
     try:
         minors = supported_minors(req)

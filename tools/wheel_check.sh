@@ -17,12 +17,13 @@ root=$PWD
 out=${WHEEL_CHECK_DIR:-$root/build/wheel-check}
 plat=${WHEEL_PLAT:-manylinux_2_35_x86_64}
 versions=${WHEEL_CHECK_PYTHONS:-"3.9 3.13"}
-# The fast unit tests run against the installed wheels (~40 s each): the byte format and its
-# golden blobs, merges, the structural lemmas, untrusted bytes, the threaded and SIMD paths, input
-# validation and the shipped documentation.
+# The fast unit tests run against the installed wheels: the byte format and its golden blobs,
+# merges, untrusted bytes, the threaded and SIMD paths, input validation, the default guarantees
+# of the releases, release state and the shipped documentation.
 unit_tests=(tests/test_serialization.py tests/test_golden_blobs.py tests/test_merge.py
-            tests/test_lemmas.py tests/test_hardening_bytes.py tests/test_threads.py
-            tests/test_simd.py tests/test_validation.py tests/test_docs.py)
+            tests/test_hardening_bytes.py tests/test_threads.py tests/test_simd.py
+            tests/test_validation.py tests/test_default_guarantees.py tests/test_release_state.py
+            tests/test_docs.py)
 
 rm -rf "$out"
 mkdir -p "$out/dist" "$out/wheelhouse" "$out/logs"
@@ -116,7 +117,8 @@ EOF
   run dpsketch top --demo >"$out/logs/demo-$key.log"
   grep -q "^recall" "$out/logs/demo-$key.log" || { cat "$out/logs/demo-$key.log"; exit 1; }
   head -n 2 "$out/logs/demo-$key.log"
-  run dpsketch docs | grep -q algorithms
+  run dpsketch docs >"$out/logs/docs-$key.log"
+  grep -q "^ *algorithms" "$out/logs/docs-$key.log" || { cat "$out/logs/docs-$key.log"; exit 1; }
   if [ "$key" != tree ]; then
     # plain addopts: the venv has pytest alone (no xdist), not the test extra
     run "$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" -m "not slow" "${unit_tests[@]}"
