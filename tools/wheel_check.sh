@@ -76,9 +76,9 @@ venv_of[tree]=$out/venv-tree
 
 echo "--- auditwheel repair --plat $plat"
 for w in "$out"/dist/*.whl; do
-  "$out/tools/bin/auditwheel" repair --plat "$plat" --wheel-dir "$out/wheelhouse" "$w" \
+  PATH="$out/tools/bin:$PATH" auditwheel repair --plat "$plat" --wheel-dir "$out/wheelhouse" "$w" \
     >"$out/logs/repair-$(basename "$w").log" 2>&1 || {
-      cat "$out/logs/repair-$(basename "$w").log"; "$out/tools/bin/auditwheel" show "$w"; exit 1; }
+      cat "$out/logs/repair-$(basename "$w").log"; PATH="$out/tools/bin:$PATH" auditwheel show "$w"; exit 1; }
 done
 ls "$out/wheelhouse"
 "$out/tools/bin/python" tools/check_dist.py "$out"/wheelhouse/*.whl "$sdist"
