@@ -63,7 +63,7 @@ def _wheel(tmp_path: Path, name: str, files) -> Path:
 
 def _good_files():
     return (["dpsketch/__init__.py", "dpsketch/_core.cpython-311-x86_64-linux-gnu.so",
-             "dpsketch/datasets/retail.dat.gz"]
+             "dpsketch/datasets/retail.dat.gz", "dpsketch-0.1.0.dist-info/licenses/LICENSE"]
             + [f"dpsketch/docs/{p.name}" for p in (ROOT / "docs").glob("*.md")])
 
 

@@ -99,7 +99,7 @@ def check_wheel(path: Path, release: bool) -> List[str]:
         problems.append(f"{path.name}: platform tag {tags!r} is refused by package indexes; "
                         "repair it with auditwheel (docs/releasing.md)")
     with zipfile.ZipFile(path) as z:
-        infos = z.infolist()
+        infos = [i for i in z.infolist() if not i.is_dir()]
         names = [i.filename for i in infos]
         meta = [n for n in names if n.endswith(".dist-info/METADATA")]
         if len(meta) != 1:
@@ -123,6 +123,8 @@ def check_wheel(path: Path, release: bool) -> List[str]:
     if (ROOT / "docs").is_dir() and shipped_docs != tree_docs:
         problems.append(f"{path.name}: dpsketch/docs holds {shipped_docs}, the tree's docs/*.md "
                         f"are {tree_docs}")
+    if not any(re.search(r"\.dist-info/(licenses/)?LICENSE$", n) for n in names):
+        problems.append(f"{path.name}: the LICENSE file is missing")
     if not any(n.endswith("datasets/retail.dat.gz") for n in names):
         problems.append(f"{path.name}: the demo data (dpsketch/datasets/retail.dat.gz) is missing")
     print(f"{path.name}: {len(names)} files, {path.stat().st_size / 2**20:.2f} MiB compressed, "
