@@ -11,6 +11,8 @@
 #  5. each repaired wheel installed with --only-binary :all: into a fresh venv, then run with no
 #     compiler on PATH and CC/CXX=/bin/false: the installed module, `dpsketch top --demo`,
 #     `dpsketch docs`, and on the oldest and newest Pythons the fast unit tests below.
+# WHEEL_CHECK_PYTHONS (default "3.9 3.13"), WHEEL_PLAT and WHEEL_CHECK_DIR change what is built,
+# the policy and the output folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
