@@ -48,12 +48,17 @@ def _is_path(data: Any) -> bool:
 
 
 def _is_frame(data: Any) -> bool:
-    return type(data).__name__ in ("DataFrame", "Table", "RecordBatch") or hasattr(data, "fetch_arrow_table")
+    return type(data).__name__ in ("DataFrame", "Table", "RecordBatch") or _is_relation(data)
+
+
+def _is_relation(data: Any) -> bool:
+    """A DuckDB relation (or anything else that hands over its rows as an Arrow table)."""
+    return hasattr(data, "to_arrow_table") or hasattr(data, "fetch_arrow_table")
 
 
 def _frame_column(data: Any, name: str, what: str):
-    if hasattr(data, "fetch_arrow_table"):  # a DuckDB relation: read the columns it holds once
-        data = data.fetch_arrow_table()
+    if _is_relation(data):  # a DuckDB relation: read the columns it holds once
+        data = data.to_arrow_table() if hasattr(data, "to_arrow_table") else data.fetch_arrow_table()
     cols = data.column_names if hasattr(data, "column_names") else list(data.columns)
     if name not in cols:
         raise ParameterError(f"{what} {name!r} is not a column of the {type(data).__name__} (it has {cols[:20]})")
