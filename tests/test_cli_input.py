@@ -418,3 +418,20 @@ def test_gzip_members_trailing_bytes_and_truncation(capsys, tmp_path):
     code, _, err = run(capsys, "top", cut)
     assert code == 1
     assert "truncated" in one_error_line(err)
+
+
+@pytest.mark.parametrize("content,match", [
+    (b"query,user\r1,a\r2,b\r", "bare carriage return"),              # old Mac / Excel line ends
+    (bytes(range(256)) * 2, "control or binary bytes"),               # binary bytes read as CSV
+    (b"\x00\x01PK\x03\x04query\n1\n", "control or binary bytes"),
+])
+@pytest.mark.parametrize("command", [["top", "--column", "query"], ["quantiles", "--column", "query",
+                                                                      "--bounds", "0,10", "--epsilon", "1"]])
+def test_csv_that_cannot_be_read_is_a_clear_error_not_a_traceback(capsys, tmp_path, content, match, command):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(content)
+    code, out, err = run(capsys, command[0], path, *command[1:])
+    assert code == 1 and out == ""
+    line = one_error_line(err)
+    assert match in line and "Traceback" not in err
+    assert all(ch.isprintable() for ch in line)  # no raw bytes of the input echoed

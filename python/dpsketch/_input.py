@@ -862,6 +862,29 @@ class Source:
         )
 
     # -- CSV ----------------------------------------------------------------------------------
+    def _header_fields(self, first: bytes) -> list:
+        """The fields of the CSV's first line. Bytes that cannot start a CSV file -- a NUL or other
+        control bytes (binary data), or a bare CR inside the line (old Mac and Excel exports end
+        lines with CR alone, which the reader does not split on) -- are a clear InputError naming
+        the fix, never a traceback; the message echoes none of the bytes."""
+        line = first.rstrip(b"\r\n")
+        if self.no_header:  # the first line is a row of data: its bytes are the data's business
+            try:
+                return next(csv.reader([line.decode("utf-8", errors="replace")], delimiter=self.delimiter))
+            except csv.Error:
+                raise InputError(f"{self.where()}: the first row is not CSV; if its lines end with a bare carriage "
+                                 "return (old Mac or Excel export), convert them first: tr '\\r' '\\n'") from None
+        if any(b < 0x20 and b not in (0x09, 0x0D) or b == 0x7F for b in line):
+            raise InputError(f"{self.where()} does not start with a line of CSV text (it holds control or binary "
+                             "bytes); pass a CSV file, or --format parquet / arrow / text for other input")
+        if b"\r" in line:
+            raise InputError(f"{self.where()} ends its lines with a bare carriage return (old Mac or Excel "
+                             "export); convert the line ends first, for example: tr '\\r' '\\n' < IN > OUT.csv")
+        try:
+            return next(csv.reader([line.decode("utf-8", errors="replace")], delimiter=self.delimiter))
+        except csv.Error as exc:
+            raise InputError(f"{self.where()}: the first line is not CSV ({exc})") from None
+
     def _csv_batches(self):
         """Record batches of the item column (then the privacy id column, when there is one) as
         unstripped large_string arrays, parsed by pyarrow in blocks of max_line_bytes."""
@@ -881,8 +904,7 @@ class Source:
             if not first.strip():
                 raise InputError(f"{self.where()} is empty (no CSV header row)" if not self.no_header
                                  else f"{self.where()} has no items")
-            fields = next(csv.reader([first.decode("utf-8", errors="replace").rstrip("\r\n")],
-                                     delimiter=self.delimiter))
+            fields = self._header_fields(first)
             if self.no_header:
                 picked = [self._field(len(fields), "--column", self.col_index or 0)]
                 if self.privacy_id is not None:
@@ -1115,7 +1137,7 @@ class Source:
         if not header.strip():
             raise InputError(f"{self.where()} is empty (no CSV header row)" if not self.no_header
                              else f"{self.where()} has no items")
-        fields = next(csv.reader([header.decode("utf-8", errors="replace").rstrip("\r\n")], delimiter=self.delimiter))
+        fields = self._header_fields(header)
         if self.no_header:
             picked = [self._field(len(fields), "--column", self.col_index or 0),
                       self._field(len(fields), "--time-column", _field_index("--time-column", time_column))]
