@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -53,6 +53,85 @@ PRIVACY_UNIT_ID = "privacy_id"  # metadata['privacy_unit'] of every unit-level r
 _MAX_BOUND = 1 << 20
 
 
+# -- missing values: a row without a key or a privacy id is dropped --------------------------------
+
+def _missing_mask(col) -> Optional[np.ndarray]:
+    """Where ``col`` (numpy, list, pandas/polars Series, Arrow array) has no value: None, NaN,
+    pandas NA, an Arrow or polars null. None when every row has one (docs/privacy.md §Privacy unit:
+    such a row is dropped, row by row, as the command line and Spark drop it)."""
+    mod = type(col).__module__
+    if mod.startswith("pyarrow"):
+        if not col.null_count:
+            return None
+        m = col.is_null()
+        m = m.combine_chunks() if hasattr(m, "combine_chunks") else m
+        return m.to_numpy(zero_copy_only=False)
+    if mod.startswith("polars"):
+        m = col.is_null()
+        if col.dtype.is_float():
+            m = m | col.is_nan()
+        out = m.to_numpy()
+    elif mod.startswith("pandas"):
+        out = col.isna().to_numpy()
+    else:
+        arr = col if isinstance(col, np.ndarray) else np.array(col, dtype=object) if isinstance(col, list) else None
+        if arr is None or arr.ndim != 1:
+            return None
+        if arr.dtype.kind == "f":
+            out = np.isnan(arr)
+        elif arr.dtype.kind == "O":
+            out = np.fromiter((_is_missing(x) for x in arr.tolist()), dtype=bool, count=len(arr))
+        else:
+            return None
+    return out if out.any() else None
+
+
+def _to_numpy(values) -> np.ndarray:
+    """A Series or an Arrow array as numpy (Arrow strings and nulls need a copy)."""
+    if type(values).__module__.startswith("pyarrow"):
+        return values.to_numpy(zero_copy_only=False)
+    return values.to_numpy()
+
+
+def _is_missing(x) -> bool:
+    if x is None:
+        return True
+    if isinstance(x, (float, np.floating)):
+        return bool(x != x)
+    return type(x).__name__ in ("NAType", "NaTType")  # pandas' missing markers
+
+
+def _take(col, keep: np.ndarray, labels: bool = True):
+    """The rows of ``col`` where ``keep`` is True, in ``col``'s own kind. ``labels`` (keys and
+    ids): a float array whose remaining values are all integers becomes int64 -- the integers a
+    missing value had turned into floats (pandas)."""
+    mod = type(col).__module__
+    if mod.startswith("pyarrow"):
+        import pyarrow as pa
+
+        return col.filter(pa.array(keep))
+    if mod.startswith(("polars", "pandas")):
+        col = col.to_numpy()
+    arr = np.array(col, dtype=object) if isinstance(col, list) else np.asarray(col)
+    out = arr[keep]
+    if labels and out.dtype.kind == "f" and len(out) and np.all(np.isfinite(out)) and np.all(out == np.floor(out)) \
+            and np.all(np.abs(out) < 2.0**63):
+        out = out.astype(np.int64)  # integers that a missing value had made float (pandas): their own values
+    return out
+
+
+def _present_rows(*columns):
+    """``columns`` (aligned) without the rows where any of them has no value."""
+    masks = [m for m in (_missing_mask(c) for c in columns) if m is not None]
+    if not masks:
+        return columns
+    lengths = {len(c) for c in columns}
+    if len(lengths) != 1 or any(len(m) != len(columns[0]) for m in masks):
+        return columns  # unequal lengths: the caller's own check names them
+    keep = ~np.logical_or.reduce(masks)
+    return tuple(_take(c, keep) for c in columns)
+
+
 def _check_bounds(m, c):
     return (check_int("max_keys_per_unit", m, 1, _MAX_BOUND), check_int("max_rows_per_key", c, 1, _MAX_BOUND))
 
@@ -60,9 +139,10 @@ def _check_bounds(m, c):
 # -- contribution bounding ----------------------------------------------------------------------
 
 def _column(values, name: str) -> np.ndarray:
-    """An int64 or str column as a numpy array; NaN/None, floats and mixed types are refused."""
+    """An int64 or str column as a numpy array; floats and mixed types are refused (rows without a
+    value are dropped before, by :func:`_present_rows`)."""
     if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
-        values = values.to_numpy()
+        values = _to_numpy(values)
     arr = np.asarray(values) if not isinstance(values, list) else np.array(values, dtype=object)
     if arr.ndim != 1:
         raise ParameterError(f"{name} must be one-dimensional")
@@ -88,7 +168,7 @@ def _exact_column(values, name: str) -> np.ndarray:
     one value there: ids and keys are told apart by their exact bytes (docs/privacy.md §Privacy
     unit). A numpy 2 ``StringDType`` column (which keeps them) is read the same way."""
     if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
-        values = values.to_numpy()
+        values = _to_numpy(values)
     arr = np.asarray(values) if not isinstance(values, list) else np.array(values, dtype=object)
     if arr.ndim == 1 and arr.dtype.kind == "T":
         return arr.astype(object)
@@ -123,7 +203,7 @@ def _bounding_column(values, name: str) -> np.ndarray:
     (or a list) starting with a str is passed on as it is: the C++ coder checks every element as it
     reads it, and :func:`_codes` falls back to :func:`_column` for the error when one is not a str."""
     if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
-        values = values.to_numpy()
+        values = _to_numpy(values)
     if isinstance(values, list):
         values = np.array(values, dtype=object)
         if values.ndim != 1:  # a list of equal-length lists: let _column name the problem
@@ -248,6 +328,7 @@ def bound_contributions(keys, privacy_id, *, max_keys_per_unit: int, max_rows_pe
     kept rows unchanged. The salt is drawn from the secure generator (``seed``: reproducible, NOT
     secret, derived by the seed rule). ``keys`` and ``privacy_id``: aligned 1-D int or str columns."""
     m, c = _check_bounds(max_keys_per_unit, max_rows_per_key)
+    keys, privacy_id = _present_rows(keys, privacy_id)  # a row without a key or an id is dropped
     k = _bounding_column(keys, "keys")
     u = _bounding_column(privacy_id, "privacy_id")
     if len(k) != len(u):
@@ -341,7 +422,8 @@ class ContributionBounder:
 
     def add(self, keys, privacy_id) -> None:
         """Code one batch of aligned rows (one privacy id per key). A batch refused for its
-        types or lengths leaves the bounder as it was."""
+        types or lengths leaves the bounder as it was. A row without a key or an id is dropped."""
+        keys, privacy_id = _present_rows(keys, privacy_id)
         k = _coder_batch(keys, "keys")
         u = _coder_batch(privacy_id, "privacy_id")
         with _named_errors((k, "keys"), (u, "privacy_id")):
@@ -762,7 +844,9 @@ class UnitStream:
 
     def update(self, keys, privacy_id) -> None:
         """Add a chunk: ``keys`` and ``privacy_id`` are aligned 1-D columns (numpy, list, pandas or
-        polars Series) of ints or strs. Rows beyond their unit's first r are dropped."""
+        polars Series) of ints or strs. Rows beyond their unit's first r are dropped, and so is a
+        row without a key or an id."""
+        keys, privacy_id = _present_rows(keys, privacy_id)
         k = _exact_column(keys, "keys")
         u = _exact_column(privacy_id, "privacy_id")
         if len(k) != len(u):
@@ -836,7 +920,7 @@ def _number_column(values, name: str = "values", universe_bits: int | None = Non
     import numbers
 
     if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
-        values = values.to_numpy()
+        values = _to_numpy(values)
     arr = np.asarray(values) if not isinstance(values, list) else np.array(values, dtype=object)
     if arr.ndim != 1:
         raise ParameterError(f"{name} must be one-dimensional")
@@ -928,6 +1012,12 @@ def bound_rows_per_unit(values, privacy_id, *, max_rows_per_unit: int, seed: int
     whose value is NaN or None is never kept (each row on its own); ``privacy_id``: aligned int or
     str column. The salt comes from the secure generator (``seed``: reproducible, NOT secret)."""
     r = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
+    no_id = _missing_mask(privacy_id)
+    if no_id is not None and len(no_id) == len(values):  # a row without an id is never kept
+        keep = np.zeros(len(no_id), dtype=bool)
+        keep[~no_id] = bound_rows_per_unit(_take(values, ~no_id, labels=False), _take(privacy_id, ~no_id),
+                                           max_rows_per_unit=r, seed=seed)
+        return keep
     v, has = _number_column(values)
     u = _exact_column(privacy_id, "privacy_id")
     if (len(v) if has is None else len(has)) != len(u):
@@ -1109,6 +1199,9 @@ def unit_quantiles(values, privacy_id, qs, *, max_rows_per_unit: int, bounds=Non
     if bounds is None and universe_bits is None:
         raise ParameterError("pass bounds=(lo, hi) (public value range) or universe_bits=L (integers in [0, 2^L))")
     sketch = DyadicCountSketch(16 if universe_bits is None else universe_bits, gamma=gamma, bounds=bounds, seed=seed)
+    no_id = _missing_mask(privacy_id)
+    if no_id is not None and len(no_id) == len(values):  # a row without an id is dropped
+        values, privacy_id = _take(values, ~no_id, labels=False), _take(privacy_id, ~no_id)
     v, has = _number_column(values, universe_bits=sketch.universe_bits if bounds is None else None)
     u = _exact_column(privacy_id, "privacy_id")
     if (len(v) if has is None else len(has)) != len(u):
