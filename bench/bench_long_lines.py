@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from dpsketch import _input
+from dpsketch.io import input as _input
 
 
 def read_seconds(path: Path, **source) -> float:

@@ -1,5 +1,5 @@
 """Private quantiles side by side with peer libraries, on the data of
-``dpsketch experiment zhao-quantiles``: Zipf a = 1.0 over [1, 2^16) and the GCIDE tokens hashed to
+``python -m experiments zhao-quantiles``: Zipf a = 1.0 over [1, 2^16) and the GCIDE tokens hashed to
 32 bits (CAIDA stand-in), N = 10^5 per run.
 
 Methods (all private ones at the same privacy: ρ-zCDP, add/remove-one-item neighbours):
@@ -24,7 +24,7 @@ by the sibling script bench/bench_quantiles_inmemory.py.
 
 Metric: for q_i = i/(m+1), the rank distance of the returned value x̂ from the target q_i·N (0 when
 q_i·N lies in [#items < x̂, #items ≤ x̂]), averaged over i (``quantile_error`` of
-dpsketch.experiments.quantiles). Also: ingest time per item, query time, memory.
+experiments/quantiles.py). Also: ingest time per item, query time, memory.
 
 Peers are installed only for this script (``pip install opendp python-dp datasketches``); a peer
 that is not importable is skipped and reported. Writes ``<out>/peers.csv`` (one row per run),
@@ -47,9 +47,9 @@ from pathlib import Path
 import numpy as np
 
 import dpsketch
-from dpsketch.experiments import quantiles as Q
-from dpsketch.experiments import realdata
-from dpsketch.experiments._common import derive_seed, read_csv, summary_rows, write_csv
+from experiments import quantiles as Q
+from experiments import realdata
+from experiments._common import derive_seed, read_csv, summary_rows, write_csv
 
 GAMMA = 0.01
 KLL_K = 200

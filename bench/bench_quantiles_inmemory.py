@@ -42,8 +42,8 @@ from pathlib import Path
 import numpy as np
 
 import dpsketch
-from dpsketch.experiments import quantiles as Q
-from dpsketch.experiments._common import derive_seed, write_csv
+from experiments import quantiles as Q
+from experiments._common import derive_seed, write_csv
 
 EPSILON = 1.0
 KLL_K, REQ_K = 200, 12

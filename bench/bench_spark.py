@@ -191,7 +191,7 @@ def sketch_breakdown(df, column, k, eps, delta):
     the noise and descent on the driver; and the bytes one partition ships."""
     from dpsketch import spark as dps
     from dpsketch.distributed import SketchRoute
-    from dpsketch.dyadic import DyadicCountSketch
+    from dpsketch.sketches.dyadic import DyadicCountSketch
 
     route = SketchRoute(k=k, epsilon=eps, delta=delta, strings=False, rho_fraction=0.9, seed=1)
     proto = route.prototype(width=max(1024, 8 * k), depth=3)

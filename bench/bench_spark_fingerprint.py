@@ -34,7 +34,7 @@ def candidates(df, column, route, width, depth):
     from pyspark.sql import functions as F
 
     from dpsketch import spark as dps
-    from dpsketch.dyadic import DyadicCountSketch
+    from dpsketch.sketches.dyadic import DyadicCountSketch
 
     col = F.col(column)
     keyed = df.select(column).where(col.isNotNull()).select(F.xxhash64(F.lit(route.salt), col).alias("fp"))

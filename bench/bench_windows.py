@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 import dpsketch
-from dpsketch.windows import Windowed
+from dpsketch.time.windows import Windowed
 
 DAY0 = 1_700_006_400  # 2023-11-15T00:00:00Z
 

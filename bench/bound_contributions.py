@@ -1,4 +1,4 @@
-"""Time and peak memory of ``dpsketch.bound_contributions`` on ``datasets.event_log`` (docs/privacy.md
+"""Time and peak memory of ``dpsketch.mechanisms.unit_level.bound_contributions`` on ``datasets.event_log`` (docs/privacy.md
 §Privacy unit, contribution bounding).
 
 One configuration per process. Peak memory: the increase of the resident set's high-water mark
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     times, cpu = [], []
     for _ in range(args.repeats):
         t0, c0 = time.perf_counter(), time.process_time()
-        b = dpsketch.bound_contributions(keys, users, max_keys_per_unit=args.m, max_rows_per_key=args.c, seed=args.seed)
+        b = dpsketch.mechanisms.unit_level.bound_contributions(keys, users, max_keys_per_unit=args.m, max_rows_per_key=args.c, seed=args.seed)
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
         del b

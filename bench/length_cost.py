@@ -21,8 +21,8 @@ import numpy as np
 
 import dpsketch
 from dpsketch import _core, datasets
-from dpsketch.experiments.holland import ALGORITHMS, load_real, run_one
-from dpsketch.experiments.metrics import Truth, heavy_hitter_scores
+from experiments.holland import ALGORITHMS, load_real, run_one
+from experiments.metrics import Truth, heavy_hitter_scores
 
 
 def papers_calibration(alg, stream, truth, *, k, eps, delta, seed):

@@ -175,7 +175,7 @@ def python_paths(stream_file: Path, tmp: Path, names: list[str]) -> dict[str, Py
     try:
         import dpsketch
         import numpy as np
-        from dpsketch import _input
+        from dpsketch.io import input as _input
         from dpsketch.distributed import release_exact_counts
     except ImportError as e:  # the check still covers the C++ paths
         print(f"note: Python paths skipped ({e})")

@@ -19,8 +19,8 @@ import numpy as np
 
 import dpsketch as d
 from dpsketch import _seeds
-from dpsketch.dpss import CandidateCounts, release_exact_counts
-from dpsketch.top_k import gumbel_top_k, top_k_capacity
+from dpsketch.mechanisms.dpss import CandidateCounts, release_exact_counts
+from dpsketch.mechanisms.top_k import gumbel_top_k, top_k_capacity
 
 
 def main() -> None:

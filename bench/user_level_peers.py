@@ -3,7 +3,7 @@
 Both tools bound each user to ``m`` distinct keys and ``c`` rows per key, add Gaussian noise and
 select keys at (ε, δ) for the user (privacy unit = one user):
 
-- dpsketch: ``dpsketch.unit_heavy_hitters`` (exact route) in this process;
+- dpsketch: ``dpsketch.mechanisms.unit_level.unit_heavy_hitters`` (exact route) in this process;
 - PipelineDP (``DPEngine.aggregate``, COUNT, LocalBackend, Gaussian noise, its default truncated
   geometric partition selection) in its own virtual environment, since it needs numpy < 2
   (``--pipelinedp-python``; create it with ``python -m venv V && V/bin/pip install "numpy<2" pipeline-dp``).
@@ -163,7 +163,7 @@ def local_comparison(args, users, keys, du, out: dict) -> None:
     times, rel = [], None
     for r in range(args.repeats):
         t0 = time.perf_counter()
-        rel = dpsketch.unit_heavy_hitters(keys, users, epsilon=args.epsilon, delta=args.delta, max_keys_per_unit=args.m,
+        rel = dpsketch.mechanisms.unit_level.unit_heavy_hitters(keys, users, epsilon=args.epsilon, delta=args.delta, max_keys_per_unit=args.m,
                                           max_rows_per_key=args.c)
         times.append(time.perf_counter() - t0)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

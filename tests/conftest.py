@@ -1,10 +1,15 @@
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# The paper reproductions (ROOT/experiments) are a top-level folder of the checkout, not part of
+# the installed package; the tests that run them import it from here.
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
 SHARED_DATA = Path(os.environ.get("DPSKETCH_DATA", ROOT.parent / "shared" / "data"))
 
 

@@ -154,8 +154,18 @@ def sketch_release(r, sketch: dict) -> dict:
     return out
 
 
+# Where a module of the flat layout (the corpus was recorded on it) lives in the layout by role.
+_MOVED_MODULES = {"dpss": "mechanisms.dpss", "privacy_unit": "mechanisms.unit_level", "windows": "time.windows",
+                  "cumulative": "time.cumulative", "dyadic": "sketches.dyadic", "summaries": "sketches.counters",
+                  "top_k": "mechanisms.top_k", "inmemory": "mechanisms.quantiles", "private": "mechanisms.private_sketches",
+                  "budget": "accounting.budget", "calibration": "accounting.calibration"}
+
+
 def _mod(dp, name: str):
-    return importlib.import_module(f"{dp.__name__}.{name}")
+    try:
+        return importlib.import_module(f"{dp.__name__}.{_MOVED_MODULES.get(name, name)}")
+    except ModuleNotFoundError:  # a checkout of the flat layout
+        return importlib.import_module(f"{dp.__name__}.{name}")
 
 
 # -- the cases ----------------------------------------------------------------------------------
@@ -456,7 +466,7 @@ def quantiles_integer(dp):
 
 def _unit_hh(dp, **kw):
     users, keys = events(dp)
-    return release(dp.unit_heavy_hitters(keys, users, epsilon=1.0, delta=1e-6, seed=SEED, **kw))
+    return release(dp.mechanisms.unit_level.unit_heavy_hitters(keys, users, epsilon=1.0, delta=1e-6, seed=SEED, **kw))
 
 
 @case
@@ -479,7 +489,7 @@ def unit_heavy_hitters_str_keys(dp):
     users, keys = events(dp)
     labels = np.array([f"p{int(k)}" for k in keys])
     ids = np.array([f"u{int(u)}" for u in users])
-    return release(dp.unit_heavy_hitters(labels, ids, epsilon=1.0, delta=1e-6, max_keys_per_unit=4, seed=SEED))
+    return release(dp.mechanisms.unit_level.unit_heavy_hitters(labels, ids, epsilon=1.0, delta=1e-6, max_keys_per_unit=4, seed=SEED))
 
 
 def _bounded(b) -> dict:
@@ -492,7 +502,7 @@ def _bounded(b) -> dict:
 def bound_contributions_and_release(dp):
     pu = _mod(dp, "privacy_unit")
     users, keys = events(dp)
-    b = dp.bound_contributions(keys, users, max_keys_per_unit=3, max_rows_per_key=2, seed=SEED)
+    b = dp.mechanisms.unit_level.bound_contributions(keys, users, max_keys_per_unit=3, max_rows_per_key=2, seed=SEED)
     return {"bounded": _bounded(b),
             "gaussian": release(pu.release_bounded_counts(b, epsilon=1.0, delta=1e-6, seed=SEED + 1)),
             "laplace": release(pu.release_bounded_counts(b, epsilon=1.0, delta=1e-6, noise="laplace", seed=SEED + 2)),
@@ -504,7 +514,7 @@ def bound_contributions_and_release(dp):
 def contribution_bounder(dp):
     users, keys = events(dp)
     labels = [f"p{int(k)}" for k in keys]
-    b = dp.ContributionBounder(max_keys_per_unit=4, seed=SEED)
+    b = dp.mechanisms.unit_level.ContributionBounder(max_keys_per_unit=4, seed=SEED)
     for i in range(0, len(labels), 7_000):
         b.add(labels[i:i + 7_000], users[i:i + 7_000])
     return _bounded(b.bounded())
@@ -513,13 +523,13 @@ def contribution_bounder(dp):
 @case
 def bound_rows_per_unit(dp):
     users, _ = events(dp)
-    mask = dp.bound_rows_per_unit(floats(len(users) // 2 * 2)[: len(users)], users, max_rows_per_unit=3, seed=SEED)
+    mask = dp.mechanisms.unit_level.bound_rows_per_unit(floats(len(users) // 2 * 2)[: len(users)], users, max_rows_per_unit=3, seed=SEED)
     return {"kept": int(mask.sum()), "mask_sha256": _sha(np.packbits(mask))}
 
 
 def _unit_stream(dp, summary, **kw):
     users, keys = events(dp)
-    s = dp.UnitStream(summary, capacity=200, max_rows_per_unit=5)
+    s = dp.mechanisms.unit_level.UnitStream(summary, capacity=200, max_rows_per_unit=5)
     for i in range(0, len(keys), 4_000):
         s.update(keys[i:i + 4_000], users[i:i + 4_000])
     return release(s.release(epsilon=2.0, delta=1e-5, seed=SEED, **kw))
@@ -539,21 +549,21 @@ def unit_stream_misragries(dp):
 def unit_quantiles_rho(dp):
     users, _ = events(dp)
     values = floats(len(users) // 2 * 2)[: len(users)]
-    return release(dp.unit_quantiles(values, users, QS, max_rows_per_unit=4, bounds=(0.0, 500.0), rho=0.5,
+    return release(dp.mechanisms.unit_level.unit_quantiles(values, users, QS, max_rows_per_unit=4, bounds=(0.0, 500.0), rho=0.5,
                                      delta=1e-6, seed=SEED))
 
 
 @case
 def unit_quantiles_epsilon(dp):
     users, keys = events(dp)
-    return release(dp.unit_quantiles(keys % 4096, users, QS, max_rows_per_unit=3, universe_bits=12, epsilon=1.0,
+    return release(dp.mechanisms.unit_level.unit_quantiles(keys % 4096, users, QS, max_rows_per_unit=3, universe_bits=12, epsilon=1.0,
                                      seed=SEED))
 
 
 @case
 def unit_quantiles_epsilon_delta(dp):
     users, keys = events(dp)
-    return release(dp.unit_quantiles(keys % 4096, users, [0.5], max_rows_per_unit=3, universe_bits=12, epsilon=1.0,
+    return release(dp.mechanisms.unit_level.unit_quantiles(keys % 4096, users, [0.5], max_rows_per_unit=3, universe_bits=12, epsilon=1.0,
                                      delta=1e-6, seed=SEED))
 
 

@@ -251,7 +251,7 @@ def run_suite(spark) -> dict:
 
     import dpsketch as dp
     from dpsketch import spark as dps
-    from dpsketch.dyadic import DyadicCountSketch
+    from dpsketch.sketches.dyadic import DyadicCountSketch
 
     r = np.random.default_rng(20261202)  # small data: the point is the plumbing, not the scale
     ints = (r.zipf(1.3, size=20000) % 3000).astype(np.int64) - 50  # some negative keys

@@ -215,7 +215,7 @@ def test_row_exact_label_pair_fails_a_threshold_for_count_zero(monkeypatch):
 
 
 def _break_plan(monkeypatch, breakage):
-    import dpsketch.privacy_unit as U
+    import dpsketch.mechanisms.unit_level as U
 
     real = U._exact_plan
     monkeypatch.setattr(U, "_exact_plan", lambda *a, **k: breakage(real, *a, **k))

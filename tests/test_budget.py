@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import dpsketch
-from dpsketch import Budget, BudgetExceededError, ReleaseBudgetError
+from dpsketch import Budget
+from dpsketch.errors import BudgetExceededError, ReleaseBudgetError
 from dpsketch import _seeds as seeds_mod
 
 

@@ -1,4 +1,4 @@
-"""dpsketch.FileBudget (Budget.open; docs/privacy.md §Budget files) on real files: values round-trip
+"""dpsketch.accounting.FileBudget (Budget.open; docs/privacy.md §Budget files) on real files: values round-trip
 exactly, processes charging one file concurrently never pass its cap and the ledger lists exactly
 the charges that were accepted, a refused charge leaves the file byte for byte as it was, and a
 damaged or edited file is refused with BudgetFileError and left as it is."""
@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 import dpsketch
-from dpsketch import Budget, BudgetExceededError, BudgetFileError, DPSketchError, FileBudget
+from dpsketch import Budget, DPSketchError
+from dpsketch.errors import BudgetExceededError, BudgetFileError
+from dpsketch.accounting import FileBudget
 
 
 def _frac(text: str) -> Fraction:

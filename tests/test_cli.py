@@ -461,26 +461,3 @@ def test_no_command_and_help(capsys):
     assert code == 0 and "--epsilon" in out and "--max-stream-length" in out
 
 
-@pytest.mark.experiments
-def test_experiment_runs_a_sweep_and_counts_its_claims(capsys, tmp_path):
-    import csv
-
-    from dpsketch.cli import EXPERIMENT_NAMES
-    from dpsketch.experiments import NAMES
-
-    assert EXPERIMENT_NAMES == NAMES
-    code, out, _ = run(capsys, "experiment", "--help")
-    assert code == 0 and all(name in out for name in NAMES)
-    code, out, err = run(capsys, "experiment", "zhao-quantiles", "--quick", "--repeats", 1, "--out", tmp_path)
-    assert code == 0, err
-    folder, line = out.strip().splitlines()
-    assert folder == str(tmp_path / "zhao-quantiles")
-    with open(tmp_path / "zhao-quantiles" / "claims.csv", newline="") as fh:
-        verdicts = [row["holds"] for row in csv.DictReader(fh)]
-    assert line.startswith(f"claims: {verdicts.count('yes')} of {len(verdicts)} hold, {verdicts.count('no')} do not")
-    code, _, err = run(capsys, "experiment", "nope")
-    assert code == 2
-    assert_one_line_error(err, "invalid choice: 'nope'", "zhao-quantiles")
-    code, _, err = run(capsys, "experiment", "zhao-quantiles", "--repeats", 0)
-    assert code == 2
-    assert_one_line_error(err, "repeats")

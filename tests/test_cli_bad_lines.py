@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpsketch import _input
+from dpsketch.io import input as _input
 from conftest import one_error_line, run_cli as run
 
 pytest.importorskip("pyarrow")

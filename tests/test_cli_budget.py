@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import dpsketch
-from dpsketch import FileBudget
+from dpsketch.accounting import FileBudget
 from dpsketch.datasets import event_log
 
 from conftest import one_error_line, run_cli as run, write_event_log

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpsketch import _input
+from dpsketch.io import input as _input
 from conftest import one_error_line, run_cli as run
 
 pytest.importorskip("pyarrow")
@@ -210,7 +210,7 @@ def test_unit_separator_lines_are_counted(capsys, tmp_path):
 def test_text_chunks_are_byte_buffers_or_int64_without_python_items(heavy):
     import numpy as np
 
-    from dpsketch._keys import Utf8Lines
+    from dpsketch.sketches._keys import Utf8Lines
 
     src = _input.Source(heavy, chunk_size=7_000)
     batches = list(src.chunks())

@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pytest
 
-from dpsketch import _input
+from dpsketch.io import input as _input
 from dpsketch.datasets import distinct_units_per_key, event_log
 
 from conftest import check_unit_utility, one_error_line, run_cli as run, write_event_log
@@ -213,9 +213,9 @@ def test_int_typing_reads_the_same_language_in_every_chunking(tmp_path):
 
 @pytest.mark.parametrize("int_options", [(), ("--int-keys", "--int-ids")])
 def test_release_equals_the_library_on_the_columns_read(capsys, log, int_options):
-    """The command codes the batches as the reader hands them over (dpsketch.ContributionBounder);
+    """The command codes the batches as the reader hands them over (dpsketch.mechanisms.unit_level.ContributionBounder);
     its release is the library's unit_heavy_hitters on the whole columns, item for item."""
-    from dpsketch import unit_heavy_hitters
+    from dpsketch.mechanisms.unit_level import unit_heavy_hitters
 
     d, users, keys = log
     rel, _ = _release(capsys, d / "events.csv", "--epsilon", 1, "--delta", 1e-6, *int_options)

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-import dpsketch.calibration
+import dpsketch.accounting.calibration
 from dpsketch.cli import main
 
 
@@ -51,7 +51,7 @@ def test_rho_with_delta_prints_the_epsilon_delta_conversion(values_csv, capsys):
     assert main([*args, "--delta", "1e-6", "--json"]) == 0
     out, err = capsys.readouterr()
     privacy = json.loads(out)["privacy"]
-    want = dpsketch.calibration.zcdp_epsilon(0.5, 1e-6)
+    want = dpsketch.accounting.calibration.zcdp_epsilon(0.5, 1e-6)
     assert privacy["epsilon"] == pytest.approx(want) and privacy["delta"] == 1e-6
     assert f"epsilon={want:g}, delta=1e-06" in err
     assert main(args) == 0
@@ -179,7 +179,7 @@ def test_reader_errors_name_no_line(tmp_path, capsys):
 @pytest.mark.parametrize("budget, want", [(["--rho", "0.3"], r"spent: rho=([0-9.e+-]+) "),
                                           (["--epsilon", "0.7"], r"spent: epsilon=([0-9.e+-]+), delta=0 ")])
 def test_spent_line_is_what_the_budget_recorded(tmp_path, capsys, budget, want):
-    from dpsketch.budget import used_value
+    from dpsketch.accounting.budget import used_value
 
     p = tmp_path / "v.txt"
     p.write_text("".join(f"{i % 10}\n" for i in range(100)))

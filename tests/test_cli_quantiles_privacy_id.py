@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import dpsketch
-from dpsketch import _input
+from dpsketch.io import input as _input
 from dpsketch.datasets import event_log
 from conftest import one_error_line, run_cli as run, write_event_log
 
@@ -93,7 +93,7 @@ def test_heavy_users_do_not_dominate_the_top_quantile(capsys, log):
     unit_level = dict(rel["items"])
     assert unit_level[0.99] < UNIVERSE  # r rows per bot: at most 10·r of the ~120,000 kept rows
     # and the release tracks the row-bounded data (same seed, so the same salt: int ids as in the file)
-    kept = np.sort(keys[dpsketch.bound_rows_per_unit(keys, users, max_rows_per_unit=R, seed=1)])
+    kept = np.sort(keys[dpsketch.mechanisms.unit_level.bound_rows_per_unit(keys, users, max_rows_per_unit=R, seed=1)])
     assert np.mean(kept >= UNIVERSE) < 0.01
     for q, v in rel["items"]:
         below, upto = _rank_range(kept, v)

@@ -316,7 +316,7 @@ def test_string_views_are_read_in_place(make):
 
 def test_polars_strings_are_exported_as_views_without_a_copy():
     pl = pytest.importorskip("polars")
-    from dpsketch._keys import normalize_batch
+    from dpsketch.sketches._keys import normalize_batch
 
     if not hasattr(pl, "CompatLevel"):
         pytest.skip("this polars exports strings only as large_string")

@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 
 import dpsketch
-from dpsketch import Budget, BudgetExceededError, Cumulative, ParameterError
-from dpsketch.cumulative import MAX_HORIZON, node_seed, schedule_for
+from dpsketch import Budget, Cumulative, ParameterError
+from dpsketch.errors import BudgetExceededError
+from dpsketch.time.cumulative import MAX_HORIZON, node_seed, schedule_for
 
 W, D, HASH = 16, 1, 12345
 
@@ -191,7 +192,7 @@ def test_pure_dp_nodes_at_epsilon_over_L():
 
 def test_rho_with_delta_reports_the_conversion():
     c = Cumulative(horizon=4, make=_make_cs, rho=0.5, delta=1e-6, schedule="binary")
-    assert c.epsilon == pytest.approx(dpsketch.private.zcdp_to_dp(c.rho, 1e-6))
+    assert c.epsilon == pytest.approx(dpsketch.mechanisms.private_sketches.zcdp_to_dp(c.rho, 1e-6))
     rel = c.step(_steps(1)[0])[0]
     assert rel.metadata["composition"]["series_delta"] == 1e-6
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import dpsketch
-from dpsketch import _docs
+from dpsketch.cli import docs as _docs
 from dpsketch.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

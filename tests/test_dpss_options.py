@@ -16,8 +16,8 @@ import pytest
 
 import dpsketch
 from dpsketch import ParameterError, SpaceSaving
-from dpsketch.dpss import CandidateCounts, heavy_hitters, release_exact_counts
-from dpsketch.experiments.metrics import Truth, heavy_hitter_scores
+from dpsketch.mechanisms.dpss import CandidateCounts, heavy_hitters, release_exact_counts
+from experiments.metrics import Truth, heavy_hitter_scores
 
 
 # ----------------------------------------------------------------- exhaustive structural search
@@ -224,13 +224,13 @@ def test_exact_count_release_spends_the_summary_once():
     s.update_many([1, 2, 3] * 50)
     counts = [50] * len(s.items())
     release_exact_counts(s, counts, epsilon=1, delta=1e-6, k=4, seed=1)
-    with pytest.raises(dpsketch.ReleaseBudgetError):
+    with pytest.raises(dpsketch.errors.ReleaseBudgetError):
         s.release(epsilon=1, delta=1e-6, k=4)
     b = dpsketch.Budget(1.0, 1e-6)
     s2 = SpaceSaving(8)
     s2.update_many([1, 2, 3] * 50)
     release_exact_counts(s2, counts, epsilon=1, delta=1e-6, k=4, budget=b)
-    with pytest.raises(dpsketch.BudgetExceededError):
+    with pytest.raises(dpsketch.errors.BudgetExceededError):
         release_exact_counts(s2, counts, epsilon=1, delta=1e-6, k=4, budget=b, allow_repeat=True)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dpsketch as dp
-from dpsketch.dyadic import _sensitivities
+from dpsketch.sketches.dyadic import _sensitivities
 
 
 def zipf_stream(rng, n, universe, a=1.0):

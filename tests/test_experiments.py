@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from dpsketch import experiments
+import experiments
 
 # Every figure the sweeps draw must keep its legend off the panels.
-pytestmark = [pytest.mark.filterwarnings("error::dpsketch.experiments.plots.FigureLayoutWarning"),
+pytestmark = [pytest.mark.filterwarnings("error::experiments.plots.FigureLayoutWarning"),
               pytest.mark.experiments]  # CI stage 'experiments' (pyproject.toml)
 
 PROB = ("recall", "precision", "f1")
@@ -143,7 +143,7 @@ def test_dpss_precision_tiny(tmp_path):
     assert info["datasets"] == ["retail", "code"] and "standard library" in info["code_stream"]
     _check_pngs(out, ["fig_dpss_precision.png"])
     # the results page's tables of this sweep are filled from its summary.csv
-    from dpsketch.experiments import report
+    from experiments import report
 
     page = tmp_path / "page.md"
     page.write_text("<!-- generated: dpss out/dpss-precision -->\n<!-- end generated -->\n"
@@ -164,8 +164,8 @@ def test_dpss_precision_tiny(tmp_path):
 
 
 def test_code_tokens_are_identifiers_in_file_order(tmp_path):
-    from dpsketch.experiments.precision import code_tokens
-    from dpsketch.experiments.realdata import hash32
+    from experiments.precision import code_tokens
+    from experiments.realdata import hash32
 
     (tmp_path / "b.py").write_text("import os  # x1\nos.path\n")
     (tmp_path / "a.py").write_text("def f(_y): return _y\n")
@@ -220,7 +220,7 @@ def _summary_row(sweep, x, alg, **metrics):
     ((1.0, 1.0, 1.0), "falls", "no"),
 ])
 def test_trend_claims_are_strict(series, direction, expected):
-    from dpsketch.experiments import claims
+    from experiments import claims
 
     rows = [_summary_row("k", x, "A", recall=v) for x, v in zip((32, 64, 128), series)]
     (c,) = claims._trend_claim("e", rows, "k", "A", "recall", direction, "id", "paper", "claim")
@@ -235,7 +235,7 @@ def test_trend_claims_are_strict(series, direction, expected):
     ((0.40, 0.20, 0.60), 0.05, "no"),    # the dip of 0.2 is not
 ])
 def test_trend_claims_weigh_the_run_to_run_spread(series, spread, expected):
-    from dpsketch.experiments import claims
+    from experiments import claims
 
     # 100 runs per point, 5th-95th percentiles ``spread`` apart: se = spread / 3.29 / 10
     rows = [dict(_summary_row("k", x, "A", recall=v), recall_p5=v - spread / 2, recall_p95=v + spread / 2, runs=100)
@@ -245,7 +245,7 @@ def test_trend_claims_weigh_the_run_to_run_spread(series, spread, expected):
 
 
 def test_trend_claim_undefined_end_is_not_a_pass():
-    from dpsketch.experiments import claims
+    from experiments import claims
 
     rows = [_summary_row("k", 32, "A", are=math.nan), _summary_row("k", 64, "A", are=0.1)]
     (c,) = claims._trend_claim("e", rows, "k", "A", "are", "falls", "id", "paper", "claim")
@@ -253,7 +253,7 @@ def test_trend_claim_undefined_end_is_not_a_pass():
 
 
 def test_report_fills_generated_blocks(tmp_path):
-    from dpsketch.experiments import report
+    from experiments import report
 
     out = experiments.run("holland-real", tiny=True, out=tmp_path / "res", data=tmp_path, progress=False, repeats=1)
     page = tmp_path / "page.md"
@@ -284,7 +284,7 @@ def test_real_stream_hashed_in_order(tmp_path):
 
     import numpy as np
 
-    from dpsketch.experiments import realdata
+    from experiments import realdata
 
     tokens = [f"w{i % 13}" for i in range(50)]
     _fake_gcide(tmp_path / "gcide_words.txt.gz", tokens)
@@ -297,7 +297,7 @@ def test_real_stream_hashed_in_order(tmp_path):
 
 
 def test_zhao_frequency_real_stream(tmp_path):
-    from dpsketch.experiments import zhao
+    from experiments import zhao
 
     import numpy as np
 
@@ -343,7 +343,7 @@ def test_zhao_quantiles_tiny(tmp_path):
 def test_quantile_metrics_against_brute_force():
     import numpy as np
 
-    from dpsketch.experiments import quantiles as Q
+    from experiments import quantiles as Q
 
     rng = np.random.default_rng(5)
     s = np.sort(rng.integers(0, 20, size=301))
@@ -365,8 +365,8 @@ def test_quantile_metrics_against_brute_force():
 def test_margin_cut_is_the_library_cut_at_zero_and_a_subset_above():
     # The experiment's margin variants post-process the same noise draw as the library's n/k cut.
     import dpsketch
-    from dpsketch.dpss import release_exact_counts
-    from dpsketch.experiments.precision import margin_cut
+    from dpsketch.mechanisms.dpss import release_exact_counts
+    from experiments.precision import margin_cut
 
     stream = np.asarray(dpsketch.datasets.retail(), dtype=np.int64)[:200_000]
     k = 64
@@ -387,7 +387,7 @@ def test_margin_cut_is_the_library_cut_at_zero_and_a_subset_above():
 
 def test_figure_legend_sits_outside_the_panels():
     pytest.importorskip("matplotlib")
-    from dpsketch.experiments import plots
+    from experiments import plots
 
     plt = plots._plt()
 
@@ -409,3 +409,24 @@ def test_figure_legend_sits_outside_the_panels():
     fig.tight_layout()
     assert plots._overlaps(fig)
     plt.close(fig)
+
+
+def test_python_m_experiments_runs_a_sweep_and_counts_its_claims(capsys, tmp_path):
+    import csv
+
+    from experiments.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0 and all(name in out for name in experiments.NAMES)
+    assert main(["zhao-quantiles", "--quick", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    folder, line = capsys.readouterr().out.strip().splitlines()
+    assert folder == str(tmp_path / "zhao-quantiles")
+    with open(tmp_path / "zhao-quantiles" / "claims.csv", newline="") as fh:
+        verdicts = [row["holds"] for row in csv.DictReader(fh)]
+    assert line.startswith(f"claims: {verdicts.count('yes')} of {len(verdicts)} hold, {verdicts.count('no')} do not")
+    for bad in (["nope"], ["zhao-quantiles", "--repeats", "0"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(bad)
+        assert exit_.value.code == 2

@@ -56,7 +56,7 @@ def test_units_validate_and_describe_themselves():
 def test_row_level_default_is_dpss_and_reports_it(log):
     _, keys = log
     rel = d.heavy_hitters(keys, k=50, epsilon=1.0, delta=1e-6, seed=3)
-    from dpsketch.dpss import heavy_hitters as dpss
+    from dpsketch.mechanisms.dpss import heavy_hitters as dpss
 
     _same(rel, dpss(keys, k=50, epsilon=1.0, delta=1e-6, seed=3))
     assert rel.metadata["method"] == "dpss" and rel.metadata["unit"]["kind"] == "row"
@@ -79,7 +79,7 @@ def test_row_level_pmg_is_misra_gries_released_by_pmg(log):
 
 def test_person_exact_equals_unit_heavy_hitters_from_every_data_form(log, tmp_path):
     users, keys = log
-    want = d.unit_heavy_hitters(keys, users, epsilon=1.0, delta=1e-6, max_keys_per_unit=3, seed=5)
+    want = d.mechanisms.unit_level.unit_heavy_hitters(keys, users, epsilon=1.0, delta=1e-6, max_keys_per_unit=3, seed=5)
     assert want.items  # the comparison is not vacuous
     pd = pytest.importorskip("pandas")
     pl = pytest.importorskip("polars")
@@ -100,14 +100,14 @@ def test_person_exact_equals_unit_heavy_hitters_from_every_data_form(log, tmp_pa
         assert rel.metadata["method"] == "exact" and rel.metadata["unit"]["kind"] == "person", name
         assert rel.metadata["privacy_unit"] == "privacy_id"
     top = d.heavy_hitters(keys, unit=Person(users, max_keys=3), top_k=5, epsilon=1.0, delta=1e-6, seed=5)
-    _same(top, d.unit_heavy_hitters(keys, users, epsilon=1.0, delta=1e-6, max_keys_per_unit=3, selection="gumbel",
+    _same(top, d.mechanisms.unit_level.unit_heavy_hitters(keys, users, epsilon=1.0, delta=1e-6, max_keys_per_unit=3, selection="gumbel",
                                     k=5, seed=5))
     assert len(top.items) == 5
 
 
 def test_person_bounded_memory_equals_unit_stream(log, tmp_path):
     users, keys = log
-    s = d.UnitStream("spacesaving", capacity=100, max_rows_per_unit=4)
+    s = d.mechanisms.unit_level.UnitStream("spacesaving", capacity=100, max_rows_per_unit=4)
     s.update(keys, users)
     want = s.release(epsilon=1.0, delta=1e-6, k=50, seed=2)
     rel = d.heavy_hitters(keys, unit=Person(users, max_rows=4), k=50, epsilon=1.0, delta=1e-6, seed=2)
@@ -151,7 +151,7 @@ def test_an_id_column_name_with_array_data_is_refused():
 
 def test_row_level_quantiles_are_the_in_memory_mechanisms():
     x = np.random.default_rng(1).normal(50, 10, 5_000)
-    from dpsketch.inmemory import quantiles as inmemory
+    from dpsketch.mechanisms.quantiles import quantiles as inmemory
 
     for method in ("auto", "exp", "joint", "recursive"):
         rel = d.quantiles(x, [0.25, 0.5, 0.9], bounds=(0, 100), epsilon=1.0, method=method, seed=3)
@@ -166,7 +166,7 @@ def test_person_level_quantiles_are_unit_quantiles(log):
     users, _ = log
     values = (users * 7919) % 1000  # per-row values, several rows per person
     rel = d.quantiles(values, [0.5, 0.9], unit=Person(users, max_rows=3), universe_bits=10, rho=0.5, seed=4)
-    _same(rel, d.unit_quantiles(values, users, [0.5, 0.9], max_rows_per_unit=3, universe_bits=10, rho=0.5, seed=4))
+    _same(rel, d.mechanisms.unit_level.unit_quantiles(values, users, [0.5, 0.9], max_rows_per_unit=3, universe_bits=10, rho=0.5, seed=4))
     assert rel.metadata["method"] == "dyadic" and rel.metadata["unit"]["max_rows"] == 3
     with pytest.raises(d.ParameterError, match="max_rows"):
         d.quantiles(values, [0.5], unit=Person(users, max_keys=3), universe_bits=10, rho=0.5)

@@ -18,7 +18,7 @@ import dpsketch
 from dpsketch import intervals as I
 from dpsketch import _core
 from dpsketch.errors import ParameterError
-from dpsketch.privacy_unit import release_bounded_counts
+from dpsketch.mechanisms.unit_level import release_bounded_counts
 
 LEVEL = 0.95
 RUNS = 300
@@ -101,7 +101,7 @@ def test_two_pass_coverage(stream):
     ss = dpsketch.SpaceSaving(64)
     ss.update_many(keys)
     counts = [truth[k] for k, _ in ss.items()]
-    rels = (dpsketch.dpss.release_exact_counts(ss, counts, epsilon=0.5, delta=1e-4, k=64, cut=None, seed=s,
+    rels = (dpsketch.mechanisms.dpss.release_exact_counts(ss, counts, epsilon=0.5, delta=1e-4, k=64, cut=None, seed=s,
                                                allow_repeat=True) for s in range(RUNS))
     _check(rels, truth)
 
@@ -170,7 +170,7 @@ def test_unit_stream_bounds_the_kept_rows():
     truth = Counter(kept)
     rels = []
     for summary in ("spacesaving", "misragries"):
-        us = dpsketch.UnitStream(summary, capacity=32, max_rows_per_unit=r)
+        us = dpsketch.mechanisms.unit_level.UnitStream(summary, capacity=32, max_rows_per_unit=r)
         us.update(keys, ids)
         rels += [us.release(epsilon=6.0, delta=1e-4, k=32, seed=s, allow_repeat=True) for s in range(RUNS // 2)]
     assert "per-unit bound" in rels[0].metadata["interval"]["bounds"]
@@ -182,7 +182,7 @@ def test_unit_exact_route_coverage(noise, selection):
     rng = np.random.default_rng(9)
     keys = np.concatenate([np.repeat(np.arange(12), 40 + 25 * np.arange(12)), rng.integers(100, 400, 2000)])
     ids = rng.integers(0, 3000, len(keys))
-    bounded = dpsketch.bound_contributions(keys, ids, max_keys_per_unit=2, seed=1)
+    bounded = dpsketch.mechanisms.unit_level.bound_contributions(keys, ids, max_keys_per_unit=2, seed=1)
     truth = dict(zip(bounded.keys.tolist(), bounded.counts.tolist()))
     rels = [release_bounded_counts(bounded, epsilon=1.0, delta=1e-5, noise=noise, selection=selection,
                                             k=None if selection is None else 6, seed=s) for s in range(RUNS)]

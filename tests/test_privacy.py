@@ -232,7 +232,7 @@ def test_private_sketch_release_is_published_copy():
     assert np.array_equal(back.cells(), p.cells()) and back.epsilon == pytest.approx(R.epsilon_used(1.0))
     with pytest.raises(RuntimeError):
         pub.update("c")
-    with pytest.raises(d.ReleaseBudgetError):
+    with pytest.raises(d.errors.ReleaseBudgetError):
         p.release()
     p.release(allow_repeat=True)
 
@@ -243,7 +243,7 @@ def test_double_release_is_refused_and_recorded():
     ss.update_many([1, 2, 3, 1])
     r1 = ss.release(epsilon=1.0, delta=1e-3, k=2, seed=1)
     assert r1.metadata["release_index"] == 1 and not r1.metadata["composed_with_previous_releases"]
-    with pytest.raises(d.ReleaseBudgetError, match="allow_repeat=True"):
+    with pytest.raises(d.errors.ReleaseBudgetError, match="allow_repeat=True"):
         ss.release(epsilon=1.0, delta=1e-3, k=2, seed=1)
     r2 = ss.release(epsilon=1.0, delta=1e-3, k=2, seed=1, allow_repeat=True)
     assert r2.metadata["release_index"] == 2 and r2.metadata["composed_with_previous_releases"]
@@ -289,7 +289,7 @@ def test_no_key_in_reprs_or_errors():
     r = objs[0].release(epsilon=0.01, delta=1e-9, k=1, seed=0)  # far too little signal: nothing passes
     assert secret not in r.keys()
     messages += [repr(r), str(r), r.to_json()]
-    with pytest.raises(d.ReleaseBudgetError) as ei:
+    with pytest.raises(d.errors.ReleaseBudgetError) as ei:
         objs[0].release(epsilon=0.01, delta=1e-9, k=1)
     messages.append(str(ei.value))
     assert not any(secret in m for m in messages)

@@ -11,8 +11,8 @@ import pytest
 
 import dpsketch as d
 from dpsketch import _core
-from dpsketch import privacy_unit as U
-from dpsketch.calibration import dgauss_tail_gt, unit_group_privacy
+from dpsketch.mechanisms import unit_level as U
+from dpsketch.accounting.calibration import dgauss_tail_gt, unit_group_privacy
 from dpsketch.datasets import distinct_units_per_key
 
 from conftest import check_unit_utility
@@ -252,7 +252,7 @@ def test_bounded_contributions_provenance_cannot_be_forged():
 # -- U5: the metadata states the unit-level guarantee --------------------------------------------------
 def test_metadata_states_the_unit_and_the_unit_level_guarantee():
     keys, ids = _rows([(u, [u % 5, 100 + u % 3]) for u in range(400)])
-    r = d.unit_heavy_hitters(keys, ids, epsilon=1.0, delta=1e-6, max_keys_per_unit=10, max_rows_per_key=2, seed=1)
+    r = d.mechanisms.unit_level.unit_heavy_hitters(keys, ids, epsilon=1.0, delta=1e-6, max_keys_per_unit=10, max_rows_per_key=2, seed=1)
     m = r.metadata
     assert m["privacy_unit"] == "privacy_id" and m["route"] == "exact" and m["neighbours"] == "add_remove_unit"
     assert m["max_keys_per_unit"] == 10 and m["max_rows_per_key"] == 2
@@ -266,7 +266,7 @@ def test_metadata_states_the_unit_and_the_unit_level_guarantee():
 
 # -- the numbers: threshold, noise, tails, group privacy ----------------------------------------------
 def test_threshold_and_sigma_at_the_reference_point():
-    cost = d.unit_release_cost(epsilon=1.0, delta=1e-6, max_keys_per_unit=10)
+    cost = d.mechanisms.unit_level.unit_release_cost(epsilon=1.0, delta=1e-6, max_keys_per_unit=10)
     ex = cost["exact"]
     assert 16.5 < ex["sigma"] < 18 and 90 <= ex["threshold"] <= 96
     assert ex["epsilon"] <= 1.0 and ex["delta"] <= 1e-6
@@ -275,7 +275,7 @@ def test_threshold_and_sigma_at_the_reference_point():
     p_max = 1 - (1 - 0.5e-6) ** 0.1
     t = ex["threshold"] - 1
     assert dgauss_tail_gt(s2, t) <= p_max < dgauss_tail_gt(s2, t - 1)
-    lap = d.unit_release_cost(epsilon=1.0, delta=1e-6, max_keys_per_unit=10, noise="laplace")["exact"]
+    lap = d.mechanisms.unit_level.unit_release_cost(epsilon=1.0, delta=1e-6, max_keys_per_unit=10, noise="laplace")["exact"]
     assert lap["laplace_scale"] == pytest.approx(10.0) and lap["epsilon"] == pytest.approx(1.0)
     e1 = 1 / lap["laplace_scale"]
     q = math.exp(-e1 * (lap["threshold"] - 1)) / (1 + math.exp(e1))
@@ -311,12 +311,12 @@ def test_group_privacy_chain_is_exact():
 # -- Gumbel selection (its χ² test against the exact peeling probabilities: tests/test_top_k.py) -------
 def test_gumbel_selection_releases_exactly_k_ranked_keys():
     keys, ids = _rows([(u, [u % 20]) for u in range(20 * 300)])  # 20 keys of 300 users each
-    r = d.unit_heavy_hitters(keys, ids, epsilon=2.0, delta=1e-6, max_keys_per_unit=1, selection="gumbel", k=5, seed=2)
+    r = d.mechanisms.unit_level.unit_heavy_hitters(keys, ids, epsilon=2.0, delta=1e-6, max_keys_per_unit=1, selection="gumbel", k=5, seed=2)
     assert len(r) == 5 and r.metadata["selection"] == "gumbel"
     assert r.metadata["epsilon_selection"] + r.metadata["epsilon_counts"] == pytest.approx(r.epsilon)
     assert r.epsilon <= 2.0
     with pytest.raises(d.ParameterError, match="k="):
-        d.unit_heavy_hitters(keys, ids, epsilon=1, delta=1e-6, max_keys_per_unit=1, selection="gumbel")
+        d.mechanisms.unit_level.unit_heavy_hitters(keys, ids, epsilon=1, delta=1e-6, max_keys_per_unit=1, selection="gumbel")
 
 
 # -- utility on a log with bots ------------------------------------------------------------------------
@@ -324,7 +324,7 @@ def test_event_log_no_single_user_key_and_full_recall_of_popular_keys():
     from dpsketch.datasets import event_log
 
     users, keys = event_log(400_000, heavy_users=20, heavy_rows=2_000, universe=20_000, seed=3)
-    r = d.unit_heavy_hitters(keys, users, epsilon=1.0, delta=1e-6, max_keys_per_unit=10, seed=4)
+    r = d.mechanisms.unit_level.unit_heavy_hitters(keys, users, epsilon=1.0, delta=1e-6, max_keys_per_unit=10, seed=4)
     check_unit_utility(r.keys(), users, keys)
     by = distinct_units_per_key(keys, users)
     # the same log at the row level publishes the bots' own keys
@@ -365,18 +365,18 @@ def test_bad_input_gets_clear_errors():
         with pytest.raises((ValueError, TypeError)):
             U.bound_contributions([1], [1], max_keys_per_unit=1, max_rows_per_key=bad)
     with pytest.raises(d.ParameterError, match="noise"):
-        d.unit_heavy_hitters([1], [1], epsilon=1, delta=1e-6, max_keys_per_unit=1, noise="cauchy")
+        d.mechanisms.unit_level.unit_heavy_hitters([1], [1], epsilon=1, delta=1e-6, max_keys_per_unit=1, noise="cauchy")
     with pytest.raises(ValueError, match="epsilon"):
-        d.unit_heavy_hitters([1], [1], epsilon=0, delta=1e-6, max_keys_per_unit=1)
-    empty = d.unit_heavy_hitters([], [], epsilon=1, delta=1e-6, max_keys_per_unit=1)
+        d.mechanisms.unit_level.unit_heavy_hitters([1], [1], epsilon=0, delta=1e-6, max_keys_per_unit=1)
+    empty = d.mechanisms.unit_level.unit_heavy_hitters([], [], epsilon=1, delta=1e-6, max_keys_per_unit=1)
     assert empty.items == []
 
 
 def test_budget_is_charged_before_noise():
     b = d.Budget(1.0, 1e-6)
-    d.unit_heavy_hitters([1, 2], [1, 2], epsilon=0.6, delta=5e-7, max_keys_per_unit=1, budget=b)
-    with pytest.raises(d.BudgetExceededError):
-        d.unit_heavy_hitters([1, 2], [1, 2], epsilon=0.6, delta=4e-7, max_keys_per_unit=1, budget=b)
+    d.mechanisms.unit_level.unit_heavy_hitters([1, 2], [1, 2], epsilon=0.6, delta=5e-7, max_keys_per_unit=1, budget=b)
+    with pytest.raises(d.errors.BudgetExceededError):
+        d.mechanisms.unit_level.unit_heavy_hitters([1, 2], [1, 2], epsilon=0.6, delta=4e-7, max_keys_per_unit=1, budget=b)
     assert len(b.ledger) == 1
 
 
@@ -529,7 +529,7 @@ def test_rows_without_a_key_or_an_id_are_dropped_one_by_one():
     keep = [not m for m in missing]
     clean_k = [k for k, ok in zip(keys, keep) if ok]
     clean_u = [u for u, ok in zip(ids, keep) if ok]
-    want = d.unit_heavy_hitters(clean_k, clean_u, epsilon=1.0, delta=1e-6, max_keys_per_unit=3, seed=2)
+    want = d.mechanisms.unit_level.unit_heavy_hitters(clean_k, clean_u, epsilon=1.0, delta=1e-6, max_keys_per_unit=3, seed=2)
     assert want.items
     frame = pd.DataFrame({"k": k_missing, "u": u_missing})  # pandas: ids with NaN become floats
     forms = [(k_missing, u_missing), (frame["k"], frame["u"]),
@@ -537,13 +537,13 @@ def test_rows_without_a_key_or_an_id_are_dropped_one_by_one():
              (pl.Series(k_missing), pl.Series([None if u != u else u for u in u_missing], dtype=pl.Int64)),
              (frame["k"], frame["u"].astype("Int64"))]
     for k_col, u_col in forms:
-        got = d.unit_heavy_hitters(k_col, u_col, epsilon=1.0, delta=1e-6, max_keys_per_unit=3, seed=2)
+        got = d.mechanisms.unit_level.unit_heavy_hitters(k_col, u_col, epsilon=1.0, delta=1e-6, max_keys_per_unit=3, seed=2)
         assert got.items == want.items, type(k_col)
     b = U.ContributionBounder(max_keys_per_unit=3, seed=2)
     b.add(k_missing[:1_000], u_missing[:1_000])
     b.add(k_missing[1_000:], u_missing[1_000:])
     assert _counts(b.bounded()) == _counts(U.bound_contributions(clean_k, clean_u, max_keys_per_unit=3, seed=2))
-    s1, s2 = (d.UnitStream("spacesaving", capacity=64, max_rows_per_unit=3) for _ in range(2))
+    s1, s2 = (d.mechanisms.unit_level.UnitStream("spacesaving", capacity=64, max_rows_per_unit=3) for _ in range(2))
     s1.update(k_missing, u_missing)
     s2.update(clean_k, clean_u)
     assert s1.release(epsilon=1.0, delta=1e-6, k=20, seed=4).items == s2.release(epsilon=1.0, delta=1e-6, k=20,
@@ -554,7 +554,7 @@ def test_rows_without_a_key_or_an_id_are_dropped_one_by_one():
     mask = U.bound_rows_per_unit(values, u_missing, max_rows_per_unit=2, seed=5)
     assert not mask[~has_id].any()
     assert (mask[has_id] == U.bound_rows_per_unit(values[has_id], ids_present, max_rows_per_unit=2, seed=5)).all()
-    q1 = d.unit_quantiles(values, u_missing, [0.5], max_rows_per_unit=2, universe_bits=10, rho=1.0, seed=6)
-    q2 = d.unit_quantiles(values[has_id], ids_present, [0.5], max_rows_per_unit=2, universe_bits=10, rho=1.0,
+    q1 = d.mechanisms.unit_level.unit_quantiles(values, u_missing, [0.5], max_rows_per_unit=2, universe_bits=10, rho=1.0, seed=6)
+    q2 = d.mechanisms.unit_level.unit_quantiles(values[has_id], ids_present, [0.5], max_rows_per_unit=2, universe_bits=10, rho=1.0,
                           seed=6)
     assert q1.items == q2.items

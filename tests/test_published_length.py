@@ -272,15 +272,15 @@ def test_published_dyadic_bytes_without_the_withheld_bit_load_withheld():
 
 # -- budget= on PrivateDyadicCountSketch ----------------------------------------------------------
 def test_dyadic_budget_refuses_before_building():
-    from dpsketch.budget import used_value
+    from dpsketch.accounting.budget import used_value
 
     b = d.Budget(rho=0.3)
-    with pytest.raises(d.BudgetExceededError):
+    with pytest.raises(d.errors.BudgetExceededError):
         d.PrivateDyadicCountSketch(12, width=32, depth=3, rho=0.5, budget=b)
     assert b.ledger == [] and b.spent().rho == 0
     s = d.DyadicCountSketch(12, width=32, depth=3, seed=1)
     s.update_many(np.arange(100, dtype=np.int64))
-    with pytest.raises(d.BudgetExceededError):
+    with pytest.raises(d.errors.BudgetExceededError):
         d.PrivateDyadicCountSketch.from_sketch(s, rho=0.5, budget=b)
     assert b.ledger == []
     p = d.PrivateDyadicCountSketch(12, width=32, depth=3, rho=0.1, budget=b)
@@ -289,23 +289,23 @@ def test_dyadic_budget_refuses_before_building():
     assert [x.rho for x in b.ledger] == [float(used_value(0.1)), float(used_value(0.15))]
     assert p.privacy()["rho_used"] == pytest.approx(b.ledger[0].rho)
     assert q.privacy()["rho_used"] == pytest.approx(b.ledger[1].rho)
-    with pytest.raises(d.BudgetExceededError):
+    with pytest.raises(d.errors.BudgetExceededError):
         d.PrivateDyadicCountSketch(12, width=32, depth=3, rho=0.1, budget=b)
     assert len(b.ledger) == 2
 
 
 def test_dyadic_budget_epsilon():
-    from dpsketch.budget import used_value
+    from dpsketch.accounting.budget import used_value
 
     b = d.Budget(epsilon=1.0)
-    with pytest.raises(d.BudgetExceededError):
+    with pytest.raises(d.errors.BudgetExceededError):
         d.PrivateDyadicCountSketch(12, width=32, depth=3, epsilon=1.5, budget=b)
     assert b.ledger == []
     p = d.PrivateDyadicCountSketch(12, width=32, depth=3, epsilon=0.7, budget=b)
     assert b.ledger[0].epsilon == float(used_value(0.7)) and b.ledger[0].rho == 0
     assert p.privacy()["epsilon_used"] == pytest.approx(b.ledger[0].epsilon)
     s = d.DyadicCountSketch(12, width=32, depth=3)
-    with pytest.raises(d.BudgetExceededError):
+    with pytest.raises(d.errors.BudgetExceededError):
         d.PrivateDyadicCountSketch.from_sketch(s, epsilon=0.5, budget=b)
     d.PrivateDyadicCountSketch.from_sketch(s, epsilon=0.3, budget=b)
     assert len(b.ledger) == 2

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dpsketch as dp
-from dpsketch import inmemory as Q
+from dpsketch.mechanisms import quantiles as Q
 from dpsketch._core.noise import SecureRng
 
 st = pytest.importorskip("scipy.stats")
@@ -269,7 +269,7 @@ def test_budget_is_charged_and_refuses_overspend():
     b = dp.Budget(1.0)
     dp.quantiles([0.2, 0.4], [0.5], bounds=(0, 1), epsilon=0.75, budget=b, seed=1)
     assert float(b.spent().epsilon) == pytest.approx(0.75)
-    with pytest.raises(dp.BudgetExceededError):
+    with pytest.raises(dp.errors.BudgetExceededError):
         dp.quantiles([0.2, 0.4], [0.5], bounds=(0, 1), epsilon=0.5, budget=b, seed=1)
 
 

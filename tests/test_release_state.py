@@ -34,14 +34,14 @@ def _released_spacesaving():
 def test_release_count_survives_every_copy_path(path):
     ss = _released_spacesaving()
     c = PATHS[path](ss)
-    with pytest.raises(d.ReleaseBudgetError):
+    with pytest.raises(d.errors.ReleaseBudgetError):
         c.release(epsilon=1.0, delta=1e-3, k=2)
     r = c.release(epsilon=1.0, delta=1e-3, k=2, allow_repeat=True)
     assert r.metadata["release_index"] == 2 and r.metadata["composed_with_previous_releases"]
     mg = d.MisraGries(4)
     mg.update_many([1, 1, 2])
     mg.release(epsilon=1.0, delta=1e-3)
-    with pytest.raises(d.ReleaseBudgetError):
+    with pytest.raises(d.errors.ReleaseBudgetError):
         PATHS[path](mg).release(epsilon=1.0, delta=1e-3)
 
 
@@ -54,7 +54,7 @@ def test_averaging_releases_of_copies_is_refused():
         c = PATHS[list(PATHS)[i % len(PATHS)]](ss)
         try:
             values += [v for k, v in c.release(epsilon=1.0, delta=1e-3, k=2).items if k == 7]
-        except d.ReleaseBudgetError:
+        except d.errors.ReleaseBudgetError:
             pass
     assert values == []
 
@@ -64,7 +64,7 @@ def test_in_process_copies_share_one_budget():
     ss.update_many([7] * 60)
     copy.copy(ss).release(epsilon=1.0, delta=1e-3, k=2)
     for c in (ss, copy.copy(ss), copy.deepcopy(ss)):
-        with pytest.raises(d.ReleaseBudgetError):
+        with pytest.raises(d.errors.ReleaseBudgetError):
             c.release(epsilon=1.0, delta=1e-3, k=2)
 
 
@@ -92,7 +92,7 @@ def test_snapshot_difference_attack_needs_allow_repeat(path):
     first = p.release().sketch
     q = PATHS[path](p)
     q.update(99)
-    with pytest.raises(d.ReleaseBudgetError):
+    with pytest.raises(d.errors.ReleaseBudgetError):
         q.release()
     second = q.release(allow_repeat=True).sketch  # explicit: the metadata says it composes
     assert second.metadata["release_index"] == 2
@@ -207,7 +207,7 @@ def test_private_dyadic_release_state_travels_with_every_copy():
     published = s.release().sketch
     for clone in (copy.copy(s), copy.deepcopy(s), pickle.loads(pickle.dumps(s)),
                   type(s).from_bytes(s.to_bytes())):
-        with pytest.raises(dpsketch.ReleaseBudgetError):
+        with pytest.raises(dpsketch.errors.ReleaseBudgetError):
             clone.release()
     for clone in (copy.copy(published), pickle.loads(pickle.dumps(published)),
                   type(s).from_bytes(published.to_bytes())):

@@ -214,7 +214,7 @@ def test_exact_route_refused_by_the_budget_reads_no_row(int_df):
         yield  # a generator, as mapInArrow wants
 
     unreadable = int_df.mapInArrow(_unreadable, int_df.schema)
-    with pytest.raises(dp.BudgetExceededError):
+    with pytest.raises(dp.errors.BudgetExceededError):
         dps.heavy_hitters(unreadable, "x", k=20, epsilon=1.0, delta=1e-6, budget=dp.Budget(0.5, 1e-6))
     with pytest.raises(Exception, match="must not be read"):  # the same call with budget left does read it
         dps.heavy_hitters(unreadable, "x", k=20, epsilon=1.0, delta=1e-6, budget=dp.Budget(2.0, 1e-5))
@@ -511,11 +511,11 @@ def test_budget_is_charged_by_every_spark_release(spark, int_df, tmp_path, kept)
     dps.heavy_hitters(int_df, "x", k=20, epsilon=1.0, delta=1e-6, route="sketch", width=64, depth=2, seed=1,
                       budget=budget)
     assert budget.spent().epsilon <= 2.0 + 1e-12 and budget.spent().epsilon > 1.9
-    with pytest.raises(dp.BudgetExceededError):
+    with pytest.raises(dp.errors.BudgetExceededError):
         dps.heavy_hitters(int_df, "x", k=20, epsilon=1.5, delta=1e-6, seed=1, budget=budget)
     zcdp = new(rho=1.0)
     dps.quantiles(int_df, "x", [0.5], rho=0.75, bounds=(-200, 5000), seed=1, budget=zcdp)
-    with pytest.raises(dp.BudgetExceededError):
+    with pytest.raises(dp.errors.BudgetExceededError):
         dps.quantiles(int_df, "x", [0.5], rho=0.5, bounds=(-200, 5000), seed=1, budget=zcdp)
     assert [s.rho for s in zcdp.ledger] == [0.75]
     if kept == "in a file":  # what another process opening the files sees
@@ -538,7 +538,7 @@ def test_quantiles_skip_nan_and_answer_on_empty_data(spark):
 
 def test_quantiles_clamp_out_of_range_integers_row_by_row(spark):
     # One integer outside [0, 2^L) must not fail the job: it is clamped to 0 or 2^L − 1, as
-    # dpsketch.unit_quantiles and the CLI do, before the unit bound hashes it.
+    # dpsketch.mechanisms.unit_level.unit_quantiles and the CLI do, before the unit bound hashes it.
     import pandas as pd
 
     r = np.random.default_rng(6)
@@ -637,9 +637,9 @@ def test_unit_quantiles_on_spark_state_the_unit_guarantee(event_df):
     (spend,) = budget.ledger
     assert spend.epsilon == m["epsilon"] and spend.delta == 1e-6
     # the same calibration as the library's, and quantiles of the bounded data up to a small rank error
-    local = dp.unit_quantiles(keys, users, qs, epsilon=1.0, delta=1e-6, universe_bits=14, max_rows_per_unit=5, seed=2)
+    local = dp.mechanisms.unit_level.unit_quantiles(keys, users, qs, epsilon=1.0, delta=1e-6, universe_bits=14, max_rows_per_unit=5, seed=2)
     assert local.metadata["noise_param"] == m["noise_param"]
-    kept = np.sort(keys[dp.bound_rows_per_unit(keys, users, max_rows_per_unit=5, seed=2)])
+    kept = np.sort(keys[dp.mechanisms.unit_level.bound_rows_per_unit(keys, users, max_rows_per_unit=5, seed=2)])
     for q, v in zip(qs, out.values):
         lo, hi = np.searchsorted(kept, v, side="left") / len(kept), np.searchsorted(kept, v, side="right") / len(kept)
         assert lo - 0.03 <= q <= hi + 0.03, (q, v, lo, hi)

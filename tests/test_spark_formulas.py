@@ -9,8 +9,8 @@ from dpsketch import _seeds
 from dpsketch import distributed as dpd
 from dpsketch._seeds import derive_seed
 from dpsketch import spark as dps
-from dpsketch.calibration import zcdp_rho_for
-from dpsketch.private import zcdp_to_dp
+from dpsketch.accounting.calibration import zcdp_rho_for
+from dpsketch.mechanisms.private_sketches import zcdp_to_dp
 
 
 @pytest.mark.parametrize("eps, delta", [(0.1, 1e-6), (1.0, 1e-5), (5.0, 1e-9), (1e-3, 0.3)])
@@ -139,8 +139,8 @@ def test_exact_counts_release_is_the_unit_route_with_one_row_per_unit(noise):
     x, keys, counts = _zipf_counts()
     rel = dpd.release_exact_counts(keys, counts, k=None, cut=None, epsilon=1.0, delta=1e-6, noise=noise, seed=4)
     # every row its own unit: bounding with m = c = 1 keeps every row, the bounded counts are the counts
-    bounded = dp.bound_contributions(x, np.arange(len(x)), max_keys_per_unit=1, max_rows_per_key=1, seed=4)
-    unit = dp.privacy_unit.release_bounded_counts(bounded, epsilon=1.0, delta=1e-6, noise=noise, seed=4)
+    bounded = dp.mechanisms.unit_level.bound_contributions(x, np.arange(len(x)), max_keys_per_unit=1, max_rows_per_key=1, seed=4)
+    unit = dp.mechanisms.unit_level.release_bounded_counts(bounded, epsilon=1.0, delta=1e-6, noise=noise, seed=4)
     assert rel.items and rel.items == unit.items and rel.threshold == unit.threshold
     assert (rel.epsilon, rel.delta) == (unit.epsilon, unit.delta) and rel.epsilon <= 1.0 and rel.delta <= 1e-6
     m = rel.metadata
@@ -151,7 +151,7 @@ def test_exact_counts_release_is_the_unit_route_with_one_row_per_unit(noise):
 @pytest.mark.parametrize("noise, eps, delta", [("gaussian", 1.0, 1e-6), ("gaussian", 0.3, 1e-9), ("laplace", 1.0, 1e-6),
                                                 ("laplace", 5.0, 1e-3)])
 def test_exact_counts_threshold_is_the_smallest_that_protects_a_count_of_one(noise, eps, delta):
-    from dpsketch.calibration import dgauss_tail_gt
+    from dpsketch.accounting.calibration import dgauss_tail_gt
 
     rel = dpd.release_exact_counts([1], [1], k=None, cut=None, epsilon=eps, delta=delta, noise=noise, seed=1)
     m = rel.metadata

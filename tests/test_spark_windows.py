@@ -18,7 +18,7 @@ import dpsketch as dp  # noqa: E402
 from dpsketch import distributed as dpd  # noqa: E402
 from dpsketch import spark as dps  # noqa: E402
 from dpsketch.errors import BudgetExceededError  # noqa: E402
-from dpsketch.windows import Windowed, window_seed  # noqa: E402
+from dpsketch.time.windows import Windowed, window_seed  # noqa: E402
 
 from conftest import SPARK_PARTS
 

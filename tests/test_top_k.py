@@ -14,7 +14,7 @@ import pytest
 
 import dpsketch as d
 from dpsketch import _core
-from dpsketch.top_k import COUNTERS_PER_ITEM, gumbel_top_k, select_top_k, top_k_capacity
+from dpsketch.mechanisms.top_k import COUNTERS_PER_ITEM, gumbel_top_k, select_top_k, top_k_capacity
 
 from conftest import one_error_line, run_cli as run
 

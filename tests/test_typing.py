@@ -14,7 +14,8 @@ import pytest
 import dpsketch
 
 ROOT = Path(__file__).resolve().parent.parent
-PUBLIC_MODULES = ["__init__", "budget", "budget_file", "release", "summaries", "sketches", "private", "_keyed", "_docs", "dyadic",
+PUBLIC_MODULES = ["__init__", "accounting/budget", "accounting/ledger", "release", "sketches/counters",
+                  "sketches/linear", "mechanisms/private_sketches", "sketches/_keyed", "cli/docs", "sketches/dyadic",
                   "datasets/__init__"]
 
 

@@ -13,8 +13,8 @@ import pytest
 
 import dpsketch as d
 from dpsketch import _core
-from dpsketch import privacy_unit as U
-from dpsketch.calibration import unit_group_guarantee, zcdp_epsilon
+from dpsketch.mechanisms import unit_level as U
+from dpsketch.accounting.calibration import unit_group_guarantee, zcdp_epsilon
 from dpsketch.datasets import distinct_units_per_key, event_log
 
 from conftest import check_unit_utility
@@ -22,7 +22,7 @@ from conftest import check_unit_utility
 
 def _kept(values, ids, r, seed) -> Counter:
     """The multiset of kept (unit, value) rows."""
-    mask = d.bound_rows_per_unit(values, ids, max_rows_per_unit=r, seed=seed)
+    mask = d.mechanisms.unit_level.bound_rows_per_unit(values, ids, max_rows_per_unit=r, seed=seed)
     return Counter(zip(np.asarray(ids)[mask].tolist(), np.asarray(values)[mask].tolist()))
 
 
@@ -77,7 +77,7 @@ def test_dyadic_unit_sensitivity_brute_force(r):
 
     def cells(values, ids):
         s = d.DyadicCountSketch.from_bytes(proto.to_bytes())
-        keep = d.bound_rows_per_unit(values, ids, max_rows_per_unit=r, seed=1)
+        keep = d.mechanisms.unit_level.bound_rows_per_unit(values, ids, max_rows_per_unit=r, seed=1)
         s.update_many(np.asarray(values, dtype=np.int64)[keep])
         return [s.level_cells(j).astype(np.int64).ravel() for j in range(1, bits + 1)]
 
@@ -99,7 +99,7 @@ def test_dyadic_unit_sensitivity_brute_force(r):
 
 
 def test_calibration_is_computed_once_from_the_unit_sensitivities():
-    rel = d.unit_quantiles([1, 2, 3], [1, 1, 2], [0.5], max_rows_per_unit=7, universe_bits=10, rho=0.3, seed=1)
+    rel = d.mechanisms.unit_level.unit_quantiles([1, 2, 3], [1, 1, 2], [0.5], max_rows_per_unit=7, universe_bits=10, rho=0.3, seed=1)
     m = rel.metadata
     s = d.DyadicCountSketch(10, seed=1)
     sens = U.unit_dyadic_sensitivities(10, s.exact_levels, s.depth, 7)
@@ -111,7 +111,7 @@ def test_calibration_is_computed_once_from_the_unit_sensitivities():
     # group privacy on ρ would run the row-level sketch at ρ/r², rounded down to 2^-32 again: never less noise
     per_row = d.PrivateDyadicCountSketch(10, rho=0.3 / 49, noise_allocation="joint", seed=1)
     assert per_row.privacy()["sigma2"] >= m["sigma2"]
-    lap = d.unit_quantiles([1, 2, 3], [1, 1, 2], [0.5], max_rows_per_unit=7, universe_bits=10, epsilon=0.5, seed=1)
+    lap = d.mechanisms.unit_level.unit_quantiles([1, 2, 3], [1, 1, 2], [0.5], max_rows_per_unit=7, universe_bits=10, epsilon=0.5, seed=1)
     assert lap.metadata["l1_sensitivity_total"] == 7 * sum(a for a, _ in row)
     assert lap.epsilon <= 0.5 and lap.delta == 0
 
@@ -130,7 +130,7 @@ def _assert_unit_metadata(rel, r, route):
 def test_unit_quantiles_metadata_and_budget(params):
     users, keys = event_log(20_000, universe=2_000, heavy_users=3, heavy_rows=500, seed=5)
     budget = d.Budget(5.0, 1e-5) if "epsilon" in params and "delta" in params else d.Budget(rho=2.0)
-    rel = d.unit_quantiles(keys, users, [0.25, 0.5], max_rows_per_unit=8, universe_bits=12, seed=3, budget=budget,
+    rel = d.mechanisms.unit_level.unit_quantiles(keys, users, [0.25, 0.5], max_rows_per_unit=8, universe_bits=12, seed=3, budget=budget,
                            **params)
     _assert_unit_metadata(rel, 8, "row_bounded_sketch")
     assert rel.n is None and rel.threshold is None and rel.sketch is None
@@ -154,8 +154,8 @@ def test_unit_quantiles_metadata_and_budget(params):
 @pytest.mark.parametrize("shape", [{"universe_bits": 12}, {"bounds": (0.0, 4096.0), "universe_bits": 20}])
 def test_unit_quantiles_cost_is_what_the_release_reports(params, shape):
     users, keys = event_log(5_000, universe=2_000, heavy_users=2, heavy_rows=300, seed=6)
-    cost = d.unit_quantiles_cost(max_rows_per_unit=7, **shape, **params)
-    rel = d.unit_quantiles(keys, users, [0.5], max_rows_per_unit=7, seed=1, **shape, **params)
+    cost = d.mechanisms.unit_level.unit_quantiles_cost(max_rows_per_unit=7, **shape, **params)
+    rel = d.mechanisms.unit_level.unit_quantiles(keys, users, [0.5], max_rows_per_unit=7, seed=1, **shape, **params)
     m = rel.metadata
     for field in ("noise", "max_rows_per_unit", "universe_bits", "width", "depth", "exact_levels",
                   "l1_sensitivity_total", "l2_sensitivity_squared_total", "epsilon", "delta", "rho"):
@@ -177,30 +177,30 @@ def test_unit_quantiles_cost_is_what_the_release_reports(params, shape):
 ])
 def test_unit_quantiles_cost_refuses_what_the_release_refuses(bad, exc):
     with pytest.raises(exc):
-        d.unit_quantiles_cost(**bad)
+        d.mechanisms.unit_level.unit_quantiles_cost(**bad)
     with pytest.raises(exc):
-        d.unit_quantiles([1], [1], [0.5], **bad)
+        d.mechanisms.unit_level.unit_quantiles([1], [1], [0.5], **bad)
 
 
 def test_unit_quantiles_bad_input_and_refusals_spend_nothing():
     b = d.Budget(rho=0.1)
-    with pytest.raises(d.BudgetExceededError):
-        d.unit_quantiles([1, 2], [1, 2], [0.5], max_rows_per_unit=1, universe_bits=4, rho=0.2, budget=b)
+    with pytest.raises(d.errors.BudgetExceededError):
+        d.mechanisms.unit_level.unit_quantiles([1, 2], [1, 2], [0.5], max_rows_per_unit=1, universe_bits=4, rho=0.2, budget=b)
     assert not b.ledger
     with pytest.raises(d.ParameterError, match="exactly one"):
-        d.unit_quantiles([1], [1], [0.5], max_rows_per_unit=1, universe_bits=4)
+        d.mechanisms.unit_level.unit_quantiles([1], [1], [0.5], max_rows_per_unit=1, universe_bits=4)
     with pytest.raises(d.ParameterError, match="same length"):
-        d.unit_quantiles([1, 2], [1], [0.5], max_rows_per_unit=1, universe_bits=4, rho=1)
+        d.mechanisms.unit_level.unit_quantiles([1, 2], [1], [0.5], max_rows_per_unit=1, universe_bits=4, rho=1)
     with pytest.raises(d.ParameterError, match="same length"):
-        d.unit_quantiles([1.0, float("nan")], [1], [0.5], max_rows_per_unit=1, bounds=(0, 1), rho=1)
+        d.mechanisms.unit_level.unit_quantiles([1.0, float("nan")], [1], [0.5], max_rows_per_unit=1, bounds=(0, 1), rho=1)
     with pytest.raises(d.ParameterError, match="quantile levels"):
-        d.unit_quantiles([1], [1], [1.5], max_rows_per_unit=1, universe_bits=4, rho=1)
+        d.mechanisms.unit_level.unit_quantiles([1], [1], [1.5], max_rows_per_unit=1, universe_bits=4, rho=1)
     with pytest.raises(TypeError):
-        d.unit_quantiles([True], [1], [0.5], max_rows_per_unit=1, universe_bits=4, rho=1)
+        d.mechanisms.unit_level.unit_quantiles([True], [1], [0.5], max_rows_per_unit=1, universe_bits=4, rho=1)
     for bad in (0, -2, 1.5, True):
         with pytest.raises((ValueError, TypeError)):
-            d.unit_quantiles([1], [1], [0.5], max_rows_per_unit=bad, universe_bits=4, rho=1)
-    empty = d.unit_quantiles([], [], [0.5], max_rows_per_unit=3, bounds=(0.0, 1.0), rho=1, seed=2)
+            d.mechanisms.unit_level.unit_quantiles([1], [1], [0.5], max_rows_per_unit=bad, universe_bits=4, rho=1)
+    empty = d.mechanisms.unit_level.unit_quantiles([], [], [0.5], max_rows_per_unit=3, bounds=(0.0, 1.0), rho=1, seed=2)
     assert len(empty.items) == 1
 
 
@@ -210,8 +210,8 @@ def test_unit_quantiles_decide_each_row_on_its_own():
     # release equals that of the cleaned rows.
     def same(dirty_v, dirty_u, clean_v, clean_u, **kw):
         kw = dict(max_rows_per_unit=2, rho=1.0, seed=9, **kw)
-        got = d.unit_quantiles(dirty_v, dirty_u, [0.1, 0.5, 0.9], **kw)
-        want = d.unit_quantiles(clean_v, clean_u, [0.1, 0.5, 0.9], **kw)
+        got = d.mechanisms.unit_level.unit_quantiles(dirty_v, dirty_u, [0.1, 0.5, 0.9], **kw)
+        want = d.mechanisms.unit_level.unit_quantiles(clean_v, clean_u, [0.1, 0.5, 0.9], **kw)
         assert got.items == want.items
 
     rng = np.random.default_rng(4)
@@ -232,17 +232,17 @@ def test_unit_quantiles_decide_each_row_on_its_own():
     # a unit whose rows are all NaN contributes nothing; the bound of the others is unchanged
     v = np.r_[reals, [np.nan] * 5]
     uu = np.r_[u, [99] * 5]
-    mask = d.bound_rows_per_unit(v, uu, max_rows_per_unit=2, seed=3)
+    mask = d.mechanisms.unit_level.bound_rows_per_unit(v, uu, max_rows_per_unit=2, seed=3)
     assert not mask[-5:].any()
-    assert (mask[:-5] == d.bound_rows_per_unit(reals, u, max_rows_per_unit=2, seed=3)).all()
+    assert (mask[:-5] == d.mechanisms.unit_level.bound_rows_per_unit(reals, u, max_rows_per_unit=2, seed=3)).all()
 
 
 # -- utility on the event log ---------------------------------------------------------------------------
 def test_unit_quantiles_track_the_bounded_data_on_the_event_log():
     users, keys = event_log(300_000, universe=20_000, heavy_users=20, heavy_rows=2_000, seed=7)
     qs = [0.1, 0.25, 0.5, 0.75, 0.9]
-    rel = d.unit_quantiles(keys, users, qs, max_rows_per_unit=10, bounds=(0, 2**15), epsilon=1.0, delta=1e-6, seed=4)
-    kept = np.sort(keys[d.bound_rows_per_unit(keys, users, max_rows_per_unit=10, seed=4)])
+    rel = d.mechanisms.unit_level.unit_quantiles(keys, users, qs, max_rows_per_unit=10, bounds=(0, 2**15), epsilon=1.0, delta=1e-6, seed=4)
+    kept = np.sort(keys[d.mechanisms.unit_level.bound_rows_per_unit(keys, users, max_rows_per_unit=10, seed=4)])
     for q, v in rel.items:  # v is a q-quantile of the kept values up to a rank error of 2%
         below = np.searchsorted(kept, v, side="left") / len(kept)
         upto = np.searchsorted(kept, v, side="right") / len(kept)
@@ -260,7 +260,7 @@ def _feed(stream, users, keys, chunk=37_000):
 @pytest.mark.parametrize("summary,k", [("spacesaving", 50), ("misragries", None)])
 def test_unit_stream_releases_at_the_unit_level(summary, k):
     users, keys = event_log(200_000, universe=5_000, heavy_users=10, heavy_rows=1_500, seed=2)
-    s = d.UnitStream(summary, capacity=100, max_rows_per_unit=4)
+    s = d.mechanisms.unit_level.UnitStream(summary, capacity=100, max_rows_per_unit=4)
     _feed(s, users, keys)
     b = d.Budget(2.0, 1e-5)
     rel = s.release(epsilon=1.0, delta=1e-6, k=k, seed=5, budget=b)
@@ -284,21 +284,21 @@ def test_unit_stream_releases_at_the_unit_level(summary, k):
     assert spend.epsilon == rel.epsilon and spend.delta == rel.delta
     by = distinct_units_per_key(keys, users)
     assert rel.keys() and not any(by[x] == 1 for x in rel.keys())  # no bot's own key
-    with pytest.raises(d.ReleaseBudgetError):
+    with pytest.raises(d.errors.ReleaseBudgetError):
         s.release(epsilon=1.0, delta=1e-6, k=k)
     assert len(b.ledger) == 1
 
 
 def test_unit_stream_recall_on_the_event_log():
     users, keys = event_log(400_000, heavy_users=20, heavy_rows=2_000, universe=20_000, seed=3)
-    s = d.UnitStream("spacesaving", capacity=400, max_rows_per_unit=5)
+    s = d.mechanisms.unit_level.UnitStream("spacesaving", capacity=400, max_rows_per_unit=5)
     _feed(s, users, keys)
     rel = s.release(epsilon=1.0, delta=1e-6, k=200, seed=1)
     check_unit_utility(rel.keys(), users, keys, popular_users=3_000)
 
 
 def test_unit_stream_refusals():
-    s = d.UnitStream(capacity=10, max_rows_per_unit=3)
+    s = d.mechanisms.unit_level.UnitStream(capacity=10, max_rows_per_unit=3)
     with pytest.raises(TypeError):
         s.release(epsilon=1.0, delta=1e-6, k=5, public_length=True)  # a public length does not survive a unit
     with pytest.raises(d.ParameterError, match="same length"):
@@ -309,11 +309,11 @@ def test_unit_stream_refusals():
     with pytest.raises(TypeError, match="one type"):
         s.update([3], [7])
     with pytest.raises(d.ParameterError, match="summary"):
-        d.UnitStream("countmin", capacity=10, max_rows_per_unit=3)
+        d.mechanisms.unit_level.UnitStream("countmin", capacity=10, max_rows_per_unit=3)
     with pytest.raises(d.ParameterError, match="2\\*\\*-32"):
-        d.UnitStream(capacity=10, max_rows_per_unit=2**40).release(epsilon=1e-3, delta=1e-6, k=5)
+        d.mechanisms.unit_level.UnitStream(capacity=10, max_rows_per_unit=2**40).release(epsilon=1e-3, delta=1e-6, k=5)
     b = d.Budget(0.5, 1e-6)
-    with pytest.raises(d.BudgetExceededError):
+    with pytest.raises(d.errors.BudgetExceededError):
         s.release(epsilon=1.0, delta=1e-6, k=5, budget=b)
     s.release(epsilon=0.5, delta=1e-6, k=5, budget=b)  # the refusal spent nothing and released nothing
     assert "1" not in repr(s).replace("capacity=10", "")
@@ -362,7 +362,7 @@ def test_row_limiter_tells_ids_apart_by_their_exact_bytes(form):
 
 
 def test_unit_stream_bounds_each_exact_id_and_counts_each_exact_key():
-    s = d.UnitStream("misragries", capacity=16, max_rows_per_unit=1)
+    s = d.mechanisms.unit_level.UnitStream("misragries", capacity=16, max_rows_per_unit=1)
     s.update(["x", "x\0", "x"], ["u", "u\0", "u\0\0"])
     assert s._summary.estimate("x") == 2 and s._summary.estimate("x\0") == 1  # one row per unit, three units
 

@@ -1,4 +1,4 @@
-"""Releases over time (docs/privacy.md §Windows): dpsketch.windows.Windowed, Budget.disjoint and
+"""Releases over time (docs/privacy.md §Windows): dpsketch.time.windows.Windowed, Budget.disjoint and
 ``dpsketch top --time-column --window``.
 
 C2: the Budget is charged once for the disjoint windows of a series. C3: no published object is a
@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 import dpsketch
-from dpsketch import Budget, BudgetExceededError
-from dpsketch.windows import NS, Windowed, assign, parse_duration, parse_instant, window_seed
+from dpsketch import Budget
+from dpsketch.errors import BudgetExceededError
+from dpsketch.time.windows import NS, Windowed, assign, parse_duration, parse_instant, window_seed
 
 from conftest import one_error_line, run_cli as run
 
@@ -501,7 +502,7 @@ class _Clock:
 
 
 def test_wall_clock_releaser_releases_due_windows_in_order_once():
-    from dpsketch.windows import WallClockReleaser
+    from dpsketch.time.windows import WallClockReleaser
 
     clock = _Clock(5.0)
     w = Windowed(period=10, make=lambda: dpsketch.SpaceSaving(4), epsilon=1.0, delta=1e-6, k=2, start=0, end=40,

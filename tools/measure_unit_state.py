@@ -18,7 +18,7 @@ import tracemalloc
 
 import numpy as np
 
-from dpsketch.privacy_unit import UnitRowLimiter
+from dpsketch.mechanisms.unit_level import UnitRowLimiter
 
 
 class DictLimiter:

@@ -25,15 +25,15 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from . import _core
-from .budget import Budget, DisjointScope, charging
-from .calibration import calibrate, make_length, privacy_record, used_value
+from .accounting.budget import Budget, DisjointScope, charging
+from .accounting.calibration import calibrate, make_length, privacy_record, used_value
 from . import _seeds
 from .release import Release
-from .summaries import MisraGries, SpaceSaving
+from .sketches.counters import MisraGries, SpaceSaving
 from ._validation import check_int
-from .dpss import check_cut, two_pass_release
+from .mechanisms.dpss import check_cut, two_pass_release
 from .errors import ParameterError, ParameterTypeError
-from .top_k import check_top_k, select_top_k
+from .mechanisms.top_k import check_top_k, select_top_k
 
 __all__ = ["release_partitions", "release_exact_counts", "exact_counts_plan", "release_windows", "check_windows", "charge_windows", "MAX_WINDOWS", "SketchRoute", "lookup_labels", "lookup_t", "fingerprint_delta", "FINGERPRINT_BITS"]
 
@@ -169,7 +169,7 @@ def check_windows(*, first: int, last: int, empty: Callable[[], SpaceSaving | Mi
                   cut: str | None = "n/k", budget: Budget | DisjointScope | None = None) -> tuple[int, str]:
     """Every parameter check of :func:`release_windows`, for a front end to run before it reads a
     row: (k, "spacesaving" or "misragries"), or the error that :func:`release_windows` would raise."""
-    from .windows import window_seed
+    from .time.windows import window_seed
 
     if last < first:
         raise ParameterError("the series needs last >= first (a window range fixed by public parameters)")
@@ -225,7 +225,7 @@ def release_windows(parts: Mapping[int, Sequence[tuple[int, SpaceSaving | MisraG
     :class:`~dpsketch.budget.DisjointScope` of such a charge, made by :func:`charge_windows` before
     the rows were read). Each release's metadata carries
     ``window`` and ``composition`` as :class:`dpsketch.Windowed`'s do."""
-    from .windows import composition_record, window_record, window_seed
+    from .time.windows import composition_record, window_record, window_seed
 
     first, last = int(first), int(last)
     kk, summary = check_windows(first=first, last=last, empty=empty, k=k, epsilon=epsilon, delta=delta,
@@ -261,7 +261,7 @@ def exact_counts_plan(epsilon: float, delta: float, noise: str = "gaussian") -> 
     """(mechanism name, plan) of :func:`release_exact_counts`: the unit-level exact route's noise and
     τ for one row (m = c = 1; docs/privacy.md §Exact route, one row). Reads no data: a front end
     charges the budget with it before it aggregates."""
-    from . import privacy_unit as U
+    from .mechanisms import unit_level as U
 
     plan = U._exact_plan(epsilon, delta, 1, 1, noise, None, None)
     return f"exact[{plan['noise']}]", plan
@@ -283,7 +283,7 @@ def release_exact_counts(keys, counts, *, k: int | None, epsilon: float, delta: 
     about n/k and errs towards keeping); ``cut=None`` keeps every key above τ. ``seed`` makes the
     noise reproducible and NOT secret; ``budget`` is charged the reported (ε, δ) before any noise is
     drawn."""
-    from . import privacy_unit as U
+    from .mechanisms import unit_level as U
 
     check_cut(cut)
     kk = None if k is None else check_int("k", k, 1, 2**63 - 1)
@@ -405,7 +405,7 @@ class SketchRoute:
 
     def __init__(self, *, k: int, epsilon: float, delta: float, strings: bool, rho_fraction: float = 0.9,
                  seed: int | None = None):
-        from .calibration import check_privacy_params, zcdp_epsilon, zcdp_rho_for
+        from .accounting.calibration import check_privacy_params, zcdp_epsilon, zcdp_rho_for
 
         eps, dlt = check_privacy_params(epsilon, delta)
         if not (isinstance(rho_fraction, (int, float)) and not isinstance(rho_fraction, bool)
@@ -433,7 +433,7 @@ class SketchRoute:
     def prototype(self, *, gamma: float | None = None, width: int | None = None, depth: int | None = None):
         """The empty DyadicCountSketch every part starts from (64-bit universe: int64 keys map to
         [0, 2^64) by two's complement, a bijection)."""
-        from .dyadic import DyadicCountSketch
+        from .sketches.dyadic import DyadicCountSketch
 
         return DyadicCountSketch(64, gamma=0.01 if gamma is None else gamma, width=width, depth=depth, seed=self.seed)
 
@@ -442,7 +442,7 @@ class SketchRoute:
         (strings), sorted. The exact ``merged`` sketch is not kept."""
         import numpy as np
 
-        from .dyadic import PrivateDyadicCountSketch
+        from .sketches.dyadic import PrivateDyadicCountSketch
 
         noisy = PrivateDyadicCountSketch.from_sketch(merged, rho=self.rho, seed=self.seed, noise_allocation="joint")
         priv = noisy.privacy(delta=self.delta_zcdp)

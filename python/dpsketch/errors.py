@@ -35,18 +35,7 @@ which translates every C++ exception into one of them; all are named ``dpsketch.
 
 from __future__ import annotations
 
-from ._core import (  # the C++ core's types (bindings/bind_errors.cpp)
-    CorruptBytesError,
-    DPSketchError,
-    EntropyError,
-    InternalError,
-    NoiseRangeError,
-    ParameterError,
-    ParameterTypeError,
-    ReadOnlyError,
-    StateError,
-    StreamLimitError,
-)
+from ._core import (CorruptBytesError, DPSketchError, EntropyError, InternalError, NoiseRangeError, ParameterError, ParameterTypeError, ReadOnlyError, StateError, StreamLimitError)
 
 __all__ = ["DPSketchError", "ParameterError", "ParameterTypeError", "IntegerRangeError", "CorruptBytesError", "StreamLimitError",
            "NoiseRangeError", "EntropyError", "ReadOnlyError", "StateError", "InternalError", "ReleaseBudgetError",

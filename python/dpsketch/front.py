@@ -19,7 +19,7 @@ from typing import Any, Optional, cast
 
 import numpy as np
 
-from .budget import Budget
+from .accounting.budget import Budget
 from .errors import ParameterError, ParameterTypeError
 from .release import Release
 from .units import Person, Row, as_unit
@@ -150,7 +150,7 @@ def heavy_hitters(
                             length_epsilon=length_epsilon, length_delta=length_delta, chunk_size=chunk_size),
                        u, m)
     if m in ("dpss", "dpss_two_pass"):
-        from .dpss import heavy_hitters as dpss_heavy_hitters
+        from .mechanisms.dpss import heavy_hitters as dpss_heavy_hitters
 
         rel = dpss_heavy_hitters(data, k=k, epsilon=epsilon, delta=delta, top_k=top_k, capacity=capacity,
                                  passes=2 if m == "dpss_two_pass" else 1, cut=cut, column=column, format=format,
@@ -218,8 +218,8 @@ def route_heavy_hitters(u, method: Any, *, k=None, top_k=None, passes=None, capa
 
 def _pmg(data, unit: Row, *, k, top_k, capacity, epsilon, delta, column, format, keys, seed, budget,
          length_epsilon, length_delta, chunk_size) -> Release:
-    from .dpss import _batches
-    from .summaries import MisraGries
+    from .mechanisms.dpss import _batches
+    from .sketches.counters import MisraGries
 
     if capacity is None:
         if k is None and top_k is None:
@@ -234,13 +234,13 @@ def _pmg(data, unit: Row, *, k, top_k, capacity, epsilon, delta, column, format,
 
 
 def _person_exact(data, unit: Person, *, column, format, keys, epsilon, delta, noise, top_k, seed, budget):
-    from . import privacy_unit as U
+    from .mechanisms import unit_level as U
 
     selection = None if top_k is None else "gumbel"
     if _is_path(data):
         if unit.id_column is None:
             raise ParameterError("a file's privacy ids are a column of it: pass Person(id='column name', ...)")
-        from . import _input
+        from .io import input as _input
 
         src = _input.Source(data, format=format, column=column, privacy_id=unit.id_column, keys=keys)
         bounder = U.ContributionBounder(max_keys_per_unit=unit.max_keys, max_rows_per_key=unit.max_rows_per_key,
@@ -256,14 +256,14 @@ def _person_exact(data, unit: Person, *, column, format, keys, epsilon, delta, n
 
 
 def _person_bounded_memory(data, unit: Person, *, column, format, keys, k, capacity, epsilon, delta, seed, budget):
-    from .privacy_unit import UnitStream
+    from .mechanisms.unit_level import UnitStream
 
     stream = UnitStream("spacesaving", capacity=2 * k if capacity is None else capacity,
                         max_rows_per_unit=unit.max_rows)
     if _is_path(data):
         if unit.id_column is None:
             raise ParameterError("a file's privacy ids are a column of it: pass Person(id='column name', ...)")
-        from . import _input
+        from .io import input as _input
 
         src = _input.Source(data, format=format, column=column, privacy_id=unit.id_column, keys=keys)
         for k_batch, id_batch in src.pairs():
@@ -323,13 +323,13 @@ def quantiles(
     m = route_quantiles(u, method, qs, epsilon=epsilon, delta=delta, rho=rho, universe_bits=universe_bits,
                         scale=scale, integer=integer)
     if isinstance(u, Row):
-        from .inmemory import quantiles as inmemory_quantiles
+        from .mechanisms.quantiles import quantiles as inmemory_quantiles
 
         rel = inmemory_quantiles(_values(data, column), qs, bounds=bounds, epsilon=cast(float, epsilon),
                                  method=method, scale=scale, relative_accuracy=relative_accuracy, integer=integer,
                                  seed=seed, budget=budget)
         return _finish(rel, u, m)
-    from .privacy_unit import unit_quantiles
+    from .mechanisms.unit_level import unit_quantiles
 
     values, ids = _person_columns(data, column, u)
     rel = unit_quantiles(values, ids, qs, max_rows_per_unit=cast(int, u.max_rows), bounds=bounds,
@@ -355,7 +355,7 @@ def route_quantiles(u, method: Any, qs: Any, *, epsilon=None, delta=None, rho=No
                                  "and bounds only (delta, rho and universe_bits are person-level options)")
         if epsilon is None:
             raise ParameterError("pass epsilon= (the row-level quantile methods are pure ε-DP)")
-        from .inmemory import _check_levels, choose_method
+        from .mechanisms.quantiles import _check_levels, choose_method
 
         return choose_method(m, len(np.unique(_check_levels(qs)[0])))
     if m not in ("auto", "dyadic"):

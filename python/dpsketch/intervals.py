@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from .calibration import dgauss_tail_gt
+from .accounting.calibration import dgauss_tail_gt
 from .errors import ParameterError, ParameterTypeError
 
 __all__ = ["DEFAULT_LEVEL", "check_level", "count_min_intervals", "dgauss_abs_tail_gt", "dlap_abs_tail_gt",

@@ -20,10 +20,9 @@ from typing import Any, Callable, Optional, cast
 
 from . import _core
 from ._validation import check_int
-from .calibration import calibrate, used_value
+from .accounting.calibration import calibrate, used_value
 from .errors import ParameterError
-from .intervals import (DEFAULT_LEVEL, check_level, dlap_abs_tail_gt, dlap_sum_tail_ge, dlap_tail_gt,
-                        for_release, noise_log_tail)
+from .intervals import (DEFAULT_LEVEL, check_level, dlap_abs_tail_gt, dlap_sum_tail_ge, dlap_tail_gt, for_release, noise_log_tail)
 from .units import Person, Row, as_unit
 
 __all__ = ["Plan", "plan", "plan_heavy_hitters", "plan_quantiles", "RELEASE_PROBABILITIES"]
@@ -203,7 +202,7 @@ def _dpss(epsilon, delta, *, k, top_k, capacity, cut, public_length, length_epsi
     """DPSS in one or two passes (docs/privacy.md §DPSS): the checks of dpss.heavy_hitters, the
     calibration of the release, τ at the planning n by the core's ``dpss_threshold``, the n/k cut
     by ``dpss.apply_cut`` and the interval rule of intervals.py."""
-    from .dpss import _k_or_top_k, apply_cut, check_cut
+    from .mechanisms.dpss import _k_or_top_k, apply_cut, check_cut
 
     kk, n_top, cut = _k_or_top_k(k, top_k, capacity, cut)
     cap = kk if n_top is not None else 2 * kk if capacity is None else check_int("capacity", capacity, 1,
@@ -280,7 +279,7 @@ def _dpss(epsilon, delta, *, k, top_k, capacity, cut, public_length, length_epsi
 def _pmg(epsilon, delta, *, k, top_k, capacity, public_length, length_epsilon, length_delta, n, level) -> dict:
     """PMG (docs/privacy.md §PMG): the checks of the front door and MisraGries.release, the
     calibration, t by the core's ``pmg_t``, τ = 1 + 2t and the n/k cut, the interval rule."""
-    from .top_k import check_top_k, top_k_capacity
+    from .mechanisms.top_k import check_top_k, top_k_capacity
 
     if capacity is None:
         if k is None and top_k is None:
@@ -354,7 +353,7 @@ def _pmg(epsilon, delta, *, k, top_k, capacity, public_length, length_epsilon, l
 def _exact(u: Person, epsilon, delta, *, top_k, noise) -> dict:
     """The person-level exact route (docs/privacy.md §Privacy unit): privacy_unit._exact_plan is
     the release's own calibration; released iff bounded count + Z > τ."""
-    from .privacy_unit import _exact_plan
+    from .mechanisms.unit_level import _exact_plan
 
     selection = None if top_k is None else "gumbel"
     kk = None if top_k is None else check_int("k", top_k, 1, 2**31)
@@ -392,7 +391,7 @@ def _exact(u: Person, epsilon, delta, *, top_k, noise) -> dict:
 def _bounded_memory(u: Person, epsilon, delta, *, k, capacity, n, level) -> dict:
     """The person-level bounded-memory route (docs/privacy.md §Privacy unit): DPSS at the per-row
     (ε', δ') of privacy_unit._bounded_memory_plan, reported at the unit-level (ε, δ)."""
-    from .privacy_unit import _bounded_memory_plan
+    from .mechanisms.unit_level import _bounded_memory_plan
 
     bm = _bounded_memory_plan(epsilon, delta, cast(int, u.max_rows))
     out = _dpss(bm["epsilon_row"], bm["delta_row"], k=k, top_k=None, capacity=capacity, cut="n/k",
@@ -456,7 +455,7 @@ def plan_quantiles(qs: Any, *, bounds: Any = None, epsilon: Optional[float] = No
     if isinstance(u, Row):
         import numpy as np
 
-        from .inmemory import check_params, mechanism_name, method_record
+        from .mechanisms.quantiles import check_params, mechanism_name, method_record
 
         levels, (lo, hi), eps, _alpha = check_params(qs, bounds=bounds, epsilon=epsilon, method=method, scale=scale,
                                                      relative_accuracy=relative_accuracy, integer=integer)
@@ -468,7 +467,7 @@ def plan_quantiles(qs: Any, *, bounds: Any = None, epsilon: Optional[float] = No
                             "on the gaps between the data points, docs/privacy.md §Intervals)",
                    notes=(f"bounds=({lo:g}, {hi:g}) are public; values outside are clamped",))
     else:
-        from .privacy_unit import _check_qs, unit_quantiles_cost
+        from .mechanisms.unit_level import _check_qs, unit_quantiles_cost
 
         _check_qs(qs)
         cost = unit_quantiles_cost(max_rows_per_unit=cast(int, u.max_rows), bounds=bounds, universe_bits=universe_bits,

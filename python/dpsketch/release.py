@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import MissingDependencyError, ParameterError, ReleaseBudgetError
-from .calibration import PRIVACY_UNIT, Guarantee, calibrate, check_privacy_params, make_length, privacy_record  # noqa: F401
+from .accounting.calibration import (PRIVACY_UNIT, Guarantee, calibrate, check_privacy_params, make_length, privacy_record)  # noqa: F401
 
 __all__ = ["Release", "ReleaseBudgetError", "check_privacy_params", "calibrate"]
 

@@ -32,18 +32,18 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _core
-from .budget import Budget, charging
-from .calibration import calibrate, check_privacy_params
+from .accounting.budget import Budget, charging
+from .accounting.calibration import calibrate, check_privacy_params
 from .distributed import SketchRoute, charge_windows, check_windows, release_partitions, release_windows
-from .dpss import check_cut
-from .dyadic import DyadicCountSketch, PrivateDyadicCountSketch
+from .mechanisms.dpss import check_cut
+from .sketches.dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .release import Release
-from .sketches import CountMin, CountSketch
-from .summaries import MisraGries, SpaceSaving
+from .sketches.linear import CountMin, CountSketch
+from .sketches.counters import MisraGries, SpaceSaving
 from ._validation import check_int
-from .windows import NS, WallClockReleaser, Windowed, assign, parse_duration, parse_instant, times_ns
+from .time.windows import NS, WallClockReleaser, Windowed, assign, parse_duration, parse_instant, times_ns
 from .errors import InternalError, MissingDependencyError, ParameterError, ParameterTypeError
-from .top_k import check_top_k, top_k_capacity
+from .mechanisms.top_k import check_top_k, top_k_capacity
 
 __all__ = ["summarize", "heavy_hitters", "quantiles", "QuantileRelease", "windowed_heavy_hitters",
            "stream_heavy_hitters", "WindowedStream"]
@@ -459,7 +459,7 @@ def _unit_route(df, column, privacy_id, m, c, epsilon, delta, noise, selection, 
     sums as Spark aggregations (no per-row Python), the exact route's noise and threshold on the
     driver over the bounded per-key counts."""
     from . import _seeds
-    from .privacy_unit import _bounded_from_aggregates, _check_bounds, _exact_strs, release_bounded_counts
+    from .mechanisms.unit_level import (_bounded_from_aggregates, _check_bounds, _exact_strs, release_bounded_counts)
 
     mm, cc = _check_bounds(m, c)
     check_privacy_params(epsilon, delta)
@@ -753,7 +753,7 @@ def _unit_quantiles(df, column, kind, qlist, proto, privacy_id, r, rho, epsilon,
     functions (no per-row Python), the per-partition sketches and their merge as for row-level
     quantiles, and the unit-level noise on the driver."""
     from . import _seeds
-    from .privacy_unit import _quantile_noise, _check_qs, release_unit_quantiles
+    from .mechanisms.unit_level import _quantile_noise, _check_qs, release_unit_quantiles
 
     if privacy_id is None or r is None:
         raise ParameterError("the unit-level route needs both privacy_id= (the unit's column) and max_rows_per_unit=r")

@@ -9,7 +9,9 @@ from fractions import Fraction
 import numpy as np
 
 import dpsketch
-from dpsketch import Budget, BudgetExceededError, BudgetFileError, FileBudget, PrivacyTotals, Release, Spend
+from dpsketch import Budget, Release
+from dpsketch.errors import BudgetExceededError, BudgetFileError
+from dpsketch.accounting import FileBudget, PrivacyTotals, Spend
 
 
 def counters(stream: np.ndarray) -> list[str]:

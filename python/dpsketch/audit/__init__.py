@@ -37,7 +37,7 @@ _WHERE = {
     "AuditResult": "_stats", "audit_samplers": "_stats", "clopper_pearson": "_stats",
     "epsilon_lower_bound": "_stats", "mu_lower_bound": "_stats", "label_result": "_stats",
     "discrete_gaussian_mu": "_stats",
-    "PAIRS": "_pairs", "Ctx": "_pairs", "pair": "_pairs", 
+    "PAIRS": "_registry", "Ctx": "_pairs", "pair": "_pairs", 
     "WRAPPER_DELTA": "_pairs",
     "audit": "_run", "available_mechanisms": "_run", "uncaught": "_run", "format_table": "_run",
     "run_command": "_run", "DEFAULT_TRIALS": "_run", "QUICK_TRIALS": "_run", "MISCALIBRATED_NOISE": "_run",
@@ -46,7 +46,7 @@ _WHERE = {
 
 def __getattr__(name):
     if name == "MECHANISMS":  # mechanism name -> its registered pairs
-        pairs = importlib.import_module("._pairs", __name__).PAIRS
+        pairs = importlib.import_module("._registry", __name__).PAIRS
         run = importlib.import_module("._run", __name__)
         return {m: [p for p in pairs if p.mechanism == m] for m in run.available_mechanisms()}
     if name in _WHERE:

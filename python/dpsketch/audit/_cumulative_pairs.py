@@ -29,9 +29,9 @@ def _worst_step(schedule) -> int:
 
 def _cumulative_pair(name: str):
     def fn(ctx):
-        from ..cumulative import Cumulative
-        from ..private import PrivateCountSketch
-        from ..sketches import CountSketch
+        from ..time.cumulative import Cumulative
+        from ..mechanisms.private_sketches import PrivateCountSketch
+        from ..sketches.linear import CountSketch
 
         T = _STEPS[name]
         hash_seed = derive_seed(ctx.run_seed(ctx.mechanism), "hash")

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import InternalError
 from .. import _core
-from ..calibration import zcdp_epsilon, zcdp_rho_for
+from ..accounting.calibration import zcdp_epsilon, zcdp_rho_for
 from .._seeds import derive_seed
 from ._stats import AuditResult, audit_samplers, discrete_gaussian_mu, label_result
 
@@ -220,7 +220,7 @@ def _two_passes(stream, cap):
 
 
 def _dpss_two_pass(passes, cap, eps, delta, k, rng):
-    from ..dpss import two_pass_release
+    from ..mechanisms.dpss import two_pass_release
 
     tracked, exact, n = passes
     cal = _R.calibrate(eps, delta, "bounds")
@@ -268,7 +268,7 @@ def _dpss_two_pass_label(ctx):
 # default private length at k = capacity (the lowest τ), then the library's selection of the N
 # largest noisy values.
 def _dpss_top_k(summary, eps, delta, n_top, rng):
-    from ..top_k import select_top_k
+    from ..mechanisms.top_k import select_top_k
 
     return select_top_k(_dpss(summary, eps, delta, summary.capacity, rng), n_top)
 
@@ -311,7 +311,7 @@ def _dpss_top_k_label(ctx):
 # runs (dpsketch.distributed.release_partitions), on summaries built as the route builds them: one
 # per key partition, fed its rows sorted by key.
 def _partitions(parts, cls=None):
-    from ..summaries import SpaceSaving
+    from ..sketches.counters import SpaceSaving
 
     out = []
     for rows in parts:
@@ -536,7 +536,7 @@ _W, _D, _ITEM, _M = 4, 2, 7, 5  # width, depth, the neighbouring item, its count
 
 
 def _twin_cells(count_min, hash_seed, items):
-    from ..sketches import CountMin, CountSketch
+    from ..sketches.linear import CountMin, CountSketch
 
     tw = (CountMin if count_min else CountSketch)(_W, _D, hash_seed=hash_seed)
     if len(items):
@@ -560,8 +560,8 @@ def _replace_partner(count_min, hash_seed):
 
 def _sketch_pair(count_min: bool, kind: str, route: str, neighbours: str):
     def fn(ctx):
-        from ..private import PrivateCountMin, PrivateCountSketch
-        from ..sketches import CountMin, CountSketch
+        from ..mechanisms.private_sketches import PrivateCountMin, PrivateCountSketch
+        from ..sketches.linear import CountMin, CountSketch
 
         cls = PrivateCountMin if count_min else PrivateCountSketch
         claimed = cls(_W, _D, neighbours=neighbours, **_privacy_kw(ctx, kind, factor=False))
@@ -645,7 +645,7 @@ def _dyadic_cells(sk) -> np.ndarray:
 
 
 def _dyadic_twin(shape, seed, items):
-    from ..dyadic import DyadicCountSketch
+    from ..sketches.dyadic import DyadicCountSketch
 
     bits, width, depth = shape
     tw = DyadicCountSketch(bits, width=width, depth=depth, seed=seed)
@@ -656,7 +656,7 @@ def _dyadic_twin(shape, seed, items):
 
 def _dyadic_pair(kind: str, allocation: str, route: str, neighbours: str, shape=(_DB, _DW, _DD)):
     def fn(ctx):
-        from ..dyadic import PrivateDyadicCountSketch as P
+        from ..sketches.dyadic import PrivateDyadicCountSketch as P
 
         _DB, _DW, _DD = shape
         n_exact = sum(1 for j in range(1, _DB + 1) if 2**j <= _DW * _DD)
@@ -840,16 +840,3 @@ def _wrapper_countsketch(ctx):
     res = ctx.samplers(sample, epsilon=eps, delta=0.0, trials=_wrapper_trials(ctx, 10))
     res.notes.update(depth=depth, width=1, copies=1, envelope_delta=WRAPPER_DELTA)
     return res
-
-
-# One person as the privacy unit (docs/privacy.md §Privacy unit): its pairs register from their own
-# module into the same registry.
-from . import _unit_pairs  # noqa: E402,F401
-
-# Releases over time (docs/privacy.md §Windows): one release per event-time window.
-from . import _window_pairs  # noqa: E402,F401
-
-# Cumulative releases (docs/privacy.md §Cumulative): the nodes of a tree schedule.
-from . import _cumulative_pairs  # noqa: E402,F401
-# Quantiles of data held in memory (docs/privacy.md §In-memory quantiles).
-from . import _quantile_pairs  # noqa: E402,F401

@@ -20,7 +20,7 @@ _EM_XP = np.array([0.0, 0.75, 0.75, 0.75])
 
 @pair("quantiles[exp]", "a second value at the lower bound under the median (bounds [0, 1], 4 → 5 values)")
 def _em_quantile(ctx):
-    from ..inmemory import _exp_quantile
+    from ..mechanisms.quantiles import _exp_quantile
 
     rng = ctx.rng("quantiles-exp")
     eps = float(_R.epsilon_used(ctx.eps(ctx.epsilon)))  # what dpsketch.quantiles runs with (ε rounded down)

@@ -6,7 +6,8 @@ import math
 import time
 from typing import Callable
 
-from ._pairs import PAIRS, Ctx, Pair
+from ._pairs import Ctx, Pair
+from ._registry import PAIRS
 from ._stats import AuditResult
 from ..errors import ParameterError, ParameterTypeError
 

@@ -17,7 +17,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import privacy_unit as U
+from ..mechanisms import unit_level as U
 from ._pairs import _NEG, _R, _cells_result, _dpss, _dpss_margins, _space_saving, _structure, pair
 from ._stats import label_result
 

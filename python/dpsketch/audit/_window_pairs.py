@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..windows import NS, assign
+from ..time.windows import NS, assign
 from ._pairs import _dpss, _dpss_margins, _space_saving, _structure, _value_of, pair
 
 _PERIOD = 10 * NS  # windows [0, 10 s) and [10 s, 20 s)

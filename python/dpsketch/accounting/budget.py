@@ -1,0 +1,398 @@
+"""A privacy budget shared by several releases (docs/algorithms.md §1, docs/privacy.md §Budget).
+
+A :class:`Budget` is an accountant: every private release given ``budget=`` asks it first and is
+refused with :class:`BudgetExceededError` -- before any noise is drawn and before the summary's
+release guard advances -- when the composed guarantee would exceed the cap.
+
+Two kinds of budget:
+
+* ``Budget(epsilon, delta)``: an (ε, δ)-DP cap. (ε, δ) spends add (basic composition). ρ-zCDP
+  spends add up to a zCDP total R, which is converted once, with a δ share ``zcdp_delta`` reserved
+  at construction (default δ/2), to (R + 2·sqrt(R·ln(1/zcdp_delta)), zcdp_delta)-DP; the reserve is
+  charged from the first ρ spend on. The spent guarantee is the sum of both parts.
+* ``Budget(rho=R)``: a zCDP cap. ρ spends add; a pure ε-DP spend counts as ε²/2 (ε-DP implies
+  (ε²/2)-zCDP); spends with δ > 0 cannot be expressed in zCDP and are refused.
+
+Totals are kept as exact fractions of the charged values. The ε (and ρ) charged is what the
+mechanism actually uses: the requested value rounded down to a multiple of 2^-32 (§1).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import threading
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Iterator, Optional, Union
+
+from .calibration import used_value, zcdp_epsilon, zcdp_rho_for
+from ..errors import BudgetExceededError, ReleaseBudgetError  # noqa: F401  (re-exported)
+from ..errors import ParameterError, ParameterTypeError
+
+if TYPE_CHECKING:
+    from .ledger import FileBudget
+
+__all__ = ["Budget", "BudgetExceededError", "DisjointScope", "Spend", "PrivacyTotals"]
+
+Number = Union[int, float, Fraction]
+
+
+
+
+@dataclass(frozen=True)
+class Spend:
+    """One ledger entry: the mechanism and what it spent (ε and δ of an (ε, δ)-DP spend, or ρ of a
+    zCDP spend; the other fields are 0)."""
+
+    mechanism: str
+    epsilon: float
+    delta: float
+    rho: float
+
+
+@dataclass(frozen=True)
+class PrivacyTotals:
+    """A guarantee: ``epsilon``/``delta`` of (ε, δ)-DP (None for a zCDP-only budget) and the zCDP
+    ``rho`` part."""
+
+    epsilon: Optional[float]
+    delta: Optional[float]
+    rho: float
+
+
+
+
+def _up(x: float) -> Fraction:
+    """x nudged up by a few ulps: float rounding in the conversion must not under-charge."""
+    for _ in range(4):
+        x = math.nextafter(x, math.inf)
+    return Fraction(x)
+
+
+def _down(x: Fraction) -> float:
+    """The largest float <= x (float(x) rounds to nearest)."""
+    f = float(x)
+    return math.nextafter(f, -math.inf) if Fraction(f) > x else f
+
+
+def _number(name: str, v: object) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, Fraction)):
+        raise ParameterTypeError(f"{name} must be a number, got {type(v).__name__}")
+    f = float(v)
+    if not math.isfinite(f):
+        raise ParameterError(f"{name} must be finite, got {v!r}")
+    return f
+
+
+class Budget:
+    """An accountant that private releases draw from (``release(..., budget=b)``,
+    ``PrivateCountMin(..., budget=b)``, ...). See the module docstring for the composition rules.
+
+    ``Budget(epsilon, delta=0.0, *, zcdp_delta=None)`` caps the total (ε, δ)-DP guarantee;
+    ``Budget(rho=R)`` caps the total ρ-zCDP guarantee. ``spent()``, ``remaining()`` and ``ledger``
+    report the state; ``spend()`` records a mechanism run outside dpsketch; ``check()`` asks whether
+    a spend fits without recording it. ``Budget.open(path, ...)`` keeps the ledger in a file that
+    several processes share (:class:`dpsketch.FileBudget`).
+
+    A budget is one accountant, so it is never duplicated: ``copy.copy(b)`` and
+    ``copy.deepcopy(b)`` return ``b`` itself (an object holding a budget that is deep-copied keeps
+    charging the same one), and pickling raises ``TypeError``, because an unpickled copy in another
+    process would be a second ledger that this one never sees, and together they could spend
+    twice the cap. Keep the Budget in the process that runs the releases and record a spend made
+    elsewhere with :meth:`spend`. A forked child process (``multiprocessing`` with fork) holds a
+    separate copy in its own memory: do not charge budgets there.
+    """
+
+    def __init__(
+        self,
+        epsilon: Optional[float] = None,
+        delta: float = 0.0,
+        *,
+        rho: Optional[float] = None,
+        zcdp_delta: Optional[float] = None,
+    ) -> None:
+        if (epsilon is None) == (rho is None):
+            raise ParameterError("pass epsilon= (an (ε, δ)-DP budget, with delta=) or rho= (a zCDP budget), not both")
+        self._lock = threading.RLock()
+        self._eps_sum = Fraction(0)
+        self._delta_sum = Fraction(0)
+        self._rho_sum = Fraction(0)
+        self._ledger: list[Spend] = []
+        if rho is not None:
+            r = _number("rho", rho)
+            if r <= 0:
+                raise ParameterError(f"rho must be > 0, got {rho!r}")
+            if delta != 0.0 or zcdp_delta is not None:
+                raise ParameterError("a zCDP budget (rho=) has no delta; use Budget(epsilon, delta) for an (ε, δ) cap")
+            self._epsilon_cap: Optional[float] = None
+            self._delta_cap: Optional[float] = None
+            self._rho_cap: Optional[float] = r
+            self._zcdp_delta: Optional[float] = None
+            return
+        e, d = _number("epsilon", epsilon), _number("delta", delta)
+        if e <= 0:
+            raise ParameterError(f"epsilon must be > 0, got {epsilon!r}")
+        if not 0.0 <= d < 1.0:
+            raise ParameterError(f"delta must be in [0, 1), got {delta!r}")
+        if zcdp_delta is None:
+            zd: Optional[float] = d / 2 if d > 0 else None
+        else:
+            zd = _number("zcdp_delta", zcdp_delta)
+            if not 0.0 < zd <= d:
+                raise ParameterError(f"zcdp_delta must be in (0, delta], got {zcdp_delta!r} with delta={delta!r}")
+        self._epsilon_cap, self._delta_cap, self._rho_cap, self._zcdp_delta = e, d, None, zd
+
+    @classmethod
+    def open(
+        cls,
+        path: "Union[str, os.PathLike[str]]",
+        *,
+        epsilon: Optional[float] = None,
+        delta: Optional[float] = None,
+        rho: Optional[float] = None,
+        zcdp_delta: Optional[float] = None,
+    ) -> "FileBudget":
+        """A budget kept in a JSON ledger file that several processes can share
+        (:class:`dpsketch.budget_file.FileBudget`): created with these caps when ``path`` does not
+        exist, loaded when it does (caps given must then equal the stored ones). Every charge locks
+        the file, re-reads it, checks the cap and replaces the file atomically."""
+        from .ledger import FileBudget
+
+        return FileBudget.open(path, epsilon=epsilon, delta=delta, rho=rho, zcdp_delta=zcdp_delta)
+
+    # -- properties -------------------------------------------------------------------------------
+    epsilon = property(lambda self: self._epsilon_cap, doc="The ε cap (None for a zCDP budget).")
+    delta = property(lambda self: self._delta_cap, doc="The δ cap (None for a zCDP budget).")
+    rho = property(lambda self: self._rho_cap, doc="The ρ cap of a zCDP budget (None for an (ε, δ) budget).")
+    zcdp_delta = property(lambda self: self._zcdp_delta,
+                          doc="The δ share reserved to convert the zCDP total (None: ρ spends are refused).")
+
+    @property
+    def ledger(self) -> list[Spend]:
+        """Every spend so far, in order."""
+        with self._lock:
+            return list(self._ledger)
+
+    # -- totals -----------------------------------------------------------------------------------
+    def _totals(self, eps: Fraction, dlt: Fraction, rho: Fraction) -> tuple[Fraction, Fraction, Fraction]:
+        """(ε total, δ total, ρ total) as exact fractions (the zCDP conversion rounded up)."""
+        if self._rho_cap is not None:  # zCDP budget: pure ε spends are already folded into rho
+            return Fraction(0), Fraction(0), rho
+        if rho == 0:
+            return eps, dlt, rho
+        assert self._zcdp_delta is not None
+        return eps + _up(zcdp_epsilon(float(rho), self._zcdp_delta)), dlt + Fraction(self._zcdp_delta), rho
+
+    def _fits(self, eps: Fraction, dlt: Fraction, rho: Fraction) -> bool:
+        e, d, r = self._totals(eps, dlt, rho)
+        if self._rho_cap is not None:
+            return r <= Fraction(self._rho_cap)
+        assert self._epsilon_cap is not None and self._delta_cap is not None
+        return e <= Fraction(self._epsilon_cap) and d <= Fraction(self._delta_cap)
+
+    def spent(self) -> PrivacyTotals:
+        """The composed guarantee of everything spent so far (for an (ε, δ) budget, ε and δ include
+        the converted zCDP part; ``rho`` is the zCDP total)."""
+        with self._lock:
+            e, d, r = self._totals(self._eps_sum, self._delta_sum, self._rho_sum)
+            if self._rho_cap is not None:
+                return PrivacyTotals(None, None, float(r))
+            return PrivacyTotals(float(e), float(d), float(r))
+
+    def remaining(self) -> PrivacyTotals:
+        """What one more spend may use: for an (ε, δ) budget the ε and δ left for an (ε, δ) spend
+        and the largest ρ a zCDP spend could still take; for a zCDP budget the ρ left."""
+        with self._lock:
+            if self._rho_cap is not None:
+                return PrivacyTotals(None, None, max(0.0, _down(Fraction(self._rho_cap) - self._rho_sum)))
+            e, d, _ = self._totals(self._eps_sum, self._delta_sum, self._rho_sum)
+            assert self._epsilon_cap is not None and self._delta_cap is not None
+            eps_left = max(0.0, _down(Fraction(self._epsilon_cap) - e))
+            delta_left = max(0.0, _down(Fraction(self._delta_cap) - d))
+            return PrivacyTotals(eps_left, delta_left, self._rho_left())
+
+    def _rho_left(self) -> float:
+        """Largest extra ρ that still fits: R + 2·sqrt(R·L) <= E solves to R = (sqrt(L + E) − sqrt(L))²."""
+        if self._zcdp_delta is None:
+            return 0.0
+        assert self._epsilon_cap is not None
+        e_left = float(Fraction(self._epsilon_cap) - self._eps_sum)
+        if e_left <= 0 or not self._fits(self._eps_sum, self._delta_sum, self._rho_sum + Fraction(2**-60)):
+            return 0.0
+        extra = float(Fraction(zcdp_rho_for(e_left, self._zcdp_delta)) - self._rho_sum)
+        for _ in range(64):  # float error: step down until the exact check accepts it
+            if extra <= 0:
+                return 0.0
+            if self._fits(self._eps_sum, self._delta_sum, self._rho_sum + Fraction(extra)):
+                return extra
+            extra = extra * (1 - 1e-12)
+        return 0.0
+
+    # -- spending ---------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def charging(
+        self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0
+    ) -> Iterator[None]:
+        """Check the spend (raising :class:`BudgetExceededError` if it does not fit), run the body
+        holding the budget's lock, and record the spend only if the body succeeds. Releases draw
+        their noise inside or after the body, never before the check."""
+        eps, dlt, r = (self._amount(n, v) for n, v in (("epsilon", epsilon), ("delta", delta), ("rho", rho)))
+        with self._charge_scope():
+            new = self._admit(mechanism, eps, dlt, r)
+            yield
+            self._commit(mechanism, new, eps, dlt, r)
+
+    def check(self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0) -> None:
+        """Raise :class:`BudgetExceededError` if the spend would not fit now; records nothing."""
+        eps, dlt, r = (self._amount(n, v) for n, v in (("epsilon", epsilon), ("delta", delta), ("rho", rho)))
+        with self._charge_scope():
+            self._admit(mechanism, eps, dlt, r)
+
+    @contextlib.contextmanager
+    def _charge_scope(self) -> Iterator[None]:
+        """Where a charge is checked and recorded: under the budget's lock (a persisted budget also
+        locks and re-reads its file here)."""
+        with self._lock:
+            yield
+
+    def _admit(self, mechanism: str, eps: Fraction, dlt: Fraction, r: Fraction) -> tuple[Fraction, Fraction, Fraction]:
+        """The running sums after the spend, or :class:`BudgetExceededError` if it does not fit."""
+        if self._rho_cap is not None:
+            if dlt > 0:
+                raise ParameterError(
+                    f"{mechanism} spends delta > 0, which a zCDP budget (rho=) cannot account for; "
+                    "use Budget(epsilon, delta)"
+                )
+            new = (self._eps_sum + eps, self._delta_sum, self._rho_sum + r + eps * eps / 2)  # ε-DP ⇒ ε²/2-zCDP
+        else:
+            if r > 0 and self._zcdp_delta is None:
+                raise BudgetExceededError(
+                    f"{mechanism} spends rho-zCDP, which needs a delta share to convert to (ε, δ)-DP; "
+                    "build the budget with delta > 0 (and optionally zcdp_delta=)"
+                )
+            new = (self._eps_sum + eps, self._delta_sum + dlt, self._rho_sum + r)
+        if not self._fits(*new):
+            left = self.remaining()
+            raise BudgetExceededError(
+                f"{mechanism} would spend (epsilon={float(eps):.6g}, delta={float(dlt):.6g}, rho={float(r):.6g}) "
+                f"but {self._name()} has {self._describe(left)} left; nothing was spent and no noise was drawn. "
+                "Lower the release's epsilon/delta/rho or use a larger Budget"
+            )
+        return new
+
+    def _commit(self, mechanism: str, new: tuple[Fraction, Fraction, Fraction], eps: Fraction, dlt: Fraction,
+                r: Fraction) -> None:
+        self._eps_sum, self._delta_sum, self._rho_sum = new
+        self._ledger.append(Spend(mechanism, float(eps), float(dlt), float(r)))
+
+    def _name(self) -> str:
+        return "the budget"
+
+    def spend(self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0) -> None:
+        """Record a spend made outside dpsketch (values used as given, no rounding); raises
+        :class:`BudgetExceededError` and records nothing if it does not fit."""
+        if not isinstance(mechanism, str):
+            raise ParameterTypeError(f"mechanism must be a str, got {type(mechanism).__name__}")
+        with self.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho):
+            pass
+
+    def disjoint(self, mechanism: str, *, epsilon: Number, delta: Number = 0, part_epsilon: Optional[Number] = None,
+                 part_delta: Optional[Number] = None) -> "DisjointScope":
+        """Charge one (ε, δ)-DP spend now and return a :class:`DisjointScope` whose parts -- one
+        per disjoint slice of the data, e.g. one per event-time window -- may each spend up to
+        (``part_epsilon``, ``part_delta``), default (ε, δ), without further charges: parallel
+        composition (docs/privacy.md §Windows). Smaller part caps are for a privacy unit that
+        spans several parts, where (ε, δ) is what group privacy makes of the parts' figures (the
+        caller's argument). Raises :class:`BudgetExceededError` and records nothing if (ε, δ)
+        does not fit."""
+        pe = epsilon if part_epsilon is None else part_epsilon
+        pd = delta if part_delta is None else part_delta
+        if self._amount("part_epsilon", pe) > self._amount("epsilon", epsilon) or \
+                self._amount("part_delta", pd) > self._amount("delta", delta):
+            raise ParameterError("a part cannot spend more than the whole series is charged")
+        self.spend(f"{mechanism} (parallel composition: disjoint parts, charged once)",
+                   epsilon=epsilon, delta=delta)
+        return DisjointScope(mechanism, pe, pd)
+
+    @staticmethod
+    def _amount(name: str, v: Number) -> Fraction:
+        f = v if isinstance(v, Fraction) else Fraction(_number(name, v))
+        if f < 0:
+            raise ParameterError(f"{name} to spend must be >= 0, got {float(f)!r}")
+        return f
+
+    def _describe(self, t: PrivacyTotals) -> str:
+        if self._rho_cap is not None:
+            return f"rho={t.rho:.6g}"
+        return f"epsilon={t.epsilon:.6g}, delta={t.delta:.6g} (or rho={t.rho:.6g})"
+
+    # -- copies -----------------------------------------------------------------------------------
+    def __copy__(self) -> "Budget":
+        return self  # a second ledger would let the copies together spend more than the cap
+
+    def __deepcopy__(self, memo: dict) -> "Budget":
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise ParameterTypeError(
+            "a dpsketch.Budget cannot be pickled: the unpickled copy would be a second accountant that "
+            "this one never sees, so together they could spend more than the cap. Keep the Budget in "
+            "the process that runs the releases and record spends made elsewhere with "
+            "budget.spend(mechanism, epsilon=..., delta=..., rho=...)"
+        )
+
+    def __reduce__(self):
+        return self.__reduce_ex__(2)
+
+    def __repr__(self) -> str:
+        s = self.spent()
+        if self._rho_cap is not None:
+            return f"Budget(rho={self._rho_cap:g}; spent rho={s.rho:.6g}, {len(self._ledger)} spend(s))"
+        return (
+            f"Budget(epsilon={self._epsilon_cap:g}, delta={self._delta_cap:g}; spent epsilon={s.epsilon:.6g}, "
+            f"delta={s.delta:.6g}, rho={s.rho:.6g}, {len(self._ledger)} spend(s))"
+        )
+
+
+class DisjointScope:
+    """The parts of one parallel composition (:meth:`Budget.disjoint`): ``part(key)`` is a fresh
+    :class:`Budget` capped at the scope's (ε, δ) for the slice ``key`` of the data. The parent
+    budget was charged (ε, δ) once; that covers every part only because each data record lies in
+    exactly one part (docs/privacy.md §Windows), which the caller guarantees by construction. A
+    key is served once: asking for it again raises ``ValueError``, since two budgets for one slice
+    would let it spend twice."""
+
+    def __init__(self, mechanism: str, epsilon: Number, delta: Number = 0) -> None:
+        self.mechanism = mechanism
+        self.epsilon, self.delta = float(epsilon), float(delta)
+        self._lock = threading.Lock()
+        self._served: set = set()
+
+    def part(self, key: object) -> Budget:
+        """The budget of part ``key`` (hashable): a cap of (ε, δ) for that slice alone."""
+        with self._lock:
+            if key in self._served:
+                raise ParameterError(f"{self.mechanism}: part {key!r} already has its budget; a slice of "
+                                 "the data is charged once")
+            self._served.add(key)
+        return Budget(self.epsilon, self.delta)
+
+    def __len__(self) -> int:
+        return len(self._served)
+
+    def __repr__(self) -> str:
+        return (f"DisjointScope({self.mechanism!r}, epsilon={self.epsilon:g}, delta={self.delta:g}; "
+                f"{len(self._served)} part(s))")
+
+
+def charging(
+    budget: Optional[Budget], mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0
+) -> contextlib.AbstractContextManager[None]:
+    """``budget.charging(...)``, or a no-op when ``budget`` is None (the wiring in the releases)."""
+    if budget is None:
+        return contextlib.nullcontext()
+    if not isinstance(budget, Budget):
+        raise ParameterTypeError(f"budget must be a dpsketch.Budget, got {type(budget).__name__}")
+    return budget.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho)

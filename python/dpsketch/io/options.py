@@ -1,0 +1,21 @@
+"""What the command line needs to know about the input before reading any (the values of the input
+options, the two error types of a command), apart from the readers of :mod:`dpsketch._input`, so
+that parsing the options imports neither numpy nor pyarrow. :mod:`dpsketch._input` re-exports them."""
+
+from __future__ import annotations
+
+from ..errors import DPSketchError
+
+__all__ = ["FORMATS", "ON_BAD_LINE", "DEFAULT_MAX_LINE_BYTES", "UsageError", "RunError"]
+
+FORMATS = ("text", "csv", "parquet", "arrow")
+ON_BAD_LINE = ("error", "skip", "replace")
+DEFAULT_MAX_LINE_BYTES = 1 << 20  # also the CSV reader's block size: bounds memory in flight
+
+
+class UsageError(DPSketchError):
+    """A bad command line: an option out of range, or options that do not fit together (exit status 2)."""
+
+
+class RunError(DPSketchError):
+    """The command could not be carried out: unreadable input, a release the library refuses (exit status 1)."""

@@ -1,0 +1,657 @@
+"""Releases over time: tumbling event-time windows, each released once (docs/privacy.md §Windows).
+
+:class:`Windowed` routes every event, by its event time, into the one window
+``[origin + i·period, origin + (i+1)·period)`` that contains it, keeps one summary per open
+window and releases each window's summary once, with its own noisy length and its own
+per-window seed, when the window closes. The series is accounted as parallel composition:
+every event lies in at most one window, so the releases of all windows together are (ε, δ)-DP
+for neighbours that add or remove one event, and a :class:`~dpsketch.Budget` is charged (ε, δ)
+once for the whole series (:meth:`Budget.disjoint`).
+
+That argument needs the set of windows released, and which events each window takes, to depend
+on public parameters and on each event's own fields only (docs/privacy.md §Windows). So:
+
+* the windows released are fixed by ``period``, ``origin``, ``start`` and ``end`` -- never by the
+  smallest or largest event time -- and a window without events is released like any other;
+* a window closes on a **public clock**, never on a watermark read off the data (one event with a
+  far-future time would otherwise close other windows early and change what they contain):
+
+  - ``clock="input"``: every window closes at the end of the input (``close()``); no event is
+    late. ``end`` is required, so that the last window is public.
+  - ``clock="wall"``: window i accepts an event that arrives (``now``) while
+    ``start_i <= now < end_i + allowed_lateness`` and is released at ``end_i + allowed_lateness``
+    on the wall clock, so the release times are a public schedule. An event that arrives after
+    its window's deadline (late) or before its window began (early) is dropped; nothing
+    publishes how many were.
+
+Events outside ``[start, end)`` are dropped the same way.
+
+With ``max_rows_per_unit=r`` one privacy id (all of its rows) is the privacy unit: each unit keeps
+its first r rows in input order over the whole series (so it is in at most r windows), each
+window's release runs at the per-row (ε', δ') of :func:`dpsketch.privacy_unit.unit_calibration`,
+and group privacy over the unit's r events of the (ε', δ')-DP series gives the requested (ε, δ)
+for one unit (docs/privacy.md §Windows).
+
+A front end that computes window indices where the data live (``dpsketch.spark``) feeds
+:meth:`Windowed.update_windows`; :class:`WallClockReleaser` runs a wall-clock series whose batches
+come from another thread (a streaming engine's micro-batches) and releases each window at its
+deadline even while none arrives. The class is the event-level, one-release-per-window form;
+cumulative ("since start") releases of a linear sketch over the same windows are
+:meth:`dpsketch.Cumulative.releases` (docs/privacy.md §Cumulative).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import queue
+import re
+import threading
+import time as _time
+from dataclasses import replace
+from typing import Any, Callable, Iterable, Iterator, Optional
+
+import numpy as np
+
+from .. import _seeds
+from .._prefetch import Prefetch
+from ..accounting.budget import Budget, DisjointScope
+from ..mechanisms.unit_level import PRIVACY_UNIT_ID, UnitRowLimiter, _bounded_memory_plan, _split_row_level
+from ..release import Release, calibrate
+from ..sketches.counters import MisraGries, SpaceSaving
+from ..errors import ParameterError, ParameterTypeError
+
+__all__ = ["Windowed", "WallClockReleaser", "assign", "window_seed", "parse_duration", "parse_instant", "CLOCKS"]
+
+NS = 1_000_000_000
+CLOCKS = ("input", "wall")
+_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": NS, "m": 60 * NS, "min": 60 * NS, "h": 3600 * NS,
+          "d": 86400 * NS, "w": 7 * 86400 * NS}
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|ms|min|s|m|h|d|w)")
+_TIME_LIMIT = 2**62  # |t| in ns beyond this (year ~2116) is not a time: such events are dropped
+
+
+def window_seed(seed: Optional[int], index: int) -> Optional[int]:
+    """The user seed of window ``index``'s release: ``derive_seed(seed, "window/<index>")``
+    (docs/privacy.md §Seeds), or None without a seed. Each window's noise is a fresh stream."""
+    s = _seeds.check_user_seed(seed)
+    return None if s is None else _seeds.derive_seed(s, f"window/{int(index)}")
+
+
+def parse_duration(text: Any) -> int:
+    """A duration in nanoseconds from seconds (a number), a ``datetime.timedelta``, or text such
+    as ``1h``, ``15min``, ``90s``, ``1h30m``, ``250ms`` (units ns us ms s m/min h d w)."""
+    if isinstance(text, _dt.timedelta):
+        return (text.days * 86400 + text.seconds) * NS + text.microseconds * 1000
+    if isinstance(text, np.timedelta64):
+        return int(text.astype("timedelta64[ns]").astype(np.int64))
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if not math.isfinite(text):
+            raise ParameterError(f"a duration must be finite, got {text!r}")
+        return int(round(text * NS))
+    if not isinstance(text, str):
+        raise ParameterTypeError(f"a duration is seconds, a timedelta or text like '1h', got {type(text).__name__}")
+    s = text.strip().lower()
+    try:
+        return int(round(float(s) * NS))
+    except ValueError:
+        pass
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(s):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if pos != len(s) or not s:
+        raise ParameterError(f"cannot read {text!r} as a duration; use e.g. 1h, 15min, 90s, 1h30m or seconds")
+    return int(round(total))
+
+
+def parse_instant(value: Any) -> int:
+    """An instant in nanoseconds since 1970-01-01T00:00:00Z from epoch seconds (a number), a
+    ``datetime`` (naive: UTC), a ``numpy.datetime64`` or ISO 8601 text (no zone: UTC)."""
+    if isinstance(value, np.datetime64):
+        return int(value.astype("datetime64[ns]").astype(np.int64))
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        delta = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        return parse_duration(delta)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return parse_duration(value)
+    if isinstance(value, str):
+        s = value.strip()
+        try:
+            return parse_duration(float(s))
+        except ValueError:
+            pass
+        try:
+            parsed = _dt.datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s)
+        except ValueError:
+            raise ParameterError(f"cannot read {value!r} as a time; use ISO 8601 (2024-05-01T00:00:00Z) "
+                             "or epoch seconds") from None
+        return parse_instant(parsed)
+    raise ParameterTypeError(f"a time is epoch seconds, a datetime or ISO 8601 text, got {type(value).__name__}")
+
+
+def iso(ns: int) -> str:
+    """ISO 8601 UTC text of an instant in nanoseconds (fractional digits only when needed)."""
+    sec, frac = divmod(int(ns), NS)
+    base = (_dt.datetime(1970, 1, 1) + _dt.timedelta(seconds=sec)).isoformat()
+    return base + (f".{frac:09d}".rstrip("0") if frac else "") + "Z"
+
+
+def times_ns(times: Any) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    """(int64 nanoseconds, None or the mask of the times that are usable). Numbers are epoch
+    seconds; numpy datetime64 and pyarrow timestamp arrays are converted exactly; NaN, NaT and
+    times beyond ±2^62 ns are not usable (their events are dropped, each on its own)."""
+    if type(times).__module__.startswith("pyarrow"):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if pa.types.is_timestamp(times.type):
+            ok = times.is_valid()
+            times = pc.fill_null(times.cast(pa.timestamp("ns", tz=times.type.tz)), 0)
+            t = times.cast(pa.int64()).to_numpy(zero_copy_only=False)
+            okn = ok.to_numpy(zero_copy_only=False)
+            return t, (None if okn.all() else okn)
+        times = times.to_numpy(zero_copy_only=False)
+    arr = np.asarray(times)
+    if arr.dtype.kind == "M":
+        t = (arr if arr.dtype == np.dtype("datetime64[ns]") else arr.astype("datetime64[ns]")).view(np.int64)
+        ok = t != np.iinfo(np.int64).min  # NaT
+        if not ok.all():
+            ok &= np.abs(np.where(ok, t, 0)) < _TIME_LIMIT
+            return t, ok
+        return t, None
+    elif arr.dtype.kind in "iu":
+        a = arr.astype(np.int64)
+        ok = np.abs(a) < _TIME_LIMIT // NS
+        t = np.where(ok, a, 0) * NS
+    elif arr.dtype.kind == "f":
+        ok = np.isfinite(arr) & (np.abs(arr) < _TIME_LIMIT / NS)
+        t = np.floor(np.where(ok, arr, 0.0) * NS).astype(np.int64)
+    else:
+        raise ParameterTypeError(f"times must be numbers (epoch seconds) or datetime64, got dtype {arr.dtype}")
+    return t, (None if ok.all() else ok)
+
+
+def window_record(i: int, period_ns: int, origin_ns: int) -> dict:
+    """Window ``i``'s entry in a release's metadata: its index and [start, end), public parameters."""
+    s = int(origin_ns) + int(i) * int(period_ns)
+    e = s + int(period_ns)
+    return {"index": int(i), "start": iso(s), "end": iso(e), "start_ns": s, "end_ns": e}
+
+
+def composition_record(clock: str, series_epsilon: float, series_delta: float, period_ns: int, origin_ns: int,
+                       allowed_lateness_ns: int = 0, **extra: Any) -> dict:
+    """The accounting of a series of window releases (docs/privacy.md §Windows): parallel
+    composition, (``series_epsilon``, ``series_delta``) for the whole series, the clock that
+    closes the windows, and the policy for dropped events (never counted)."""
+    rec = {
+        "rule": "parallel",
+        "reason": "each event lies in exactly one event-time window (docs/privacy.md §Windows)",
+        "series_epsilon": float(series_epsilon), "series_delta": float(series_delta),
+        "neighbours": "add or remove one event", "clock": clock,
+        "period_ns": int(period_ns), "origin": iso(origin_ns),
+        "allowed_lateness_ns": int(allowed_lateness_ns),
+        "dropped_events": "late, early and out-of-range events are dropped and never counted in any output",
+    }
+    rec.update(extra)
+    return rec
+
+
+def assign(t_ns: np.ndarray, period_ns: int, origin_ns: int = 0) -> np.ndarray:
+    """The window index of each instant (int64 ns): floor((t − origin) / period), so window i is
+    the half-open ``[origin + i·period, origin + (i+1)·period)`` and every instant is in exactly
+    one window (an event at a boundary belongs to the window that starts there)."""
+    return np.floor_divide(np.asarray(t_ns, dtype=np.int64) - np.int64(origin_ns), np.int64(period_ns))
+
+
+class Windowed:
+    """One private release per tumbling event-time window (module docstring; docs/privacy.md §Windows).
+
+    ``Windowed(period=..., make=..., epsilon=..., delta=..., k=..., start=..., end=...)``:
+
+    * ``period``: window length (seconds, timedelta or '1h'); ``origin``: an instant where a
+      window starts (default the Unix epoch), so windows are ``[origin + i·period, ...)``.
+    * ``make``: a function returning an empty :class:`~dpsketch.SpaceSaving` (released by DPSS)
+      or :class:`~dpsketch.MisraGries` (PMG); called once per window that receives events.
+    * ``epsilon``, ``delta``, ``k``, ``length_epsilon``, ``length_delta``: each window's release,
+      as the summary's ``release()`` takes them; each window pays its own noisy length out of them.
+    * ``start``, ``end``: the first window is the one containing ``start``, the last the one
+      containing the instant just before ``end``. ``clock="input"`` needs both; ``clock="wall"``
+      defaults ``start`` to now and, without ``end``, stops at the window open when the input ends.
+    * ``clock``: ``"input"`` (all windows close at :meth:`close`) or ``"wall"`` (window i closes at
+      ``end_i + allowed_lateness`` on ``now()``, default ``time.time``).
+    * ``seed``: window i's release uses the user seed :func:`window_seed` ``(seed, i)``.
+    * ``budget``: charged (ε, δ) once, at construction, for the whole series (:meth:`Budget.disjoint`).
+    * ``max_rows_per_unit``: r; one privacy id is the unit, :meth:`update` takes ``privacy_id``,
+      and every release reports the unit-level (ε, δ) (module docstring).
+
+    Feed with :meth:`update` ``(items, times)``, or drive the whole thing with :meth:`releases`
+    over an iterable of ``(items, times)`` batches. Each release is a :class:`~dpsketch.Release`
+    whose metadata carries its window (``window``: index, start, end) and the series' accounting
+    (``composition``).
+    """
+
+    def __init__(self, *, period: Any, make: Callable[[], Any], epsilon: float, delta: float,
+                 k: Optional[int] = None, start: Any = None, end: Any = None, origin: Any = 0,
+                 clock: str = "input", allowed_lateness: Any = 0, length_epsilon: Optional[float] = None,
+                 length_delta: Optional[float] = None, seed: Optional[int] = None,
+                 budget: Optional[Budget] = None, now: Optional[Callable[[], float]] = None,
+                 max_rows_per_unit: Optional[int] = None) -> None:
+        if clock not in CLOCKS:
+            raise ParameterError(f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
+        self.period = parse_duration(period)
+        if self.period <= 0:
+            raise ParameterError("period must be > 0")
+        self.origin = parse_instant(origin)
+        self.allowed_lateness = parse_duration(allowed_lateness)
+        if self.allowed_lateness < 0:
+            raise ParameterError("allowed_lateness must be >= 0")
+        if clock == "input" and self.allowed_lateness:
+            raise ParameterError("allowed_lateness applies to clock='wall'; with clock='input' no event is late")
+        self.clock = clock
+        self._now = now if now is not None else _time.time
+        if not callable(make):
+            raise ParameterTypeError("make must be a function returning an empty SpaceSaving or MisraGries")
+        probe = make()
+        if isinstance(probe, SpaceSaving):
+            self.mechanism, need = "DPSS", "bounds"
+            if k is None:
+                raise ParameterError("DPSS needs k (SpaceSaving.release takes k)")
+            if k > probe.capacity:
+                raise ParameterError(f"DPSS needs capacity >= k, got capacity={probe.capacity} < k={k}")
+        elif isinstance(probe, MisraGries):
+            self.mechanism, need = "PMG", ("none" if k is None else "estimate")
+        else:
+            raise ParameterTypeError("make must return an empty dpsketch.SpaceSaving (DPSS) or dpsketch.MisraGries (PMG), "
+                            f"got {type(probe).__name__}")
+        if len(probe.items()):
+            raise ParameterError("make must return an empty summary (one per window)")
+        self._make = make
+        # With a privacy unit, each window's element-level release runs at the per-row (ε', δ')
+        # whose group-privacy chain over r rows is the requested (ε, δ) (docs/privacy.md §Windows).
+        self._limiter: Optional[UnitRowLimiter] = None
+        self._unit_plan: Optional[dict] = None
+        self._series = self._requested = (float(epsilon), float(delta))
+        if max_rows_per_unit is not None:
+            self._limiter = UnitRowLimiter(max_rows_per_unit)
+            self._unit_plan = _bounded_memory_plan(epsilon, delta, self._limiter.max_rows_per_unit)
+            self._series = (self._unit_plan["epsilon"], self._unit_plan["delta"])
+            epsilon, delta = self._unit_plan["epsilon_row"], self._unit_plan["delta_row"]
+        calibrate(epsilon, delta, need, public_length=False, length_epsilon=length_epsilon,
+                  length_delta=length_delta if need == "bounds" else None)  # parameter errors now
+        self._options: dict[str, Any] = {"epsilon": epsilon, "delta": delta}
+        if k is not None:
+            self._options["k"] = k
+        if length_epsilon is not None:
+            self._options["length_epsilon"] = length_epsilon
+        if length_delta is not None:
+            self._options["length_delta"] = length_delta
+        self.epsilon, self.delta, self.k = float(epsilon), float(delta), k
+        self.seed = _seeds.check_user_seed(seed)
+        if start is None:
+            if clock == "input":
+                raise ParameterError("clock='input' needs start and end: the first and last window must be public, "
+                                 "not read off the data")
+            start_ns = int(self._now() * NS)
+        else:
+            start_ns = parse_instant(start)
+        self.first = self.index(start_ns)
+        self.last: Optional[int] = None
+        if end is not None:
+            end_ns = parse_instant(end)
+            if end_ns <= start_ns:
+                raise ParameterError("end must be after start")
+            self.last = self.index(end_ns - 1)
+        elif clock == "input":
+            raise ParameterError("clock='input' needs end: the last window must be public, not read off the data")
+        self._next = self.first  # lowest window not yet released
+        self._open: dict[int, Any] = {}
+        self._closed = False
+        self._lock = threading.RLock()
+        self._scope: Optional[DisjointScope] = None
+        if budget is not None:
+            if not isinstance(budget, Budget):
+                raise ParameterTypeError(f"budget must be a dpsketch.Budget, got {type(budget).__name__}")
+            self._scope = budget.disjoint(self._mechanism_name(), epsilon=self._series[0], delta=self._series[1],
+                                          part_epsilon=epsilon, part_delta=delta)
+
+    def _mechanism_name(self) -> str:
+        return (f"Windowed[{self.mechanism}]" if self._limiter is None
+                else f"Windowed[unit.bounded_memory[{self.mechanism}]]")
+
+    @property
+    def max_rows_per_unit(self) -> Optional[int]:
+        """r: rows one privacy unit keeps over the whole series (None: one event is the unit)."""
+        return None if self._limiter is None else self._limiter.max_rows_per_unit
+
+    # -- windows ----------------------------------------------------------------------------
+    def index(self, t_ns: int) -> int:
+        """The index of the window containing the instant ``t_ns`` (nanoseconds)."""
+        return (int(t_ns) - self.origin) // self.period
+
+    def bounds(self, i: int) -> tuple[int, int]:
+        """[start, end) of window ``i`` in nanoseconds."""
+        s = self.origin + int(i) * self.period
+        return s, s + self.period
+
+    def deadline(self, i: int) -> int:
+        """When window ``i`` closes on the wall clock (ns): its end plus the allowed lateness."""
+        return self.bounds(i)[1] + self.allowed_lateness
+
+    @property
+    def open_windows(self) -> int:
+        """How many windows hold a summary now (memory is this many summaries)."""
+        return len(self._open)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- feeding ----------------------------------------------------------------------------
+    def update(self, items: Any, times: Any, privacy_id: Any = None, *, now: Optional[float] = None) -> list[Release]:
+        """Add a batch of events (``items[j]`` at event time ``times[j]``: epoch seconds,
+        datetime64 or a pyarrow timestamp array; with ``max_rows_per_unit``, the privacy id of
+        each row in ``privacy_id``). With ``clock='wall'`` the batch arrives at ``now`` (default
+        ``now()``): windows whose deadline passed are released first (returned), then each event
+        is kept iff its window is open at ``now``. Events outside the windows released are
+        dropped."""
+        with self._lock:
+            if (privacy_id is None) != (self._limiter is None):
+                raise ParameterError("privacy_id= goes with max_rows_per_unit= (one privacy id per row), and only with it")
+            out, lo, hi = self._arrive(now)
+            items = _as_batch(items)
+            t, ok = times_ns(times)
+            if len(t) != len(items):
+                raise ParameterError(f"items and times differ in length ({len(items)} vs {len(t)})")
+            if self._limiter is not None:
+                ids = privacy_id.to_numpy(zero_copy_only=False) if type(privacy_id).__module__.startswith(
+                    "pyarrow") else privacy_id
+                if len(ids) != len(items):
+                    raise ParameterError("items and privacy_id differ in length (one privacy id per row)")
+                # a unit's first r rows in input order, over the whole series: what is kept of a
+                # unit depends on that unit's rows alone
+                kept = self._limiter.keep(ids)
+                ok = kept if ok is None else ok & kept
+            if len(t) and (hi is None or lo <= hi):
+                self._route(items, assign(t, self.period, self.origin), ok, lo, hi)
+            return out
+
+    def update_windows(self, items: Any, windows: Any, *, now: Optional[float] = None) -> list[Release]:
+        """:meth:`update` for events whose window index is already known: ``windows[j]`` is
+        :func:`assign` of ``items[j]``'s event time (computed where the data lives, e.g. on a
+        Spark executor). Arrival, deadlines and dropping are those of :meth:`update`; one event
+        is the privacy unit (a ``max_rows_per_unit`` series needs :meth:`update`, which sees the
+        privacy ids)."""
+        with self._lock:
+            if self._limiter is not None:
+                raise ParameterError("update_windows takes no privacy ids: feed a max_rows_per_unit series with update()")
+            out, lo, hi = self._arrive(now)
+            items = _as_batch(items)
+            w = np.asarray(windows, dtype=np.int64)
+            if w.ndim != 1 or len(w) != len(items):
+                raise ParameterError(f"items and windows differ in length ({len(items)} vs {len(w)})")
+            if len(w) and (hi is None or lo <= hi):
+                self._route(items, w, None, lo, hi)
+            return out
+
+    def _arrive(self, now: Optional[float]) -> tuple[list[Release], int, Optional[int]]:
+        """A batch arrives (lock held): with the wall clock, release the windows due at ``now``;
+        return those releases and the range [lo, hi] of windows that take events now."""
+        if self._closed:
+            raise ParameterError("this Windowed was closed; its windows are released")
+        out: list[Release] = []
+        lo, hi = self._next, self.last
+        if self.clock == "wall":
+            now_ns = int((self._now() if now is None else now) * NS)
+            out = self._advance(now_ns)
+            lo = max(self._next, self._first_open(now_ns))
+            current = self.index(now_ns)
+            hi = current if hi is None else min(hi, current)
+        return out, lo, hi
+
+    def accepting_from(self, now: Optional[float] = None) -> int:
+        """The lowest window that can still take an event: below it every window is released or,
+        with the wall clock, past its deadline at ``now`` (default ``now()``). A front end may drop
+        the events of lower windows before feeding (they would be dropped here)."""
+        with self._lock:
+            if self.clock != "wall":
+                return self._next
+            return max(self._next, self._first_open(int((self._now() if now is None else now) * NS)))
+
+    def _first_open(self, now_ns: int) -> int:
+        """The lowest window whose deadline has not passed at ``now_ns``: deadline(i) > now iff
+        origin + (i+1)·P + L > now iff i >= floor((now − origin − L)/P)."""
+        return (now_ns - self.origin - self.allowed_lateness) // self.period
+
+    def _route(self, items, w: np.ndarray, ok, lo: int, hi: Optional[int]) -> None:
+        keep = w >= lo
+        if hi is not None:
+            keep &= w <= hi
+        if ok is not None:
+            keep &= ok
+        if keep.all():
+            idx = None
+            ws = w
+        else:
+            idx = np.flatnonzero(keep)
+            ws = w[idx]
+            if not len(ws):
+                return
+        if len(ws) > 1 and not (ws[1:] >= ws[:-1]).all():
+            order = np.argsort(ws, kind="stable")
+            idx = order if idx is None else idx[order]
+            ws = ws[order]
+        cuts = np.flatnonzero(ws[1:] != ws[:-1]) + 1
+        starts = np.concatenate(([0], cuts))
+        ends = np.concatenate((cuts, [len(ws)]))
+        for a, b in zip(starts.tolist(), ends.tolist()):
+            i = int(ws[a])
+            part = _slice(items, a, b) if idx is None else _take(items, idx[a:b])
+            summary = self._open.get(i)
+            if summary is None:
+                summary = self._open[i] = self._make()
+            summary.update_many(part)
+
+    # -- releasing --------------------------------------------------------------------------
+    def advance(self, now: Optional[float] = None) -> list[Release]:
+        """``clock='wall'``: release, in order, every window whose deadline has passed at ``now``
+        (default ``now()``)."""
+        if self.clock != "wall":
+            raise ParameterError("advance() is for clock='wall'; with clock='input' windows close at close()")
+        with self._lock:
+            return self._advance(int((self._now() if now is None else now) * NS))
+
+    def _advance(self, now_ns: int) -> list[Release]:
+        out = []
+        while (self.last is None or self._next <= self.last) and self.deadline(self._next) <= now_ns:
+            out.append(self._release_window(self._next))
+        return out
+
+    def next_deadline(self) -> Optional[float]:
+        """Wall-clock seconds at which the next window closes (None when every window is released)."""
+        if self._closed or (self.last is not None and self._next > self.last):
+            return None
+        return self.deadline(self._next) / NS
+
+    def close(self, now: Optional[float] = None) -> list[Release]:
+        """End of input: release every window not yet released, in order. ``clock='input'``:
+        windows ``first..last``. ``clock='wall'``: through ``end`` when given (later windows are
+        empty), else through the window that contains ``now``."""
+        with self._lock:
+            if self._closed:
+                return []
+            last: Optional[int] = self.last
+            out: list[Release] = []
+            if self.clock == "wall":
+                now_ns = int((self._now() if now is None else now) * NS)
+                out = self._advance(now_ns)
+                if last is None:
+                    last = self.index(now_ns)
+            assert last is not None  # clock='input' requires end
+            while self._next <= last:
+                out.append(self._release_window(self._next))
+            self._closed = True
+            self._open.clear()
+            return out
+
+    def _release_window(self, i: int) -> Release:
+        """Release window ``i`` (its summary, or an empty one) once, with its own seed and its own
+        part of the disjoint budget, and move past it."""
+        assert i == self._next
+        summary = self._open.pop(i, None)
+        if summary is None:
+            summary = self._make()
+        budget = None if self._scope is None else self._scope.part(i)
+        self._next = i + 1
+        rel = summary.release(seed=window_seed(self.seed, i), budget=budget, **self._options)
+        meta = dict(rel.metadata)
+        meta["window"] = window_record(i, self.period, self.origin)
+        composition = composition_record(self.clock, self._series[0], self._series[1], self.period, self.origin,
+                                         self.allowed_lateness)
+        meta["composition"] = composition
+        if self._unit_plan is None:
+            return replace(rel, metadata=meta)
+        # One privacy unit: the figures above are per row; the release reports the unit's.
+        r = self.max_rows_per_unit
+        meta, per_row = _split_row_level(meta)
+        per_row.update(mechanism=self.mechanism, epsilon_per_row=rel.epsilon, delta_per_row=rel.delta,
+                       privacy_unit_of_these_figures="one stream element")
+        composition.update(
+            rule="parallel at the event level, then group privacy over the unit's at most r rows",
+            reason=("each event lies in exactly one window and a unit keeps at most r rows over the whole "
+                    "series, so it is in at most r windows (docs/privacy.md §Windows)"),
+            neighbours="add or remove all rows of one privacy id")
+        meta.update(privacy_unit=PRIVACY_UNIT_ID, neighbours="add_remove_unit", route="bounded_memory",
+                    max_rows_per_unit=r, max_windows_per_unit=r,
+                    bounding="per unit: its first r rows in input order over the whole series (all windows)",
+                    epsilon=self._series[0], delta=self._series[1],
+                    epsilon_requested=self._requested[0], delta_requested=self._requested[1],
+                    group_privacy="(r·ε', δ'·Σ_{i<r} e^{iε'}) from the per-row (ε', δ')",
+                    per_row_calibration=per_row, reference="docs/privacy.md §Windows")
+        return replace(rel, epsilon=self._series[0], delta=self._series[1],
+                       mechanism=f"unit.bounded_memory[{self.mechanism}]", metadata=meta)
+
+    # -- driving ----------------------------------------------------------------------------
+    def releases(self, batches: Iterable[tuple[Any, Any]]) -> Iterator[Release]:
+        """Feed ``(items, times)`` batches (``(items, times, privacy_id)`` with ``max_rows_per_unit``) and yield each window's release as the window closes;
+        at the end of ``batches`` the remaining windows are released (:meth:`close`). With
+        ``clock='wall'`` the batches are read in a background thread, a batch arrives at the wall
+        time this generator takes it from that thread, and windows are released at their
+        deadlines even while no batch arrives; memory is the open windows' summaries plus at most two batches in flight."""
+        if self.clock == "input":
+            for batch in batches:
+                yield from self.update(*batch)
+            yield from self.close()
+            return
+        yield from self._releases_wall(iter(batches))
+
+    def _releases_wall(self, batches: Iterator[tuple[Any, Any]]) -> Iterator[Release]:
+        ahead = Prefetch(batches, name="dpsketch-windows")
+        try:
+            while True:
+                due = self.next_deadline()
+                if due is None:  # every window through ``end`` is released: nothing more to read
+                    yield from self.close()
+                    return
+                try:
+                    item = ahead.get(timeout=max(0.0, due - self._now()))
+                except queue.Empty:
+                    yield from self.advance()
+                    continue
+                # A batch arrives when it is taken here: this thread alone orders arrivals and
+                # deadlines, so a window is released only after every batch taken before it.
+                if item is Prefetch.DONE:
+                    yield from self.close()
+                    return
+                yield from self.update(*item)
+        finally:
+            ahead.close(wait=False)
+
+
+class WallClockReleaser:
+    """Runs a ``clock="wall"`` :class:`Windowed` whose batches come from elsewhere, e.g. a
+    streaming engine's micro-batches (docs/privacy.md §Windows, "On Spark"). :meth:`feed` adds a
+    batch at the moment it is called (its arrival on the series' clock); a daemon thread releases
+    every window at its deadline on that clock even while nothing arrives; every release goes to
+    ``emit(release)`` exactly once, in window order. :meth:`close` ends the series (windows not yet
+    due are released at once, through ``end`` when it was given). ``max_wait`` (seconds) bounds
+    how long the thread sleeps before it reads the clock again."""
+
+    def __init__(self, windowed: Windowed, emit: Callable[[Release], Any], *, max_wait: float = 1.0) -> None:
+        if not isinstance(windowed, Windowed) or windowed.clock != "wall":
+            raise ParameterError("WallClockReleaser runs a Windowed with clock='wall' (releases on a public clock)")
+        if not callable(emit):
+            raise ParameterTypeError("emit must be a function taking one Release")
+        self.windowed, self._emit = windowed, emit
+        self._max_wait = float(max_wait)
+        self._lock = threading.Lock()  # one emitter at a time: releases leave in window order
+        self._stop = threading.Event()
+        self.error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, name="dpsketch-window-clock", daemon=True)
+        self._thread.start()
+
+    def _deliver(self, step: Callable[[], list[Release]]) -> None:
+        with self._lock:
+            if self.error is not None:
+                raise self.error
+            for rel in step():
+                self._emit(rel)
+
+    def feed(self, items: Any, windows: Any) -> None:
+        """A batch arrives now: ``items`` with their window indices (:meth:`Windowed.update_windows`)."""
+        self._deliver(lambda: self.windowed.update_windows(items, windows))
+
+    def advance(self) -> None:
+        """Release every window whose deadline has passed now."""
+        self._deliver(self.windowed.advance)
+
+    def halt(self) -> None:
+        """Stop the clock thread and release nothing (the series is abandoned)."""
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def close(self) -> None:
+        """Stop the clock thread and release every window not yet released."""
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        self._deliver(self.windowed.close)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            due = self.windowed.next_deadline()
+            if due is None:
+                return
+            if self._stop.wait(min(self._max_wait, max(0.0, due - self.windowed._now()))):
+                return
+            try:
+                self.advance()
+            except BaseException as e:  # kept, and raised again by the next feed/advance/close
+                with self._lock:
+                    self.error = self.error or e
+                return
+
+
+def _as_batch(items):
+    if isinstance(items, np.ndarray) or type(items).__module__.startswith("pyarrow"):
+        return items
+    return np.asarray(list(items) if not hasattr(items, "__len__") else items)
+
+
+def _slice(items, a: int, b: int):
+    if a == 0 and b == len(items):
+        return items
+    return items[a:b] if isinstance(items, np.ndarray) else items.slice(a, b - a)
+
+
+def _take(items, idx: np.ndarray):
+    if isinstance(items, np.ndarray):
+        return items[idx]
+    import pyarrow as pa
+
+    return items.take(pa.array(idx))
