@@ -188,6 +188,19 @@ def test_links_into_and_out_of_the_pages_resolve():
     assert not bad, "\n".join(bad)
 
 
+def test_every_citation_of_a_page_names_an_existing_page():
+    """`docs/mechanisms/<page>.md` in prose, code comments and docstrings names a page that exists."""
+    bad = []
+    files = [ROOT / "README.md", *DOCS.rglob("*.md"), *(ROOT / "python").rglob("*.py"), *TESTS.rglob("*.py")]
+    for f in files:
+        if "build" in f.relative_to(ROOT).parts:
+            continue
+        for m in re.finditer(r"docs/mechanisms/([\w-]+)\.md", f.read_text(encoding="utf-8", errors="replace")):
+            if not (MECH / f"{m.group(1)}.md").is_file():
+                bad.append(f"{f.relative_to(ROOT)}: {m.group(0)}")
+    assert not bad, "\n".join(bad)
+
+
 def test_the_checks_can_fail():
     assert not _python_path_exists("python/dpsketch/mechanisms/no_such_module.py")
     assert _python_path_exists("python/dpsketch/mechanisms/dpss.py")  # new or old name
