@@ -201,6 +201,36 @@ def test_every_citation_of_a_page_names_an_existing_page():
     assert not bad, "\n".join(bad)
 
 
+def _docs_module():
+    """The source tree's docs module (dpsketch docs), loaded from its file: the installed package may
+    be an older build. It is python/dpsketch/_docs.py, or cli/docs.py after the layout move."""
+    import importlib.util
+
+    pytest.importorskip("dpsketch")
+    for rel, package in (("cli/docs.py", "dpsketch.cli"), ("_docs.py", "dpsketch")):
+        path = ROOT / PKG / rel
+        if path.is_file():
+            spec = importlib.util.spec_from_file_location(package + "._docs_under_test", path)
+            mod = importlib.util.module_from_spec(spec)
+            mod.__package__ = package
+            spec.loader.exec_module(mod)
+            return mod
+    pytest.fail("no docs module in the source tree")
+
+
+def test_dpsketch_docs_serves_the_mechanism_pages():
+    docs = _docs_module()
+    assert docs.docs_dir() == DOCS
+    topics = docs.topics()
+    assert "privacy" in topics and "mechanisms/index" in topics
+    for page in _pages():
+        assert docs.doc_path(f"mechanisms/{page.stem}") == page
+    assert docs.doc_path("mechanisms/dpss.md") == MECH / "dpss.md"
+    for bad in ("../README", "mechanisms/../privacy", "mechanisms", "results/x", "mechanisms/no-such-page"):
+        with pytest.raises(ValueError):
+            docs.doc_path(bad)
+
+
 def test_the_checks_can_fail():
     assert not _python_path_exists("python/dpsketch/mechanisms/no_such_module.py")
     assert _python_path_exists("python/dpsketch/mechanisms/dpss.py")  # new or old name
