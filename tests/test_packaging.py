@@ -64,7 +64,8 @@ def _wheel(tmp_path: Path, name: str, files) -> Path:
 def _good_files():
     return (["dpsketch/__init__.py", "dpsketch/_core.cpython-311-x86_64-linux-gnu.so",
              "dpsketch/datasets/retail.dat.gz", "dpsketch-0.1.0.dist-info/licenses/LICENSE"]
-            + [f"dpsketch/docs/{p.name}" for p in (ROOT / "docs").glob("*.md")])
+            + [f"dpsketch/docs/{p.name}" for p in (ROOT / "docs").glob("*.md")]
+            + [f"dpsketch/docs/mechanisms/{p.name}" for p in (ROOT / "docs" / "mechanisms").glob("*.md")])
 
 
 def test_checker_accepts_a_manylinux_wheel_and_refuses_the_linux_tag(tmp_path):

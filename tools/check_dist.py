@@ -7,8 +7,8 @@
 A wheel: a platform tag a package index accepts (manylinux/musllinux on Linux, not linux_*), its
 metadata (Requires-Python, one classifier per supported minor version and no other, licence, OS,
 project URLs, a Markdown long description) and its contents: the dpsketch package, its one
-extension module, the documentation that `dpsketch docs` prints (docs/*.md of the tree, no other
-docs sources) and nothing of the tests, benchmarks, fuzzers or experiment results. The installed
+extension module, the documentation that `dpsketch docs` prints (docs/*.md and docs/mechanisms/*.md of the tree,
+no other docs sources) and nothing of the tests, benchmarks, fuzzers or experiment results. The installed
 size is printed. An sdist: everything a build needs, and no build output.
 ``--release`` also refuses the placeholder project URLs (the .invalid domain).
 Exit status 1 with one line per problem.
@@ -119,7 +119,8 @@ def check_wheel(path: Path, release: bool) -> List[str]:
     if len(modules) != 1:
         problems.append(f"{path.name}: {len(modules)} extension modules dpsketch/_core.*")
     shipped_docs = sorted(n[len("dpsketch/docs/"):] for n in names if n.startswith("dpsketch/docs/"))
-    tree_docs = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    tree_docs = sorted([p.name for p in (ROOT / "docs").glob("*.md")]
+                       + [f"mechanisms/{p.name}" for p in (ROOT / "docs" / "mechanisms").glob("*.md")])
     if (ROOT / "docs").is_dir() and shipped_docs != tree_docs:
         problems.append(f"{path.name}: dpsketch/docs holds {shipped_docs}, the tree's docs/*.md "
                         f"are {tree_docs}")

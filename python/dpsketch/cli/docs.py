@@ -22,27 +22,28 @@ def docs_dir() -> Optional[Path]:
 
 
 def topics() -> Dict[str, str]:
-    """{topic: title} for every page, e.g. {'algorithms': 'Algorithms: what dpsketch computes'}."""
+    """{topic: title} for every page, e.g. {'algorithms': 'Algorithms: what dpsketch computes'};
+    the mechanism pages are ``'mechanisms/<name>'`` (docs/mechanisms/)."""
     d = docs_dir()
     if d is None:
         return {}
     out = {}
-    for p in sorted(d.glob("*.md")):
+    for p in sorted(d.glob("*.md")) + sorted(d.glob("mechanisms/*.md")):
         first = p.read_text(encoding="utf-8").lstrip().splitlines()[:1]
-        out[p.stem] = first[0].lstrip("# ").strip() if first else p.stem
+        out[p.relative_to(d).with_suffix("").as_posix()] = first[0].lstrip("# ").strip() if first else p.stem
     return out
 
 
 def doc_path(topic: str) -> Path:
-    """Path of one page; ``topic`` is its name without .md (``'algorithms'``, ``'privacy'``, ...)."""
+    """Path of one page; ``topic`` is its name without .md (``'algorithms'``, ``'privacy'``,
+    ``'mechanisms/dpss'``, ...): one of :func:`topics`, nothing else."""
     d = docs_dir()
     if d is None:
         raise NotInstalledError("the dpsketch documentation is not installed with this copy of the package")
     name = topic[:-3] if topic.endswith(".md") else topic
-    p = d / f"{name}.md"
-    if "/" in name or "\\" in name or not p.is_file():
+    if name not in topics():
         raise ParameterError(f"unknown documentation topic; choose one of: {', '.join(topics())}")
-    return p
+    return d / f"{name}.md"
 
 
 def read(topic: str) -> str:
