@@ -30,7 +30,7 @@ How a path is measured, so that a shared, loaded machine neither fails nor blind
 
 DPSKETCH_TIMING_SLOWDOWN=PATH=K[,PATH=K...] makes the timed pass of each named path run K times
 over its chunk (K times the per-item work; the library is untouched): the check must then fail on
-that path (tests/test_timing_check.py). Exit status 1 when a path fails, 2 on bad usage; only
+that path (tests/bench/test_timing_check.py). Exit status 1 when a path fails, 2 on bad usage; only
 regressions fail, and improvements beyond the tolerance are reported with a hint to re-record.
 """
 

@@ -72,7 +72,7 @@ template <class T>
 struct mergeable<T, std::void_t<decltype(std::declval<T&>().merge(std::declval<const T&>()))>> : std::true_type {};
 // Counter summaries merge too (§8), but a merged summary has a different guarantee (and no private
 // release); merges of counters are checked against exact counts over random merge trees in
-// tests/test_merge.py, so the self-merge step here is for the linear sketches.
+// tests/sketches/test_merge.py, so the self-merge step here is for the linear sketches.
 template <class T>
 inline constexpr bool is_counter_summary_v = std::is_same_v<T, SpaceSaving<typename T::key_type>> ||
                                              std::is_same_v<T, MisraGries<typename T::key_type>>;

@@ -1,5 +1,5 @@
 """The seeded release corpus: one named case per release route, shared by the recorder
-(tools/record_release_corpus.py) and the check (tests/test_release_corpus.py), so that the two
+(tools/record_release_corpus.py) and the check (tests/api/test_release_corpus.py), so that the two
 cannot drift (docs/testing.md, "Release corpus").
 
 Every case is a function ``case(dp) -> record`` of the ``dpsketch`` module: it makes one (or a few)

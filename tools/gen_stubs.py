@@ -8,7 +8,7 @@ install first, then run one command:
     python tools/gen_stubs.py --check                             # exit 1 with a diff if stale
 
 Run it after changing anything in bindings/ (new classes, functions, signatures or docstrings).
-tests/test_typing.py runs the --check mode.
+tests/api/test_typing.py runs the --check mode.
 """
 
 from __future__ import annotations

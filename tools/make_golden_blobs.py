@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the golden blobs: one serialized object per family, key type and flag set, built
 deterministically (fixed hash and noise seeds, tiny streams and shapes), and a manifest of facts
-each must still show when read back (tests/test_golden_blobs.py, tests/cpp/golden_blobs.cpp).
+each must still show when read back (tests/sketches/test_golden_blobs.py, tests/cpp/golden_blobs.cpp).
 
     python3 tools/make_golden_blobs.py [--out tests/data/golden]
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Record the seeded release corpus: run every case of tests/release_corpus_cases.py with the
 dpsketch that ``import dpsketch`` finds and write tests/data/release_corpus.json
-(docs/testing.md, "Release corpus"; checked by tests/test_release_corpus.py).
+(docs/testing.md, "Release corpus"; checked by tests/api/test_release_corpus.py).
 
     python3 tools/record_release_corpus.py            # write it (first recording, or new cases only)
     python3 tools/record_release_corpus.py --check    # compare with the stored corpus, write nothing

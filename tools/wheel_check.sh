@@ -22,10 +22,10 @@ versions=${WHEEL_CHECK_PYTHONS:-"3.9 3.13"}
 # The fast unit tests run against the installed wheels: the byte format and its golden blobs,
 # merges, untrusted bytes, the threaded and SIMD paths, input validation, the default guarantees
 # of the releases, release state and the shipped documentation.
-unit_tests=(tests/test_serialization.py tests/test_golden_blobs.py tests/test_merge.py
-            tests/test_hardening_bytes.py tests/test_threads.py tests/test_simd.py
-            tests/test_validation.py tests/test_default_guarantees.py tests/test_release_state.py
-            tests/test_docs.py)
+unit_tests=(tests/sketches/test_serialization.py tests/sketches/test_golden_blobs.py tests/sketches/test_merge.py
+            tests/sketches/test_hardening_bytes.py tests/sketches/test_threads.py tests/sketches/test_simd.py
+            tests/api/test_validation.py tests/mechanisms/test_default_guarantees.py tests/sketches/test_release_state.py
+            tests/api/test_docs.py)
 
 rm -rf "$out"
 mkdir -p "$out/dist" "$out/wheelhouse" "$out/logs"

@@ -12,7 +12,7 @@
 // zero-stack re-layout and long stages).
 //
 // Usage: counters_differential <sequences> [seed] [golden-spec]     exit 0 iff everything agreed.
-// golden-spec (written by tests/test_counters_differential.py) lists golden counter blobs
+// golden-spec (written by tests/sketches/test_counters_differential.py) lists golden counter blobs
 // (tests/data/golden) with the streams that made them: the reference must build each blob's exact
 // bytes from its stream, read and rewrite it unchanged, and agree with the library reading it.
 #include <cstdint>

@@ -1,5 +1,5 @@
 """A typed user of the public API: ``mypy --strict`` must accept this file against the installed
-package (py.typed + the checked-in stubs of dpsketch._core). Checked by tests/test_typing.py;
+package (py.typed + the checked-in stubs of dpsketch._core). Checked by tests/api/test_typing.py;
 never imported by pytest (it draws real noise)."""
 
 from __future__ import annotations

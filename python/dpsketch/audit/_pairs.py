@@ -416,7 +416,7 @@ def _lookup_label(ctx):
 
 
 # PMG (docs/algorithms.md §2) ----------------------------------------------------------------------
-_PMG_UNSTABLE = [2, 5, 6, 4, 3, 0, 4, 2, 4, 2, 1, 2, 7]  # from the lemma search (tests/test_privacy.py)
+_PMG_UNSTABLE = [2, 5, 6, 4, 3, 0, 4, 2, 4, 2, 1, 2, 7]  # from the lemma search (tests/mechanisms/test_privacy.py)
 
 
 def _mg(cap, data):

@@ -12,7 +12,7 @@ import pytest
 import dpsketch
 import release_corpus_cases as C
 
-CORPUS = json.loads((Path(__file__).parent / "data" / "release_corpus.json").read_text(encoding="utf-8"))
+CORPUS = json.loads((Path(__file__).resolve().parents[1] / "data" / "release_corpus.json").read_text(encoding="utf-8"))
 
 
 def test_corpus_and_cases_match():

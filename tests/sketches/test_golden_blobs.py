@@ -15,7 +15,7 @@ import pytest
 import dpsketch as d
 from dpsketch import _core
 
-GOLDEN = pathlib.Path(__file__).parent / "data" / "golden"
+GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "data" / "golden"
 MANIFEST = json.loads((GOLDEN / "manifest.json").read_text(encoding="utf-8"))
 ENTRIES = MANIFEST["blobs"]
 IDS = [e["file"] for e in ENTRIES]

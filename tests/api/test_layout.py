@@ -108,7 +108,7 @@ def _graph():
 
 def test_every_module_is_in_a_layer():
     missing = [m for m, _ in _modules() if m.split(".")[0] not in RANK]
-    assert not missing, f"add these modules to a layer of tests/test_layout.py and docs/architecture.md: {missing}"
+    assert not missing, f"add these modules to a layer of tests/api/test_layout.py and docs/architecture.md: {missing}"
 
 
 def test_module_level_imports_point_down_or_sideways():

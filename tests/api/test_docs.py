@@ -15,7 +15,7 @@ import dpsketch
 from dpsketch.cli import docs as _docs
 from dpsketch.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 SCANNED = ["python", "cpp", "bindings", "bench", "tests", "docs", "README.md", ".ci"]
 TEXT_SUFFIXES = {".py", ".pyi", ".hpp", ".cpp", ".h", ".md", ".txt", ".toml", ".sh", ""}

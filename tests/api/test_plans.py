@@ -295,7 +295,7 @@ def test_release_probability_is_monotone_and_reaches_one():
 def test_the_tables_in_docs_are_what_plan_prints():
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "docs" / "routes.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "routes.md").read_text(encoding="utf-8")
     for plan in (d.plan("heavy_hitters", epsilon=1.0, delta=1e-6, k=100, n=1_000_000),
                  d.plan("heavy_hitters", epsilon=1.0, delta=1e-6, unit=Person("user_id", max_keys=4))):
         assert f"```text\n{plan}\n```" in text

@@ -21,7 +21,7 @@ import pytest
 
 from conftest import run_cli as run
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PYTHON_DIR = ROOT / "python"
 
 N = 20_000

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-CHECK = Path(__file__).resolve().parent.parent / "bench" / "timing_check.py"
+CHECK = Path(__file__).resolve().parents[2] / "bench" / "timing_check.py"
 
 
 def run_check(*args: str, slowdown: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess:

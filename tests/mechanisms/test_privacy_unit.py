@@ -308,7 +308,7 @@ def test_group_privacy_chain_is_exact():
     assert U.unit_calibration(1.0, 1e-6, 1) == pytest.approx((1.0, 1e-6))
 
 
-# -- Gumbel selection (its χ² test against the exact peeling probabilities: tests/test_top_k.py) -------
+# -- Gumbel selection (its χ² test against the exact peeling probabilities: tests/mechanisms/test_top_k.py) -------
 def test_gumbel_selection_releases_exactly_k_ranked_keys():
     keys, ids = _rows([(u, [u % 20]) for u in range(20 * 300)])  # 20 keys of 300 users each
     r = d.mechanisms.unit_level.unit_heavy_hitters(keys, ids, epsilon=2.0, delta=1e-6, max_keys_per_unit=1, selection="gumbel", k=5, seed=2)

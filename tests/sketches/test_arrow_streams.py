@@ -128,7 +128,7 @@ def test_several_columns_need_column(db):
 
 # -- the command line: --format arrow ---------------------------------------------------------------
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 ENV = {**__import__("os").environ, "PYTHONPATH": str(__import__("pathlib").Path(d.__file__).parent.parent)}
 
 

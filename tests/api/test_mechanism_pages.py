@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 MECH = DOCS / "mechanisms"
 TESTS = ROOT / "tests"
@@ -180,7 +180,7 @@ def test_links_into_and_out_of_the_pages_resolve():
             target = (f.parent / m.group(1)).resolve()
             into = MECH in target.parents
             if not (into or f.parent == MECH):
-                continue  # links between the other pages are tests/test_docs.py's
+                continue  # links between the other pages are tests/api/test_docs.py's
             if not target.is_file():
                 bad.append(f"{f.relative_to(ROOT)}: {m.group(0)} (no such file)")
             elif m.group(2) and m.group(2)[1:] not in _anchors(target):

@@ -21,7 +21,7 @@ pytest.importorskip("pyspark", reason="pip install '.[spark]' (or the test extra
 
 import spark_cluster as sc  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUITE_TIMEOUT = 420  # seconds for one configuration's run of the workload
 
 CASES = ["counters.default_partitions", "summarize.countsketch", "summarize.countmin", "summarize.dyadic",

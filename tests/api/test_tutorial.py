@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-TUTORIAL = Path(__file__).resolve().parent.parent / "docs" / "tutorial.md"
+TUTORIAL = Path(__file__).resolve().parents[2] / "docs" / "tutorial.md"
 
 
 def test_the_tutorial_runs_as_written(tmp_path, monkeypatch, capsys):

@@ -13,7 +13,7 @@ import pytest
 
 import dpsketch
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PUBLIC_MODULES = ["__init__", "accounting/budget", "accounting/ledger", "release", "sketches/counters",
                   "sketches/linear", "mechanisms/private_sketches", "sketches/_keyed", "cli/docs", "sketches/dyadic",
                   "datasets/__init__"]
