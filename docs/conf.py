@@ -34,7 +34,7 @@ html_title = f"dpsketch {release}"
 
 
 def _init_signature(app, what, name, obj, options, signature, return_annotation):
-    """The sketch classes share a ``__new__(cls, *args, **kwargs)`` (dpsketch.sketches._keyed.Keyed, which
+    """The sketch classes share a ``__new__(cls, *args, **kwargs)`` (dpsketch.sketches._base.Summary, which
     sets up the object lock), which autodoc would show as the class signature; show the
     parameters of ``__init__`` instead."""
     if what == "class" and signature == "(*args, **kwargs)" and "__init__" in dir(obj):

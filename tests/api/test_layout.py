@@ -38,7 +38,7 @@ RANK = {prefix: i for i, (_, prefixes) in enumerate(LAYERS) for prefix in prefix
 # through the input layer. Nothing else may reach up.
 UPWARD_DELEGATIONS = {
     ("sketches.counters", "mechanisms.dpss"),
-    ("sketches.counters", "mechanisms.top_k"),
+    ("sketches.counters", "mechanisms.pmg"),
     ("mechanisms.dpss", "io.input"),
     ("front", "io.input"),
 }
@@ -183,3 +183,20 @@ def test_the_summary_release_default_is_the_mechanism_default():
     from dpsketch.mechanisms.dpss import DEFAULT_CUT
 
     assert inspect.signature(dpsketch.SpaceSaving.release).parameters["cut"].default == DEFAULT_CUT
+
+
+def test_at_most_two_python_levels_over_each_native_class():
+    """A public summary or sketch is ``Name(Summary + mixins)`` or ``Name(_Family)`` with
+    ``_Family(mixins..., Summary)`` (dpsketch/sketches/_base.py): its chain of bases to
+    ``Summary`` is at most two classes long."""
+    from dpsketch.sketches._base import Summary
+
+    def depth(cls):
+        if cls is Summary:
+            return 0
+        return 1 + min(depth(b) for b in cls.__bases__ if issubclass(b, Summary))
+
+    classes = [getattr(dpsketch, n) for n in dpsketch.__all__ if isinstance(getattr(dpsketch, n), type)
+               and issubclass(getattr(dpsketch, n), Summary)]
+    assert len(classes) == 9
+    assert {c.__name__: depth(c) for c in classes if depth(c) > 2} == {}

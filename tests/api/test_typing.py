@@ -15,7 +15,7 @@ import dpsketch
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC_MODULES = ["__init__", "accounting/budget", "accounting/ledger", "release", "sketches/counters",
-                  "sketches/linear", "mechanisms/private_sketches", "sketches/_keyed", "cli/docs", "sketches/dyadic",
+                  "sketches/linear", "mechanisms/private_sketches", "sketches/_base", "cli/docs", "sketches/dyadic",
                   "datasets/__init__"]
 
 

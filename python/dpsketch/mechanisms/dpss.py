@@ -28,6 +28,7 @@ from ..release import Release, build_release
 from .top_k import check_top_k, select_top_k, top_k_capacity
 
 __all__ = ["CUTS", "DEFAULT_CUT", "CandidateCounts", "apply_cut", "heavy_hitters", "release_exact_counts",
+           "release_space_saving",
            "two_pass_release"]
 
 _R = _core.release
@@ -263,6 +264,45 @@ def _k_or_top_k(k, top_k, capacity, cut) -> tuple:
                              "k = capacity, the lowest threshold DPSS allows")
     n_top = check_top_k(top_k)
     return top_k_capacity(n_top, capacity), n_top, None
+
+
+def release_space_saving(summary: Any, *, epsilon: float, delta: float, k: int | None = None,
+                         cut: str | None = DEFAULT_CUT, top_k: int | None = None, seed: int | None = None,
+                         public_length: bool = False, length_epsilon: float | None = None,
+                         length_delta: float | None = None, allow_repeat: bool = False, budget=None) -> Release:
+    """DPSS of ``summary`` (a :class:`dpsketch.SpaceSaving`; docs/algorithms.md §3,
+    docs/mechanisms/dpss.md): the parameters are :meth:`dpsketch.SpaceSaving.release`'s. The
+    threshold τ = max(n_lo/k − γ, n_up/capacity + 1 + γ) and the noise are the native release's
+    (cpp/include/dpsketch/release/counter_release.hpp); the n/k cut is :func:`apply_cut`."""
+    from ._counter_release import release_counters
+
+    check_cut(cut)
+    capacity = summary.capacity
+    if top_k is not None:
+        if k is not None:
+            raise ParameterError("pass k= (the frequency cut n/k) or top_k= (exactly N items), not both; top_k "
+                                 "sets k = capacity, the lowest threshold DPSS allows")
+        n_top = check_top_k(top_k)
+        top_k_capacity(n_top, capacity)  # capacity >= top_k
+        return release_counters(
+            summary, _core.release.dpss, "DPSS", epsilon=epsilon, delta=delta, k=capacity, need="bounds", seed=seed,
+            public_length=public_length, length_epsilon=length_epsilon, length_delta=length_delta,
+            allow_repeat=allow_repeat, budget=budget, cut=lambda raw: apply_cut(raw, capacity, None), top_k=n_top,
+        )
+    if k is None:
+        raise ParameterError("SpaceSaving.release needs k= (keep items of frequency about n/k or more) or "
+                             "top_k= (exactly N items)")
+    kk = check_int("k", k, 1, 2**63 - 1)
+    if kk > capacity:
+        raise ParameterError(
+            f"DPSS needs capacity >= k, got capacity={capacity} < k={kk}; "
+            f"use SpaceSaving({2 * kk}) (capacity = 2k) for full recall"
+        )
+    return release_counters(
+        summary, _core.release.dpss, "DPSS", epsilon=epsilon, delta=delta, k=kk, need="bounds", seed=seed,
+        public_length=public_length, length_epsilon=length_epsilon, length_delta=length_delta,
+        allow_repeat=allow_repeat, budget=budget, cut=lambda raw: apply_cut(raw, kk, cut),
+    )
 
 
 def release_exact_counts(summary: Any, counts: list[int], *, epsilon: float, delta: float, k: int | None = None,

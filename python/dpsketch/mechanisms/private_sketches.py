@@ -9,8 +9,7 @@ from typing import Any, TypeVar
 from .. import _core
 from ..accounting.budget import Budget, charging
 from ..accounting.calibration import cell_sensitivities, noise_guarantee, used_value, zcdp_epsilon
-from ..sketches._guarded import Publishable
-from ..sketches._keyed import Keyed, SerializedKeyed, locked
+from ..sketches._base import KeyDispatch, Publishable, Serialized, Summary, locked
 from ..sketches._streams import streamed
 from .. import _seeds
 from .._validation import check_int
@@ -26,7 +25,7 @@ _P = TypeVar("_P", bound="_PrivateLinear")
 zcdp_to_dp = zcdp_epsilon  # the public name of docs/algorithms.md §1's conversion
 
 
-class _PrivateLinear(Publishable, SerializedKeyed):
+class _PrivateLinear(Publishable, KeyDispatch, Serialized, Summary):
     _count_min: bool
     _turnstile = True  # signed counts; the privacy unit stays one unit update (docs/privacy.md)
 
@@ -300,7 +299,7 @@ class PrivateCountSketch(_PrivateLinear):
     _count_min = False
 
 
-class SketchHeavyHitters(Keyed):
+class SketchHeavyHitters(KeyDispatch, Summary):
     """(ε, δ)-DP heavy hitters from a noisy Count-Min or CountSketch plus ``capacity`` candidates
     (Holland's error-envelope wrapper, docs/algorithms.md §5).
 

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from .. import _core
-from ..accounting.budget import Budget, charging
-from ..accounting.calibration import used_value
+from ..accounting.budget import Budget
 from ..errors import ParameterError, ParameterTypeError
-from ._keyed import SerializedKeyed, locked
+from ._base import KeyDispatch, Serialized, Summary, locked
 from .._validation import check_int
-from .. import _seeds
-from ..release import Release, build_release, calibrate, make_length
+from ..release import Release
 
 __all__ = ["MisraGries", "SpaceSaving"]
 
 
-class _CounterSummary(SerializedKeyed):
+class _CounterSummary(KeyDispatch, Serialized, Summary):
     _takes_table_hashes = True
 
     def __init__(self, capacity: int, *, key_type: str | None = None) -> None:
@@ -60,36 +58,6 @@ class _CounterSummary(SerializedKeyed):
     def merged(self) -> bool:
         """True if this summary is the result of :meth:`merge` (then it cannot be released privately)."""
         return self._impl.merged
-
-    @locked
-    def _release(self, native_fn, mechanism, epsilon, delta, k, need, seed, public_length, length_epsilon,
-                 length_delta, allow_repeat, budget=None, cut=None, top_k=None):
-        if self._impl.merged:  # before the budget guard: a refused release spends nothing
-            raise ParameterError(
-                f"{mechanism} cannot release a merged {type(self).__name__}: the per-stream sensitivity argument "
-                "does not hold after merge() (docs/privacy.md §Merged counter summaries). Sound distributed routes: "
-                "partition the data by key and release each partition's own summary "
-                "(dpsketch.spark.heavy_hitters(route='counters')), or merge non-private linear sketches and add "
-                "noise once (PrivateCountSketch.from_sketch, or route='sketch')"
-            )
-        cal = calibrate(epsilon, delta, need, public_length=public_length, length_epsilon=length_epsilon,
-                        length_delta=length_delta)
-        # The budget is charged the totals the release reports (ε as used, rounded down, §1).
-        with charging(budget, mechanism, epsilon=used_value(cal["epsilon_total"]), delta=cal["delta_total"]):
-            extra = self._guard.next(type(self).__name__, allow_repeat)  # before any noise is drawn
-        rng, seeded = _seeds.rng(seed, "noise")
-        length = make_length(cal, self._impl.n, rng)
-        raw = native_fn(self._impl, cal["epsilon_mechanism"], cal["delta_mechanism"], k, length, rng)
-        if mechanism == "DPSS":
-            from ..mechanisms.dpss import apply_cut
-
-            raw = apply_cut(raw, k, cut)
-        if top_k is not None:
-            from ..mechanisms.top_k import select_top_k
-
-            raw = select_top_k(raw, top_k)  # post-processing (docs/privacy.md §Exact-k)
-        return build_release(raw, mechanism=mechanism, cal=cal, epsilon=float(epsilon), delta=float(delta),
-                             seeded=seeded, extra=extra)
 
     @property
     def capacity(self) -> int:
@@ -156,20 +124,11 @@ class MisraGries(_CounterSummary):
         A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
         ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
         """
-        from ..mechanisms.top_k import check_top_k, top_k_capacity
+        from ..mechanisms import pmg
 
-        kk = None if k is None else check_int("k", k, 1, 2**63 - 1)
-        n_top = None if top_k is None else check_top_k(top_k)
-        if kk is not None and n_top is not None:
-            raise ParameterError("pass k= (keep noisy values >= n/k) or top_k= (exactly N items), not both")
-        if n_top is not None:
-            top_k_capacity(n_top, self._capacity)  # capacity >= top_k
-        if kk is None and length_delta is not None:
-            raise ParameterError("length_delta has no use here: PMG reads the length only for the k cut, which needs no delta")
-        return self._release(
-            _core.release.pmg, "PMG", epsilon, delta, kk, "none" if kk is None else "estimate", seed, public_length,
-            length_epsilon, None, allow_repeat, budget, top_k=n_top,
-        )
+        return pmg.release(self, epsilon=epsilon, delta=delta, k=k, top_k=top_k, seed=seed,
+                           public_length=public_length, length_epsilon=length_epsilon, length_delta=length_delta,
+                           allow_repeat=allow_repeat, budget=budget)
 
     @property
     @locked
@@ -239,33 +198,11 @@ class SpaceSaving(_CounterSummary):
         A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
         ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
         """
-        from ..mechanisms.dpss import check_cut
-        from ..mechanisms.top_k import check_top_k, top_k_capacity
+        from ..mechanisms import dpss
 
-        check_cut(cut)
-        if top_k is not None:
-            if k is not None:
-                raise ParameterError("pass k= (the frequency cut n/k) or top_k= (exactly N items), not both; top_k "
-                                 "sets k = capacity, the lowest threshold DPSS allows")
-            n_top = check_top_k(top_k)
-            top_k_capacity(n_top, self._capacity)  # capacity >= top_k
-            return self._release(
-                _core.release.dpss, "DPSS", epsilon, delta, self._capacity, "bounds", seed, public_length,
-                length_epsilon, length_delta, allow_repeat, budget, None, top_k=n_top,
-            )
-        if k is None:
-            raise ParameterError("SpaceSaving.release needs k= (keep items of frequency about n/k or more) or "
-                            "top_k= (exactly N items)")
-        kk = check_int("k", k, 1, 2**63 - 1)
-        if kk > self._capacity:
-            raise ParameterError(
-                f"DPSS needs capacity >= k, got capacity={self._capacity} < k={kk}; "
-                f"use SpaceSaving({2 * kk}) (capacity = 2k) for full recall"
-            )
-        return self._release(
-            _core.release.dpss, "DPSS", epsilon, delta, kk, "bounds", seed, public_length, length_epsilon,
-            length_delta, allow_repeat, budget, cut,
-        )
+        return dpss.release_space_saving(self, epsilon=epsilon, delta=delta, k=k, cut=cut, top_k=top_k, seed=seed,
+                                         public_length=public_length, length_epsilon=length_epsilon,
+                                         length_delta=length_delta, allow_repeat=allow_repeat, budget=budget)
 
     @locked
     def min_count(self) -> int:

@@ -25,11 +25,9 @@ from .. import _core
 from ..accounting.budget import Budget, charging
 from ..accounting.calibration import cell_sensitivities, noise_guarantee, used_value, zcdp_epsilon
 from .._validation import check_int
-from ._guarded import Serialized, locked
-from ._keyed import FastUpdated
+from ._base import Publishable, Serialized, Summary, locked
 from ._streams import streamed
 from .. import _seeds
-from ._guarded import Publishable
 from ..release import PRIVACY_UNIT, Release, check_privacy_params
 from ..errors import IntegerRangeError, ParameterError, ParameterTypeError
 
@@ -80,10 +78,10 @@ def _shape(universe_bits, gamma, width, depth):
     return bits, w, d, g
 
 
-class _DyadicBase(FastUpdated, Serialized):
+class _DyadicBase(Serialized, Summary):
     """Queries and value mapping shared by the non-private and the private class (lock, release
-    guard, bytes, pickling and copies: dpsketch._guarded; the native `update`, end of this module,
-    through dpsketch._keyed.FastUpdated)."""
+    guard, bytes, pickling and copies: dpsketch.sketches._base; the native `update`, end of this
+    module)."""
 
     __slots__ = ()
     _key_type_fixed_at_start = True  # items are numbers: there is no key type to settle first
@@ -307,7 +305,7 @@ class _DyadicBase(FastUpdated, Serialized):
         leaves.sort(key=lambda t: (-t[1], t[0]))
         return [(self._value(x), e) for x, e in leaves]
 
-    # -- serialization (dpsketch._guarded.Serialized) ---------------------------------------------
+    # -- serialization (dpsketch.sketches._base.Serialized) ---------------------------------------------
     @classmethod
     def _native_reader(cls, data: bytes) -> Any:
         return cls._native

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from ._keyed import SerializedKeyed, locked
+from ._base import KeyDispatch, Serialized, Summary, locked
 from .. import _seeds
 from .._validation import check_int
 from ..errors import ParameterError, ParameterTypeError
@@ -13,7 +13,7 @@ from ..errors import ParameterError, ParameterTypeError
 __all__ = ["CountMin", "CountSketch"]
 
 
-class _LinearSketch(SerializedKeyed):
+class _LinearSketch(KeyDispatch, Serialized, Summary):
     _turnstile = True  # update(x, count) / update_many(items, counts): signed counts (docs/privacy.md)
 
     def __init__(self, width: int, depth: int, seed=None, *, key_type=None, hash_seed=None):

@@ -1,19 +1,28 @@
-"""Key-type dispatch onto the native classes (int64 or str keys) and reprs that never show keys,
-on the shared guarded base (dpsketch._guarded: lock, release guard, bytes, pickling, copies)."""
+"""The Python side of every summary and sketch, kept to at most two levels over the native class:
+:class:`Summary` (native structure, lock, release guard) and the mixins :class:`Serialized`
+(bytes, pickling, copies), :class:`KeyDispatch` (int/str keys onto the native classes) and
+:class:`Publishable` (private sketches published once). A public class is ``Name(Summary, mixins)``
+or ``Name(_Family)`` with ``_Family(mixins..., Summary)``."""
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, ClassVar, Iterator, Union
+import functools
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, TypeVar, Union, cast
 
 import numpy as np
 
 from .. import _core
-from ._guarded import Guarded, Serialized, locked  # noqa: F401  (locked: re-exported for the classes)
-from ._streams import streamed
-from ._keys import (Utf8Lines, as_int_key, batch_key_type, check_key_type, as_str_key, feed_str_batch, int_batch, key_type_of, normalize_batch)
 from ..errors import ParameterError, ParameterTypeError
+from ._keys import (Utf8Lines, as_int_key, as_str_key, batch_key_type, check_key_type, feed_str_batch, int_batch,
+                    key_type_of, normalize_batch)
+from ._release_state import stamp
+from ._streams import streamed
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+_S = TypeVar("_S", bound="Serialized")
+
+HEADER = 8  # magic (4), version, family, key tag, flags: docs/format.md
 Key = Union[int, str]
 
 _KEY_TAGS = {1: "int", 2: "str"}
@@ -21,25 +30,47 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _UNTYPED = 0
 
 
-class FastUpdated(Guarded):
-    """A guarded object whose native structure lives in the state of the C fast path of ``update``
-    (``dpsketch._core.make_fast_state``): the summaries, the sketches and the dyadic sketches."""
+def locked(method: _F) -> _F:
+    """Run ``method`` holding the object's lock. Batch calls release the GIL inside C++, so without
+    it another thread could read or mutate the same native structure mid-batch (a crash, not just a
+    wrong answer). Objects are safe to share between threads; calls on one object serialize. The
+    lock is a native re-entrant ObjectLock so that the C-level ``update`` fast path takes it too."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return cast(_F, wrapper)
+
+
+class Summary:
+    """What every summary and sketch shares: the native structure (``_impl``, stored in the state
+    of the C fast path of ``update``: ``dpsketch._core.make_fast_state``), a re-entrant lock, the
+    release-once guard (docs/privacy.md §Publishing and the release-once rule), ``n`` and
+    ``memory_bytes``. The mixins below add bytes (:class:`Serialized`), int/str key dispatch
+    (:class:`KeyDispatch`) and the publishing of private sketches (:class:`Publishable`); a public
+    class is at most two levels over this one."""
 
     # `_fast` (a _core.FastUpdateState) is a slot so that the native `update` finds it at a fixed
     # offset; it is also the only storage of `_impl` and of whether the key type is fixed, so the
     # fast path always updates the structure the object uses, under the object's lock.
     __slots__ = ("_fast", "__dict__", "__weakref__")
+    _lock: Any  # _core.ObjectLock
+    _fast: Any  # _core.FastUpdateState
+    # Serialized with the object (header flags + trailer, docs/format.md): no copy path resets them.
+    _published = False
+    _reproducible_not_secret = False
     # Whether the key type is fixed from construction (numbers only: the dyadic sketches).
     _key_type_fixed_at_start: ClassVar[bool] = False
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         obj = super().__new__(cls)
+        obj._lock = _core.ObjectLock()
         obj._fast = _core.make_fast_state(None, obj._lock)
         if cls._key_type_fixed_at_start:
             obj._fast.fixed = True
         return obj
-
-    _fast: Any  # _core.FastUpdateState
 
     @property
     def _impl(self) -> Any:
@@ -50,9 +81,117 @@ class FastUpdated(Guarded):
     def _impl(self, impl: Any) -> None:
         self._fast.impl = impl
 
+    @property
+    def _guard(self):
+        from ..release import ReleaseGuard
 
-class Keyed(FastUpdated):
-    """Key-type dispatch. Subclasses set ``_natives`` and implement ``_make(key_type)``."""
+        g = self.__dict__.get("_release_guard")
+        if g is None:
+            g = self.__dict__["_release_guard"] = ReleaseGuard()
+        return g
+
+    @property
+    @locked
+    def n(self) -> int:
+        """Number of items added so far (linear and dyadic sketches: the net count, insertions minus
+        deletions)."""
+        return self._impl.n  # type: ignore[no-any-return]
+
+    @locked
+    def memory_bytes(self) -> int:
+        """Bytes of memory held by the native structure (including string key storage)."""
+        return self._impl.memory_bytes()  # type: ignore[no-any-return]
+
+    def _repr_fields(self) -> str:  # pragma: no cover - overridden
+        return ""
+
+
+# The mixins are plain classes at run time (so a public class stays two levels over Summary); type
+# checkers see them as what they extend.
+if TYPE_CHECKING:
+    _SummaryForTypes = Summary
+else:
+    _SummaryForTypes = object
+
+
+class Serialized(_SummaryForTypes):
+    """Mixin of the classes that serialize: bytes (docs/format.md), pickling and copies. The native
+    structure writes and validates every byte, release state included; in-process copies share the
+    original's release guard."""
+
+    __slots__ = ()
+    _family: ClassVar[int]
+
+    def _stamped(self) -> Any:
+        """The native structure with the release state set, ready to write."""
+        return stamp(self._impl, self._guard.count, self._published, self._reproducible_not_secret)
+
+    @locked
+    def to_bytes(self) -> bytes:
+        """Serialize (versioned little-endian format; docs/format.md), release state included."""
+        return self._stamped().to_bytes()  # type: ignore[no-any-return]
+
+    @locked
+    def serialized_size(self) -> int:
+        """``len(self.to_bytes())``, computed by the native structure without writing the bytes."""
+        return int(self._stamped().serialized_size())
+
+    @classmethod
+    def _native_reader(cls, data: bytes) -> Any:  # pragma: no cover - overridden
+        """The native class that reads ``data`` (after the magic and family checks)."""
+        raise NotImplementedError
+
+    def _restored(self, data: bytes) -> None:
+        """Subclasses re-derive their Python-side state from the restored native object."""
+
+    @classmethod
+    def from_bytes(cls: type[_S], data: bytes | bytearray | memoryview) -> _S:
+        """Rebuild from ``to_bytes()`` output. Corrupt or mismatched bytes raise
+        :class:`dpsketch.CorruptBytesError` (a ValueError)."""
+        from ..errors import CorruptBytesError
+        from ..release import ReleaseGuard
+
+        if isinstance(data, (bytearray, memoryview)):
+            data = bytes(data)
+        if not isinstance(data, bytes):
+            raise ParameterTypeError(f"from_bytes expects bytes, got {type(data).__name__}")
+        if len(data) < HEADER or data[:4] != b"DPSK":
+            raise CorruptBytesError("corrupt or incompatible dpsketch bytes: not dpsketch bytes (bad magic or too short)")
+        if data[5] != cls._family:
+            raise CorruptBytesError(f"corrupt or incompatible dpsketch bytes: these bytes do not hold a {cls.__name__}")
+        obj = cls.__new__(cls)
+        obj._impl = impl = cls._native_reader(data).from_bytes(data)  # validates every header bit and the trailer
+        obj.__dict__["_release_guard"] = ReleaseGuard(impl.release_count)
+        obj._published = impl.published
+        obj._reproducible_not_secret = impl.seeded
+        obj._restored(data)
+        return obj
+
+    def __reduce__(self):
+        return (type(self).from_bytes, (self.to_bytes(),))
+
+    def __copy__(self):
+        obj = type(self).from_bytes(self.to_bytes())
+        # In-process copies share the release budget: releasing a copy counts for the original.
+        obj.__dict__["_release_guard"] = self._guard
+        return obj
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+
+if TYPE_CHECKING:
+    _SerializedForTypes = Serialized
+else:
+    _SerializedForTypes = object
+
+
+class KeyDispatch(_SerializedForTypes):
+    """Mixin of the keyed classes: int64 or str keys, the type fixed by the first update or
+    ``key_type=``; reprs never show keys. Subclasses set ``_natives`` and implement
+    ``_make(key_type)``. With :class:`Serialized` (after it in the bases' order), an empty object
+    whose key type is not fixed yet is written with key tag 0 ("untyped", the int layout) and reads
+    back untyped."""
 
     __slots__ = ()
 
@@ -214,12 +353,7 @@ class Keyed(FastUpdated):
         # Never shows keys: reprs end up in logs.
         return f"{type(self).__name__}({self._repr_fields()}, key_type={self.key_type!r}, n={self.n})"
 
-
-class SerializedKeyed(Keyed, Serialized):
-    """A keyed summary or sketch that serializes. An empty one whose key type is not fixed yet is
-    written with key tag 0 ("untyped", the int layout) and reads back untyped."""
-
-    __slots__ = ()
+    # -- bytes, with Serialized -----------------------------------------------------------------
 
     def _stamped(self) -> Any:
         impl = super()._stamped()
@@ -247,10 +381,70 @@ class SerializedKeyed(Keyed, Serialized):
         return (_restore, (type(self), self.to_bytes(), self._key_type_fixed))
 
 
+class Publishable(_SerializedForTypes):
+    """Mixin of the private sketches (before :class:`Serialized`): noise drawn at construction, published once by ``release()`` as a read-only
+    copy that withholds the exact length (docs/privacy.md §Publishing and the release-once rule).
+    Subclasses set ``_epsilon``/``_rho`` (the guarantee of the stored noise), ``_beta``, ``_seed``,
+    ``_conversion_delta`` and define ``metadata``."""
+
+    __slots__ = ()
+    _epsilon: float | None
+    _rho: float | None
+    _beta: float | None
+    _seed: int | None
+    _conversion_delta: float | None
+
+    epsilon = property(lambda self: self._epsilon, doc="Pure-DP ε of the noisy cells (None for zCDP).")
+    rho = property(lambda self: self._rho, doc="zCDP ρ of the noisy cells (None for pure DP).")
+    published = property(lambda self: self._published,
+                         doc="True for a release() result (and its copies/bytes): read-only, publishable.")
+    reproducible_not_secret = property(lambda self: self._reproducible_not_secret,
+                                       doc="True if the noise came from a user seed: anyone with it can remove the noise.")
+
+    @property
+    @locked
+    def n(self) -> int | None:  # type: ignore[override]  # None on a published copy
+        """The net number of items added, on the live sketch (the data holder's). None on a
+        ``release()`` result and its copies and bytes: a published sketch withholds the exact
+        length (docs/privacy.md §Publishing); ``noisy_total()`` estimates it from the noisy cells."""
+        return None if self._impl.length_withheld else self._impl.n  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_bytes(cls: type[_S], data: bytes | bytearray | memoryview) -> _S:
+        obj = super().from_bytes(data)
+        if obj._published and not obj._impl.length_withheld:
+            obj._impl.withhold_length()  # published bytes that still carry n (and mass): drop them here
+        return obj
+
+    def _check_not_frozen(self) -> None:
+        if self._published:
+            from ..errors import ReadOnlyError
+
+            raise ReadOnlyError("this is a released (published) sketch and is read-only; keep updating the original")
+
+    def _publish(self, allow_repeat: bool, delta: float | None) -> Any:
+        """The body of every private sketch's ``release()`` (the caller holds the lock)."""
+        from ..accounting.calibration import check_privacy_params
+        from ..release import sketch_release
+
+        if delta is not None:
+            if self._rho is None:
+                raise ParameterError("delta applies to zCDP sketches (rho=); a Laplace sketch is pure ε-DP")
+            _, delta = check_privacy_params(1.0, delta)
+        if not self._published:
+            self._guard.next(type(self).__name__, allow_repeat)
+        out = type(self).from_bytes(self.to_bytes())
+        if not self._published:
+            out._impl.withhold_length()  # nothing exact is published
+        out._beta, out._seed, out._published = self._beta, self._seed, True
+        out._conversion_delta = delta if delta is not None else self._conversion_delta
+        return sketch_release(out, out.metadata)  # type: ignore[attr-defined]
+
+
 # `obj.update(x)`: one plain int/str with the key type fixed runs in C under the object's lock; any
 # other call (counts, other types, errors, a changed native structure) runs the Python method above.
-Keyed.update = _core.FastUpdate(Keyed.update)  # type: ignore[method-assign]
-_core.register_fast_class(FastUpdated)
+KeyDispatch.update = _core.FastUpdate(KeyDispatch.update)  # type: ignore[method-assign]
+_core.register_fast_class(Summary)
 
 def _restore(cls, data, key_type_fixed):
     """Unpickle: the bytes, and whether the key type was fixed; fixed if either of them says so."""
