@@ -14,7 +14,7 @@ the whole file, and what memory the open windows hold.
    clock passes them, so at most two are open and the peak RSS stays flat while the number of
    windows released grows.
 
-    python bench/bench_windows.py [--rows 20000000] [--pairs 5] [--dir /tmp]
+    python bench/bench_windows.py [--rows 20000000] [--pairs 5] [--dir /tmp] [--iso] [--time-only]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dpsketch.time.windows import Windowed
 DAY0 = 1_700_006_400  # 2023-11-15T00:00:00Z
 
 
-def write_events(path: Path, rows: int, span_seconds: int, seed: int = 1) -> None:
+def write_events(path: Path, rows: int, span_seconds: int, seed: int = 1, iso: bool = False) -> None:
     rng = np.random.default_rng(seed)
     step = 1_000_000
     with open(path, "w") as f:
@@ -45,7 +45,11 @@ def write_events(path: Path, rows: int, span_seconds: int, seed: int = 1) -> Non
             n = min(step, rows - lo)
             q = rng.zipf(1.2, n) % 1_000_003
             ts = DAY0 + (np.arange(lo, lo + n, dtype=np.int64) * span_seconds) // rows
-            f.write("\n".join(f"q{a},{b}" for a, b in zip(q.tolist(), ts.tolist())))
+            if iso:  # ISO 8601 text, UTC with a Z, as logs write it
+                text = np.datetime_as_string(ts.astype("datetime64[s]"), unit="s")
+                f.write("\n".join(f"q{a},{b}Z" for a, b in zip(q.tolist(), text.tolist())))
+            else:
+                f.write("\n".join(f"q{a},{b}" for a, b in zip(q.tolist(), ts.tolist())))
             f.write("\n")
 
 
@@ -81,6 +85,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=20_000_000)
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--dir", default=tempfile.gettempdir(), help="where the CSV is written")
+    ap.add_argument("--iso", action="store_true", help="write the times as ISO 8601 text instead of epoch seconds")
+    ap.add_argument("--time-only", action="store_true", help="part 1 only (the time ratio)")
     ap.add_argument("--stream-windows", type=int, help=argparse.SUPPRESS)  # the child of part 3
     args = ap.parse_args()
     if args.stream_windows:
@@ -89,7 +95,7 @@ def main() -> None:
     cli = [sys.executable, "-m", "dpsketch", "top"]
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
         path = Path(d) / "events.csv"
-        write_events(path, args.rows, 86_400)
+        write_events(path, args.rows, 86_400, iso=args.iso)
         single = cli + [str(path), "--column", "query", "--quiet"]
         window = single + ["--time-column", "ts", "--window", "1h", "--start", str(DAY0), "--end", str(DAY0 + 86_400)]
         results = {"single": [], "windowed": []}
@@ -107,7 +113,9 @@ def main() -> None:
             print(f"  {name:9s} median {statistics.median(r[0] for r in runs):.2f} s "
                   f"(runs {', '.join(f'{r[0]:.2f}' for r in runs)}), peak RSS {max(r[1] for r in runs):.0f} MB")
         print(f"  windowed / single: median {statistics.median(ratios):.2f} "
-              f"(pairs {', '.join(f'{r:.2f}' for r in ratios)})")
+              f"(pairs {', '.join(f'{r:.2f}' for r in ratios)}), times as {'ISO 8601 text' if args.iso else 'epoch seconds'}")
+        if args.time_only:
+            return
         print("memory with every window open to the end (clock='input'), peak RSS:")
         for count in (10, 100, 1000):
             period = 86_400 // count

@@ -209,6 +209,11 @@ def _plain_ints(arr):
     if data_buf is None or not len(arr):
         return None
     data = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]]
+    first = data[: offsets[1] - offsets[0]]
+    if first.size and first[0] == 45:  # '-'
+        first = first[1:]
+    if not first.size or not _DIGIT[first].all():  # the first item already is not a plain integer
+        return None
     if not _DIGIT[data].all():
         minus = np.flatnonzero(data == 45)  # '-'
         starts = np.zeros(len(data) + 1, dtype=bool)
@@ -1479,6 +1484,29 @@ _EPOCH_SECONDS = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _MAX_EPOCH_SECONDS = 2**62 // 10**9  # later than ~2116 is not an event time: dropped
 
 
+_ZONE_SUFFIX = re.compile(r"([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)$")
+
+
+def _iso_types(first):
+    """The Arrow timestamp types to read a block of ISO 8601 times as, the likely one first: with a
+    zone (Z or an offset) if the block's first text has one, else naive (UTC)."""
+    pa, _ = _pa()
+    zoned = isinstance(first, str) and _ZONE_SUFFIX.search(first.strip()) is not None and "T" in first.upper()
+    naive, utc = pa.timestamp("ns"), pa.timestamp("ns", tz="UTC")
+    return (utc,) if zoned else (naive,)
+
+
+def _iso_block(texts, types):
+    """int64 ns of every text of ``texts`` read as ISO 8601 by one of ``types``, or None."""
+    pa, pc = _pa()
+    for typ in types:
+        try:
+            return pc.cast(texts, typ).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+    return None
+
+
 def _event_times(texts):
     """(int64 ns since the epoch, None or the mask of the texts read): each text on its own is
     epoch seconds (a decimal number) or ISO 8601 (a zone offset or Z is applied; none: UTC)."""
@@ -1489,6 +1517,13 @@ def _event_times(texts):
         if ok.all():
             return secs * 1_000_000_000, None
         return secs[ok] * 1_000_000_000, ok
+    if len(texts):
+        # A block of ISO 8601 times in one form is one Arrow cast (Arrow's ISO parser refuses every
+        # plain number, so a block it reads whole holds none). Only the form the first text shows
+        # is tried: a cast that fails costs a full parse of the block.
+        parsed = _iso_block(texts, _iso_types(texts[0].as_py()))
+        if parsed is not None:
+            return parsed, None
     numeric = pc.match_substring_regex(texts, _EPOCH_SECONDS).to_numpy(zero_copy_only=False)
     out = np.zeros(len(texts), dtype=np.int64)
     kept = np.zeros(len(texts), dtype=bool)
@@ -1501,13 +1536,10 @@ def _event_times(texts):
     rest = np.flatnonzero(~numeric)
     if rest.size:
         part = texts.take(pa.array(rest))
-        for typ in (pa.timestamp("ns"), pa.timestamp("ns", tz="UTC")):
-            try:
-                out[rest] = pc.cast(part, typ).cast(pa.int64()).to_numpy(zero_copy_only=False)
-                kept[rest] = True
-                break
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                continue
+        parsed = _iso_block(part, _iso_types(part[0].as_py()))
+        if parsed is not None:
+            out[rest] = parsed
+            kept[rest] = True
         else:  # mixed forms or bad values: each on its own
             from ..time.windows import parse_instant
 
