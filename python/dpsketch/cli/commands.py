@@ -240,11 +240,20 @@ def _refuse_unit_options(args, names) -> None:
     _refuse_options(args, names, "applies to the user-level release: give --privacy-id COLUMN")
 
 
+def _check_dry_run(args) -> None:
+    if args.plan_rows is not None and not args.dry_run:
+        raise UsageError("--plan-rows goes with --dry-run (it is the number of rows a plan assumes)")
+
+
 def top(args) -> int:
+    _check_dry_run(args)
     out = Output.for_args(args)
     if args.top is None:  # --show: what is printed; with --top-k N all N released items
         args.top = 0 if args.top_k is not None else DEFAULT_TOP
     if args.window is not None or args.time_column is not None:
+        if args.dry_run:
+            raise UsageError("--dry-run states the plan of one release; a windowed run makes that release once per "
+                             "window: drop --time-column and --window to see it")
         return _top_windowed(args, out)
     _refuse_options(args, _WINDOW_ONLY, "applies to windowed releases: give --time-column NAME and --window DURATION")
     if args.privacy_id is not None:
@@ -280,6 +289,17 @@ def top(args) -> int:
     target = args.k if args.top_k is None else args.top_k  # capacity = oversample x (K or N)
     capacity = max(target, math.ceil(args.oversample * target - 1e-9))
     _check_row_parameters(args)
+    if args.dry_run:
+        if args.algorithm not in ("spacesaving", "misragries"):
+            raise UsageError(f"--dry-run states the plan of DPSS and PMG (--algorithm spacesaving, misragries), "
+                             f"not of {args.algorithm}")
+        from ..units import Row
+
+        method = "pmg" if args.algorithm == "misragries" else ("dpss_two_pass" if args.passes == 2 else "dpss")
+        return _print_plan(args, "heavy_hitters", epsilon=args.epsilon, delta=args.delta, k=args.k,
+                           top_k=args.top_k, method=method, capacity=capacity,
+                           cut=None if args.cut == "none" else "n/k", length_epsilon=args.length_epsilon,
+                           unit=Row(public_length=bool(args.public_length)), n=args.plan_rows)
     budget_file = _BudgetFile(args, f"dpsketch top ({args.algorithm})", epsilon=args.epsilon, delta=args.delta)
     budget_file.check()
 
@@ -855,6 +875,11 @@ def _top_units(args, out) -> int:
     noise = args.noise or "gaussian"
     _checked(lambda: unit_release_cost(epsilon=args.epsilon, delta=args.delta, max_keys_per_unit=m,
                                        max_rows_per_key=c, noise=noise))
+    if args.dry_run:
+        from ..units import Person
+
+        return _print_plan(args, "heavy_hitters", epsilon=args.epsilon, delta=args.delta, top_k=args.top_k,
+                           method="exact", noise=noise, unit=Person(args.privacy_id, max_keys=m, max_rows_per_key=c))
     budget_file = _BudgetFile(args, "dpsketch top --privacy-id (exact route)", epsilon=args.epsilon, delta=args.delta)
     budget_file.check()
     src = _open_input(args, out, privacy_id=args.privacy_id, ids=_unit_ids(args))
@@ -949,6 +974,11 @@ def _top_units_bounded(args, out) -> int:
     k = args.k if args.k is not None else DEFAULT_K
     capacity = max(k, math.ceil((args.oversample or 2.0) * k - 1e-9))
     _checked(lambda: unit_calibration(args.epsilon, args.delta, r))
+    if args.dry_run:
+        from ..units import Person
+
+        return _print_plan(args, "heavy_hitters", epsilon=args.epsilon, delta=args.delta, k=k, capacity=capacity,
+                           method="bounded_memory", unit=Person(args.privacy_id, max_rows=r), n=args.plan_rows)
     stream = _checked(lambda: UnitStream(algorithm, capacity=capacity, max_rows_per_unit=r))
     budget_file = _BudgetFile(args, f"dpsketch top --privacy-id (bounded_memory route, {algorithm})",
                               epsilon=args.epsilon, delta=args.delta)
@@ -1055,6 +1085,7 @@ def quantiles(args) -> int:
     read and charged to the run's budget first; values fed in batches; quantiles read off the noisy
     hierarchy once. The whole output is a private release, so nothing about the input fails the run
     or is counted in it (see Source.values); an input with no values is released like any other."""
+    _check_dry_run(args)
     out = Output.for_args(args)
     method = getattr(args, "method", "dyadic")
     if args.privacy_id is not None:
@@ -1069,6 +1100,9 @@ def quantiles(args) -> int:
     if args.delta is not None and args.rho is None:
         raise UsageError("--delta goes with --rho (it reports the (epsilon, delta)-DP conversion of the zCDP "
                          "guarantee) or with --privacy-id; --epsilon alone is pure DP")
+    if args.dry_run:
+        raise UsageError("--dry-run states the plans of --method auto|exp|joint|recursive and of --privacy-id; "
+                         "the dyadic sketch's noise is described in docs/mechanisms/private-dyadic.md")
     if args.noise_allocation is None:
         args.noise_allocation = "zhao"
     sketch, budget, budget_file, qs, bounds, bits = _quantile_sketch(args)
@@ -1134,6 +1168,9 @@ def _quantiles_in_memory(args, out, method: str) -> int:
     if args.integer and (args.scale == "log" or not all(float(b).is_integer() for b in bounds)):
         raise UsageError("--integer needs integer --bounds and --scale linear")
     qs = parse_qs(args.q)
+    if args.dry_run:
+        return _print_plan(args, "quantiles", qs=qs, bounds=bounds, epsilon=args.epsilon, method=method,
+                           scale=args.scale, relative_accuracy=args.relative_accuracy, integer=args.integer)
     budget_file = _BudgetFile(args, "dpsketch quantiles", epsilon=args.epsilon)
     budget_file.check()
     src = _open_input(args, out, keys="str")
@@ -1210,6 +1247,11 @@ def _quantiles_units(args, out) -> int:
     privacy = {"rho": args.rho, "epsilon": args.epsilon, "delta": args.delta}
     cost = _checked(lambda: unit_quantiles_cost(max_rows_per_unit=args.max_rows_per_unit, bounds=bounds,
                                                 universe_bits=bits, gamma=args.gamma, **privacy))
+    if args.dry_run:
+        from ..units import Person
+
+        return _print_plan(args, "quantiles", qs=qs, bounds=bounds, universe_bits=bits, gamma=args.gamma,
+                           unit=Person(args.privacy_id, max_rows=args.max_rows_per_unit), **privacy)
     budget_file = _BudgetFile(args, "dpsketch quantiles --privacy-id", rho=args.rho, epsilon=args.epsilon,
                               delta=None if args.rho is not None else args.delta)
     budget_file.check()
@@ -1359,3 +1401,20 @@ def audit(args) -> int:
             as_json=args.json, quiet=args.quiet, out=sys.stdout, err=sys.stderr, miscalibrated=args.miscalibrated)
     except ValueError as exc:
         raise UsageError(first_line(exc)) from None
+
+
+def _print_plan(args, question: str, **kwargs) -> int:
+    """``--dry-run``: the plan of the release these options ask for (:func:`dpsketch.plan`: the
+    guarantee, noise, threshold, interval half-width and the counts released with probability ½
+    and 0.95), printed before any input is opened or any budget is charged."""
+    from ..plans import plan
+
+    if args.plan_rows is not None and "n" not in kwargs:
+        raise UsageError("--plan-rows applies where the threshold depends on the input's length (DPSS, PMG with "
+                         "--k, the bounded-memory person route)")
+    p = _checked(lambda: plan(question, **kwargs))
+    if getattr(args, "json", False):
+        print(json.dumps(p.to_dict(), default=json_default, indent=2))
+    else:
+        print(str(p))
+    return 0
