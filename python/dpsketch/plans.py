@@ -457,7 +457,7 @@ def plan_quantiles(qs: Any, *, bounds: Any = None, epsilon: Optional[float] = No
     if isinstance(u, Row):
         import numpy as np
 
-        from .mechanisms.quantiles import check_params, mechanism_name, method_record
+        from .mechanisms.quantiles import check_params, interval_record, mechanism_name, method_record
 
         levels, (lo, hi), eps, _alpha = check_params(qs, bounds=bounds, epsilon=epsilon, method=method, scale=scale,
                                                      relative_accuracy=relative_accuracy, integer=integer)
@@ -465,8 +465,7 @@ def plan_quantiles(qs: Any, *, bounds: Any = None, epsilon: Optional[float] = No
         record = method_record(m, eps_used, len(np.unique(levels)))
         fig = dict(mechanism=mechanism_name(m), epsilon=eps_used, delta=0.0, rho=None, neighbours="add_remove",
                    noise={"law": "exponential_mechanism", "epsilon_used": eps_used, **record},
-                   interval="no data-independent rank bound is derived for the exponential mechanisms (it depends "
-                            "on the gaps between the data points, docs/privacy.md §Intervals)",
+                   interval=interval_record(m)["reason"],
                    notes=(f"bounds=({lo:g}, {hi:g}) are public; values outside are clamped",))
     else:
         from .mechanisms.unit_level import _check_qs, unit_quantiles_cost
