@@ -12,13 +12,16 @@ The rule (``privacy_arithmetic``) flags, in a module's code (docstrings and stri
 2. the ``**`` operator, except a power of two (``2**64``: a size, not a tail);
 3. any arithmetic (``+ - * / // % **``, unary minus) with an operand that names a privacy quantity:
    a name or attribute matching ``PRIVACY_NAME`` (epsilon, eps, delta, rho, zcdp, sigma, tau,
-   threshold, gamma, sensitivity, noise, scale, tail, alpha, beta, level, budget, ...), e.g.
+   threshold, gamma, sensitivity, noise, scale, tail, alpha, beta, budget, ...; not ``level``,
+   which names a dyadic level as often as a confidence level), e.g.
    ``args.epsilon / 2``, ``self._rho / L`` or ``-eps``;
 4. an assignment, keyword argument or dict entry whose name or key names a privacy quantity and
    whose value is arithmetic (``threshold = total / k``, ``threshold=n / k``,
    ``{"threshold": n / k}``), whatever the operands are called;
 5. ``max``/``min`` over a quotient or a MATH_FUNCTIONS call (``max(total / k, 4 * s)``: the shape
-   of a threshold).
+   of a threshold);
+6. ``sum``/``fsum`` over privacy-named quantities (``sum(m.get("sigma2") for m in nodes)``: a
+   composed variance or budget).
 
 Comparisons are not arithmetic (``e > threshold`` filters by a threshold the mechanism computed).
 Counting and sizing that is not privacy (``2 * capacity`` counters, ``last - first + 1`` windows)
@@ -49,7 +52,7 @@ MATH_FUNCTIONS = {"sqrt", "isqrt", "cbrt", "log", "log1p", "log2", "log10", "exp
 # A name (variable, attribute, argument, dict key) that names a privacy quantity.
 PRIVACY_NAME = re.compile(
     r"(^|_)(eps|epsilon|epsilons|delta|deltas|rho|rhos|zcdp|sigma|sigma2|sigmas|tau|taus|threshold|thresholds|"
-    r"thr|gamma|sensitivity|sens|noise|scale|tail|tails|alpha|beta|level|budget|half_width|halfwidth|"
+    r"thr|gamma|sensitivity|sens|noise|scale|tail|tails|alpha|beta|confidence|budget|half_width|halfwidth|"
     r"variance|var|std|stddev|calibration|privacy)($|_|\d)", re.IGNORECASE)
 ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 
@@ -64,6 +67,9 @@ def _names(node: ast.AST):
             yield n.attr
         elif isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str):
             yield n.slice.value
+        elif (isinstance(n, ast.Call) and _callee(n) == "get" and n.args and isinstance(n.args[0], ast.Constant)
+              and isinstance(n.args[0].value, str)):
+            yield n.args[0].value  # meta.get("sigma2", 0.0)
 
 
 def _privacy_named(node: ast.AST) -> list[str]:
@@ -133,6 +139,9 @@ def privacy_arithmetic_in_source(source: str, name: str = "<string>") -> list[st
                 flag(node, f"calls {callee}")
             elif callee in ("max", "min") and any(_divides(a) for a in node.args):
                 flag(node, f"{callee} over a quotient (a threshold's shape)")
+            elif callee in ("sum", "fsum") and any(_privacy_named(a) for a in node.args):
+                flag(node, f"{callee} of {', '.join(sorted(set(n for a in node.args for n in _privacy_named(a))))} "
+                           "(composing variances or budgets)")
             for kw in node.keywords:
                 if kw.arg and PRIVACY_NAME.search(kw.arg) and _is_arith(kw.value):
                     flag(kw.value, f"computes keyword {kw.arg}=")
@@ -228,6 +237,8 @@ CAUGHT = [
     "half = -eps",
     "scale = 1.0 / e",
     "q = exp(-e * u)",
+    "v = sum(max(lv.get('sigma2', 0.0) for lv in s.metadata['levels']) for s in sketches)",
+    "total = math.fsum(r.epsilon for r in releases)",
 ]
 PASSES = [
     "width, depth = max(16, 2 * capacity), 3",
@@ -269,6 +280,7 @@ def test_rule_catches_the_old_cli_threshold(tmp_path):
     p.write_text(old)
     found = privacy_arithmetic(p)
     assert any("sqrt" in f for f in found) and any("max over a quotient" in f for f in found), found
+    assert any("sum of sigma2" in f for f in found), found
 
 
 def test_wiring_modules_exist_and_are_checked():
