@@ -191,6 +191,8 @@ void bind_release(py::module_& root) {
   bind_envelope<SketchHeavyHitters<std::string, SketchKind::count_sketch>>(m, "EnvelopeCountSketchStr");
   // Threshold formulas (for tests and metadata).
   m.def("pmg_t", [](double e, double d) { return pmg_t(e, d); });
+  // §2 PMG release threshold τ = 1 + 2t (docs/mechanisms/pmg.md): keep v_x >= τ.
+  m.def("pmg_threshold", [](double e, double d) { return static_cast<double>(pmg_threshold(e, d)); });
   m.def("pmg_unstable_delta", [](double e, std::uint64_t t) { return static_cast<double>(pmg_unstable_delta(e, t)); });
   m.def("dlap_sum_tail_ge_2t", [](double e, std::uint64_t t) { return static_cast<double>(dlap_sum_tail_ge_2t(e, t)); });
   m.def("dpss_gamma", [](double e, double d) { return dpss_gamma(e, d); });

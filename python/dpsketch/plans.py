@@ -278,7 +278,8 @@ def _dpss(epsilon, delta, *, k, top_k, capacity, cut, public_length, length_epsi
 
 def _pmg(epsilon, delta, *, k, top_k, capacity, public_length, length_epsilon, length_delta, n, level) -> dict:
     """PMG (docs/privacy.md §PMG): the checks of the front door and MisraGries.release, the
-    calibration, t by the core's ``pmg_t``, τ = 1 + 2t and the n/k cut, the interval rule."""
+    calibration, t by the core's ``pmg_t`` and τ = 1 + 2t by its ``pmg_threshold`` (the release's
+    own functions, cpp/include/dpsketch/release/thresholds.hpp), the n/k cut, the interval rule."""
     from .mechanisms.top_k import check_top_k, top_k_capacity
 
     if capacity is None:
@@ -299,7 +300,7 @@ def _pmg(epsilon, delta, *, k, top_k, capacity, public_length, length_epsilon, l
                     length_epsilon=length_epsilon, length_delta=None)
     eps_used = float(_R.epsilon_used(cal["epsilon_mechanism"]))
     t = int(_R.pmg_t(eps_used, cal["delta_mechanism"]))
-    tau = 1 + 2 * t
+    tau = int(_R.pmg_threshold(eps_used, cal["delta_mechanism"]))  # 1 + 2t, docs/mechanisms/pmg.md
     num, den = _R.laplace_scale(1, cal["epsilon_mechanism"])
     private = cal["length"] == "private"
     eps_n = float(_R.epsilon_used(cal["length_epsilon"])) if private else 0.0
@@ -344,7 +345,8 @@ def _pmg(epsilon, delta, *, k, top_k, capacity, public_length, length_epsilon, l
     return dict(mechanism="PMG", epsilon=cal["epsilon_total"], delta=cal["delta_total"], rho=None,
                 neighbours=cal["neighbours"], threshold=threshold, threshold_rule=rule,
                 noise={"law": "discrete_laplace (eta shared + Z_x per key)", "scale": num / den,
-                       "epsilon_used": eps_used, "sensitivity": "l1 = 1 per draw", "t": t, "capacity": cap},
+                       "epsilon_used": eps_used, "sensitivity": "l1 = 1 per draw", "t": t, "tau": tau,
+                       "capacity": cap},
                 interval_half_width=s, interval=interval, smallest_count_released=counts,
                 released_count_means=means if counts is not None else "give n= (the n/k cut depends on it)",
                 notes=tuple(notes), _probability=prob)
@@ -455,7 +457,7 @@ def plan_quantiles(qs: Any, *, bounds: Any = None, epsilon: Optional[float] = No
     if isinstance(u, Row):
         import numpy as np
 
-        from .mechanisms.quantiles import check_params, mechanism_name, method_record
+        from .mechanisms.quantiles import check_params, interval_record, mechanism_name, method_record
 
         levels, (lo, hi), eps, _alpha = check_params(qs, bounds=bounds, epsilon=epsilon, method=method, scale=scale,
                                                      relative_accuracy=relative_accuracy, integer=integer)
@@ -463,8 +465,7 @@ def plan_quantiles(qs: Any, *, bounds: Any = None, epsilon: Optional[float] = No
         record = method_record(m, eps_used, len(np.unique(levels)))
         fig = dict(mechanism=mechanism_name(m), epsilon=eps_used, delta=0.0, rho=None, neighbours="add_remove",
                    noise={"law": "exponential_mechanism", "epsilon_used": eps_used, **record},
-                   interval="no data-independent rank bound is derived for the exponential mechanisms (it depends "
-                            "on the gaps between the data points, docs/privacy.md §Intervals)",
+                   interval=interval_record(m)["reason"],
                    notes=(f"bounds=({lo:g}, {hi:g}) are public; values outside are clamped",))
     else:
         from .mechanisms.unit_level import _check_qs, unit_quantiles_cost

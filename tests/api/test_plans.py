@@ -89,6 +89,25 @@ def test_pmg_plan_is_the_release(keys, options):
     assert plan.noise["capacity"] == meta["capacity"]
 
 
+@pytest.mark.parametrize("epsilon, delta, k", [(1.0, 1e-6, None), (0.1, 1e-9, 20), (0.5, 1e-4, 5),
+                                             (3.0, 1e-12, None), (0.013, 0.2, 50)])
+def test_pmg_plan_tau_is_the_release_threshold(keys, epsilon, delta, k):
+    """The plan's τ = 1 + 2t is the core's pmg_threshold, the same function the release uses: it
+    equals the release's metadata threshold τ for any (ε, δ, k)."""
+    from dpsketch._core import release as R
+
+    options = dict(k=k) if k is not None else dict(capacity=64)
+    rel = d.heavy_hitters(keys, epsilon=epsilon, delta=delta, method="pmg", seed=3, **options)
+    plan = d.plan("heavy_hitters", epsilon=epsilon, delta=delta, method="pmg", **options)
+    meta = rel.metadata
+    assert plan.noise["tau"] == meta["tau"] == 1 + 2 * meta["t"]
+    assert plan.noise["tau"] == R.pmg_threshold(meta["epsilon_used"], meta["delta_mechanism"])
+    if k is None:
+        assert plan.threshold == rel.threshold == meta["tau"]
+    else:
+        assert rel.threshold == max(meta["tau"], meta["heavy_hitter_cut"])
+
+
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])
 @pytest.mark.parametrize("top_k", [None, 4])
 def test_exact_unit_plan_is_the_release(log, noise, top_k):

@@ -8,7 +8,7 @@ import dpsketch._core.noise
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['EnvelopeCountMinInt', 'EnvelopeCountMinStr', 'EnvelopeCountSketchInt', 'EnvelopeCountSketchStr', 'LENGTH_DELTA_SHARE', 'LENGTH_EPSILON_SHARE', 'Length', 'PrivateCountMinInt', 'PrivateCountMinStr', 'PrivateCountSketchInt', 'PrivateCountSketchStr', 'calibrate', 'dlap_sum_tail_ge_2t', 'dpss', 'dpss_gamma', 'dpss_threshold', 'envelope_delta', 'envelope_min_depth', 'envelope_noise', 'epsilon_used', 'gaussian_cm_shift', 'gaussian_sigma2', 'laplace_scale', 'length_t', 'pmg', 'pmg_t', 'pmg_unstable_delta', 'zcdp_epsilon', 'zcdp_rho_for']
+__all__: list[str] = ['EnvelopeCountMinInt', 'EnvelopeCountMinStr', 'EnvelopeCountSketchInt', 'EnvelopeCountSketchStr', 'LENGTH_DELTA_SHARE', 'LENGTH_EPSILON_SHARE', 'Length', 'PrivateCountMinInt', 'PrivateCountMinStr', 'PrivateCountSketchInt', 'PrivateCountSketchStr', 'calibrate', 'dlap_sum_tail_ge_2t', 'dpss', 'dpss_gamma', 'dpss_threshold', 'envelope_delta', 'envelope_min_depth', 'envelope_noise', 'epsilon_used', 'gaussian_cm_shift', 'gaussian_sigma2', 'laplace_scale', 'length_t', 'pmg', 'pmg_t', 'pmg_threshold', 'pmg_unstable_delta', 'zcdp_epsilon', 'zcdp_rho_for']
 class Length:
     """
     the stream length as a release uses it (docs/privacy.md §Stream length)
@@ -481,6 +481,8 @@ def pmg(summary: dpsketch._core.MisraGriesInt, epsilon: typing.SupportsFloat | t
 def pmg(summary: dpsketch._core.MisraGriesStr, epsilon: typing.SupportsFloat | typing.SupportsIndex, delta: typing.SupportsFloat | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex | None, length: Length, rng: dpsketch._core.noise.SecureRng) -> tuple:
     ...
 def pmg_t(arg0: typing.SupportsFloat | typing.SupportsIndex, arg1: typing.SupportsFloat | typing.SupportsIndex) -> int:
+    ...
+def pmg_threshold(arg0: typing.SupportsFloat | typing.SupportsIndex, arg1: typing.SupportsFloat | typing.SupportsIndex) -> float:
     ...
 def pmg_unstable_delta(arg0: typing.SupportsFloat | typing.SupportsIndex, arg1: typing.SupportsInt | typing.SupportsIndex) -> float:
     ...

@@ -74,6 +74,17 @@ def used_value(x: float) -> Fraction:
     return Fraction(num, den)
 
 
+def split_over_parts(total: float, parts: int, *, what: str = "the budget", parts_name: str = "the parts") -> tuple:
+    """(per part, composed) for a budget ε or ρ spent evenly over ``parts`` mechanisms that one
+    element can reach (basic or zCDP composition, both additive; docs/privacy.md §Cumulative): each
+    part gets total/parts rounded down to a multiple of 2^-32 (:func:`used_value`, docs/algorithms.md
+    §1), and the parts compose to parts·(that), never above ``total``. Exact ``Fraction`` values."""
+    per = used_value(total / parts)
+    if per == 0:
+        raise ParameterError(f"{what} over {parts_name} is below 2**-32")
+    return per, parts * per
+
+
 def zcdp_epsilon(rho: float, delta: float) -> float:
     """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (docs/algorithms.md §1)."""
     return _R.zcdp_epsilon(float(rho), float(delta))

@@ -287,7 +287,9 @@ def top(args) -> int:
     if args.passes == 2 and not args.demo and args.file in (None, "-"):
         raise UsageError("--passes 2 reads the input twice; stdin can be read once: give a FILE")
     target = args.k if args.top_k is None else args.top_k  # capacity = oversample x (K or N)
-    capacity = max(target, math.ceil(args.oversample * target - 1e-9))
+    from ..mechanisms.top_k import oversampled_capacity
+
+    capacity = oversampled_capacity(target, args.oversample)
     _check_row_parameters(args)
     if args.dry_run:
         if args.algorithm not in ("spacesaving", "misragries"):
@@ -558,6 +560,12 @@ def _count_items(src, args):
     return sum(len(batch) for batch in _source(args, keys="str").chunks())
 
 
+def _frequency_cut(n, k):
+    from ..mechanisms.dpss import frequency_cut
+
+    return frequency_cut(n, k)
+
+
 def _evaluate(stream, items, k):
     """Recall and precision of the released keys against {x : f(x) >= n/k} (exact, non-private)."""
     n = len(stream)
@@ -571,7 +579,7 @@ def _evaluate(stream, items, k):
         "correct": hit,
         "recall": hit / len(truth) if truth else 1.0,
         "precision": hit / len(released) if released else 1.0,
-        "threshold_n_over_k": n / k,
+        "threshold_n_over_k": _frequency_cut(n, k),
         "note": "evaluated against the exact counts: not differentially private",
     }
 
@@ -651,7 +659,9 @@ def _top_windowed(args, out) -> int:
         raise UsageError("--allowed-lateness applies with --follow; without it every window closes at the end "
                          "of the input and no event is late")
     k = args.k if args.k is not None else DEFAULT_K
-    capacity = max(k, math.ceil((args.oversample or 2.0) * k - 1e-9))
+    from ..mechanisms.top_k import oversampled_capacity
+
+    capacity = oversampled_capacity(k, args.oversample or 2.0)
     summary_class = SpaceSaving if algorithm == "spacesaving" else MisraGries
     budget_file = _BudgetFile(args, f"dpsketch top --window ({algorithm}, parallel composition)",
                               epsilon=args.epsilon, delta=args.delta)
@@ -754,7 +764,9 @@ def _top_cumulative(args, out) -> int:
     if horizon > MAX_HORIZON:
         raise UsageError(f"--cumulative covers at most {MAX_HORIZON} windows; got {horizon} (use a longer --window)")
     k = args.k if args.k is not None else DEFAULT_K
-    capacity = max(k, math.ceil((args.oversample or 2.0) * k - 1e-9))
+    from ..mechanisms.top_k import oversampled_capacity
+
+    capacity = oversampled_capacity(k, args.oversample or 2.0)
     width, depth = max(16, 2 * capacity), 3
     rho = zcdp_rho_for(args.epsilon, args.delta)
     budget_file = _BudgetFile(args, "dpsketch top --window --cumulative (binary tree, zCDP)",
@@ -798,9 +810,10 @@ def _print_cumulative(out, writer, step, cumulative, top_n, k, source_desc) -> N
     """One window's cumulative answer on stdout, flushed: a JSON line, CSV rows or a titled table."""
     prefix, window = step.prefix, step.window
     total = prefix.noisy_total()
-    # a public noise floor: 4 standard deviations of the prefix's leaf-level node estimate
-    sigma2 = sum(max(lv.get("sigma2", 0.0) for lv in s.metadata["levels"]) for s in prefix.sketches)
-    threshold = max(total / k, 4 * math.sqrt(sigma2))
+    # max(noisy n / k, a public noise floor of 4 standard deviations of a leaf-level estimate)
+    from ..mechanisms.private_sketches import prefix_heavy_hitter_threshold
+
+    threshold = prefix_heavy_hitter_threshold(total, k, [s.metadata for s in prefix.sketches])
     found = prefix.heavy_hitters(threshold)
     items = [(int(x) - _SIGN, v) for x, v in found]
     shown = items[:top_n] if top_n and out.fmt == "table" else items  # --show cuts the table only
@@ -972,7 +985,9 @@ def _top_units_bounded(args, out) -> int:
                          "(and --max-rows-per-key C) for R = M*C: how many rows one privacy id may contribute")
     algorithm = _counter_algorithm(args, "bounded-memory user-level release")
     k = args.k if args.k is not None else DEFAULT_K
-    capacity = max(k, math.ceil((args.oversample or 2.0) * k - 1e-9))
+    from ..mechanisms.top_k import oversampled_capacity
+
+    capacity = oversampled_capacity(k, args.oversample or 2.0)
     _checked(lambda: unit_calibration(args.epsilon, args.delta, r))
     if args.dry_run:
         from ..units import Person

@@ -27,8 +27,8 @@ from .._validation import check_int
 from ..release import Release, build_release
 from .top_k import check_top_k, select_top_k, top_k_capacity
 
-__all__ = ["CUTS", "DEFAULT_CUT", "CandidateCounts", "apply_cut", "heavy_hitters", "release_exact_counts",
-           "release_space_saving",
+__all__ = ["CUTS", "DEFAULT_CUT", "CandidateCounts", "apply_cut", "frequency_cut", "heavy_hitters",
+           "release_exact_counts", "release_space_saving",
            "two_pass_release"]
 
 _R = _core.release
@@ -36,6 +36,12 @@ _R = _core.release
 CUTS = ("n/k", None)
 DEFAULT_CUT = "n/k"
 TWO_PASS_MECHANISM = "DPSS[two-pass]"
+
+
+def frequency_cut(n: int, k: int) -> float:
+    """n/k: the frequency a heavy hitter reaches by definition (f(x) >= n/k, the k of ``k=``;
+    docs/mechanisms/dpss.md). The command line's ``--evaluate`` reports it beside the exact counts."""
+    return n / k
 
 
 def check_cut(cut: str | None) -> str | None:

@@ -16,7 +16,7 @@ from .._validation import check_int
 from ..release import PRIVACY_UNIT, Release, build_release, calibrate, check_privacy_params, make_length
 from ..errors import ParameterError, ParameterTypeError
 
-__all__ = ["PrivateCountMin", "PrivateCountSketch", "SketchHeavyHitters", "zcdp_to_dp"]
+__all__ = ["PrivateCountMin", "PrivateCountSketch", "SketchHeavyHitters", "prefix_heavy_hitter_threshold", "zcdp_to_dp"]
 
 _R = _core.release
 _P = TypeVar("_P", bound="_PrivateLinear")
@@ -405,3 +405,20 @@ class SketchHeavyHitters(KeyDispatch, Summary):
 
     def _repr_fields(self):
         return f"{self._sketch!r}, k={self._k}, capacity={self._capacity}, epsilon={self._epsilon:g}, delta={self._delta:g}"
+
+
+# A prefix's descent threshold in noise standard deviations (docs/mechanisms/cumulative.md §Threshold).
+PREFIX_NOISE_FLOOR_SDS = 4
+
+
+def prefix_heavy_hitter_threshold(noisy_total: float, k: int, node_metadata) -> float:
+    """The threshold of a cumulative prefix's heavy-hitter descent (``dpsketch top --cumulative``,
+    docs/mechanisms/cumulative.md §Threshold): max(n̂/k, 4·σ) with n̂ the prefix's noisy total and σ²
+    the variance of a leaf-level estimate summed over the prefix's nodes -- each node's largest
+    per-level noise variance ``sigma2`` (its published metadata; docs/algorithms.md §4 and §6), the
+    nodes' noises independent, so their variances add. A function of published values only
+    (post-processing): it spends nothing."""
+    import math
+
+    sigma2 = sum(max(lv.get("sigma2", 0.0) for lv in meta["levels"]) for meta in node_metadata)
+    return max(noisy_total / k, PREFIX_NOISE_FLOOR_SDS * math.sqrt(sigma2))

@@ -34,7 +34,7 @@ from ..accounting.calibration import PRIVACY_UNIT, check_privacy_params, used_va
 from ..errors import ParameterError, ParameterTypeError
 from ..release import Release
 
-__all__ = ["quantiles", "JOINT_MAX_LEVELS", "METHODS"]
+__all__ = ["quantiles", "interval_record", "JOINT_MAX_LEVELS", "METHODS"]
 
 METHODS = ("auto", "exp", "joint", "recursive")
 # "auto" uses JointExp up to this many distinct levels and the recursive split above (measured:
@@ -330,6 +330,37 @@ def method_record(method: str, eps_used: float, distinct_levels: int) -> dict:
             "utility_sensitivity": "max(q', 1 - q') per split, q' the level rescaled to its sub-range"}
 
 
+# Why no release of these methods carries intervals (docs/mechanisms/quantiles.md §Accuracy): the
+# utility tail of each is P(rank error > u) <= (volume of the range)/(volume near q·n)·e^{-c(u - w)},
+# and the volume near q·n is a gap between data points, not published and possibly 0 (ties).
+_TAIL_RATE = {
+    "exp": "c = epsilon_per_level/(2·max(q, 1 - q)) per level",
+    "joint": "c = epsilon/4 on the summed rank error over the m + 1 gaps",
+    "recursive": "c = epsilon_per_recursion_level/(2·max(q', 1 - q')) at each split",
+}
+
+
+def interval_record(method: str) -> dict:
+    """``metadata['interval']`` of a release (and the plan's statement) for ``method``: no
+    interval, and why (docs/mechanisms/quantiles.md §Accuracy). Each method samples with density
+    ∝ exp(c·utility) against the *length* of the output region, so its rank-error tail is
+    (hi − lo)/|G_w|·e^{−c(u − w)}, |G_w| the length of the outputs within rank w of q·n: a gap
+    between data points. With n copies of one value every answer has rank 0 or n (the intervals
+    between equal values have length 0), a rank error of min(q, 1 − q)·n with probability 1, and n
+    is not published: no half-width computed from public parameters covers it. Never a made-up value."""
+    return {
+        "coverage": "none",
+        "reason": ("no data-independent rank bound exists: the exponential mechanism weighs each output "
+                   "interval by its length, so with n copies of one value every answer has rank 0 or n "
+                   "(rank error min(q, 1 - q)·n with probability 1) and n is not published "
+                   "(docs/mechanisms/quantiles.md §Accuracy)"),
+        "data_dependent_bound": ("P(rank error > u) <= (hi - lo)/|G_w|·exp(-c·(u - w)) for any w >= 0, |G_w| the "
+                                 "length of the outputs within rank w of q·n (a gap between data points, not "
+                                 f"published); {_TAIL_RATE[method]}"),
+        "derivation": "docs/mechanisms/quantiles.md §Accuracy",
+    }
+
+
 def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale: str = "linear",
               relative_accuracy: float = 0.01, integer: bool = False, seed=None,
               budget: Budget | None = None) -> Release:
@@ -426,9 +457,8 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
     if scale == "log":
         meta.update(relative_accuracy=alpha, log_gamma=(1 + alpha) / (1 - alpha),
                     representative="2·γ^k/(γ + 1) of the bucket (γ^(k−1), γ^k] holding exp(answer)")
-    # the exponential mechanisms' rank-error bounds depend on the gaps between the data points,
-    # which are not published: no interval yet (docs/privacy.md §Intervals)
-    meta["interval"] = {"coverage": "none", "reason": "no data-independent rank bound is derived for the "
-                        "exponential mechanisms yet (docs/privacy.md §Intervals)"}
+    # the exponential mechanisms' rank-error tails depend on the gaps between the data points, which
+    # are not published (and can be 0): no interval, and the reason (docs/mechanisms/quantiles.md §Accuracy)
+    meta["interval"] = interval_record(chosen)
     return Release(items=items, threshold=None, epsilon=eps_used, delta=0.0, mechanism=_MECHANISM[chosen],
                    n=None, metadata=meta)

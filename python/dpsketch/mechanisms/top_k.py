@@ -23,7 +23,7 @@ from .. import _core
 from .._validation import check_int
 from ..errors import ParameterError
 
-__all__ = ["COUNTERS_PER_ITEM", "check_top_k", "gumbel_top_k", "select_top_k", "top_k_capacity"]
+__all__ = ["COUNTERS_PER_ITEM", "check_top_k", "gumbel_top_k", "oversampled_capacity", "select_top_k", "top_k_capacity"]
 
 # Counters per requested item when the summary's capacity is chosen from N. An item qualifies when
 # its noisy count clears DPSS's suppression branch n/k̃ + 1 + γ, so the N-th largest count must be
@@ -50,6 +50,14 @@ def top_k_capacity(top_k: int, capacity: int | None = None) -> int:
         raise ParameterError(f"top_k={n} needs capacity >= {n}: a summary of {cap} counters tracks at most "
                              f"{cap} items (the default capacity is {COUNTERS_PER_ITEM}·top_k)")
     return cap
+
+
+def oversampled_capacity(target: int, oversample: float) -> int:
+    """A summary's capacity for ``target`` items (K of the n/K cut, or N of an exact-k release)
+    with ``oversample`` counters per item: max(target, ⌈oversample·target⌉), the 1e-9 absorbing a
+    float product that lands just above an integer. The capacity is public; it sets DPSS's k̃ and so
+    its threshold (docs/mechanisms/dpss.md)."""
+    return max(target, math.ceil(oversample * target - 1e-9))
 
 
 def select_top_k(raw: tuple, top_k: int) -> tuple:

@@ -41,18 +41,18 @@ from __future__ import annotations
 import bisect
 import math
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import numpy as np
 
 from .. import _seeds
 from ..accounting.budget import Budget, charging
-from ..accounting.calibration import check_privacy_params, used_value, zcdp_epsilon
+from ..accounting.calibration import check_privacy_params, split_over_parts, zcdp_epsilon
 from ..sketches.dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from ..errors import InternalError, ParameterError, ParameterTypeError
 from ..mechanisms.private_sketches import PrivateCountMin, PrivateCountSketch
-from ..release import Release
+from ..release import Release, with_metadata
 from ..sketches.linear import CountMin, CountSketch
 from .._validation import check_int
 
@@ -400,13 +400,9 @@ class Cumulative:
         self.schedule = schedule_for(schedule, horizon)
         L = self.schedule.nodes_per_element
         # every node at the series' budget over L: an element's at most L nodes compose to it
-        if self._rho is not None:
-            self._node_budget = used_value(self._rho / L)
-        else:
-            self._node_budget = used_value(self._epsilon / L)
-        if self._node_budget == 0:
-            raise ParameterError(f"rho/epsilon over the L = {L} nodes an element lies in is below 2**-32")
-        self._series_budget = L * self._node_budget
+        self._node_budget, self._series_budget = split_over_parts(
+            self._rho if self._rho is not None else self._epsilon, L, what="rho/epsilon",
+            parts_name=f"the L = {L} nodes an element lies in")
         self.seed = _seeds.check_user_seed(seed)
         self._node_options = dict(node_options or {})
         bad = set(self._node_options) - ({"beta", "noise_allocation"} if kind is DyadicCountSketch else {"beta"})
@@ -532,10 +528,10 @@ class Cumulative:
         rel = private.release(delta=self._delta) if self._rho is not None else private.release()
         self._published[node] = rel.sketch
         first, last = self.schedule.steps_of(node)
-        meta = dict(rel.metadata)
-        meta["node"] = {"level": level, "index": index, "leaves": [index << level, (index + 1) << level],
+        placed = {}
+        placed["node"] = {"level": level, "index": index, "leaves": [index << level, (index + 1) << level],
                         "first_step": first, "last_step": last, "published_at_step": s}
-        meta["composition"] = {
+        placed["composition"] = {
             "rule": "zCDP composition over the nodes an element lies in" if self._rho is not None
             else "basic composition over the nodes an element lies in",
             "reason": "each node is published once with fresh noise; an element lies in at most L published "
@@ -545,7 +541,7 @@ class Cumulative:
             "node_rho": self.node_rho, "node_epsilon": self.node_epsilon,
             "neighbours": "add or remove one element",
         }
-        return replace(rel, metadata=meta)
+        return with_metadata(rel, placed)
 
     # -- answers -------------------------------------------------------------------------------
     def prefix(self, t: Optional[int] = None) -> Prefix:

@@ -48,7 +48,6 @@ import queue
 import re
 import threading
 import time as _time
-from dataclasses import replace
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import numpy as np
@@ -57,7 +56,7 @@ from .. import _seeds
 from .._prefetch import Prefetch
 from ..accounting.budget import Budget, DisjointScope
 from ..mechanisms.unit_level import PRIVACY_UNIT_ID, UnitRowLimiter, _bounded_memory_plan, _split_row_level
-from ..release import Release, calibrate
+from ..release import Release, calibrate, with_metadata
 from ..sketches.counters import MisraGries, SpaceSaving
 from ..errors import ParameterError, ParameterTypeError
 
@@ -115,8 +114,8 @@ def parse_instant(value: Any) -> int:
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=_dt.timezone.utc)
-        delta = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-        return parse_duration(delta)
+        since_epoch = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        return parse_duration(since_epoch)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return parse_duration(value)
     if isinstance(value, str):
@@ -508,16 +507,14 @@ class Windowed:
         budget = None if self._scope is None else self._scope.part(i)
         self._next = i + 1
         rel = summary.release(seed=window_seed(self.seed, i), budget=budget, **self._options)
-        meta = dict(rel.metadata)
-        meta["window"] = window_record(i, self.period, self.origin)
         composition = composition_record(self.clock, self._series[0], self._series[1], self.period, self.origin,
                                          self.allowed_lateness)
-        meta["composition"] = composition
+        placed = {"window": window_record(i, self.period, self.origin), "composition": composition}
         if self._unit_plan is None:
-            return replace(rel, metadata=meta)
+            return with_metadata(rel, placed)
         # One privacy unit: the figures above are per row; the release reports the unit's.
         r = self.max_rows_per_unit
-        meta, per_row = _split_row_level(meta)
+        meta, per_row = _split_row_level({**rel.metadata, **placed})
         per_row.update(mechanism=self.mechanism, epsilon_per_row=rel.epsilon, delta_per_row=rel.delta,
                        privacy_unit_of_these_figures="one stream element")
         composition.update(
@@ -525,15 +522,15 @@ class Windowed:
             reason=("each event lies in exactly one window and a unit keeps at most r rows over the whole "
                     "series, so it is in at most r windows (docs/privacy.md §Windows)"),
             neighbours="add or remove all rows of one privacy id")
-        meta.update(privacy_unit=PRIVACY_UNIT_ID, neighbours="add_remove_unit", route="bounded_memory",
+        unit = dict(privacy_unit=PRIVACY_UNIT_ID, neighbours="add_remove_unit", route="bounded_memory",
                     max_rows_per_unit=r, max_windows_per_unit=r,
                     bounding="per unit: its first r rows in input order over the whole series (all windows)",
                     epsilon=self._series[0], delta=self._series[1],
                     epsilon_requested=self._requested[0], delta_requested=self._requested[1],
                     group_privacy="(r·ε', δ'·Σ_{i<r} e^{iε'}) from the per-row (ε', δ')",
                     per_row_calibration=per_row, reference="docs/privacy.md §Windows")
-        return replace(rel, epsilon=self._series[0], delta=self._series[1],
-                       mechanism=f"unit.bounded_memory[{self.mechanism}]", metadata=meta)
+        return with_metadata(rel, unit, base=meta, epsilon=self._series[0], delta=self._series[1],
+                             mechanism=f"unit.bounded_memory[{self.mechanism}]")
 
     # -- driving ----------------------------------------------------------------------------
     def releases(self, batches: Iterable[tuple[Any, Any]]) -> Iterator[Release]:

@@ -50,7 +50,7 @@ Release<Key, std::int64_t> pmg(const MisraGries<Key>& mg, double epsilon, double
   if (k && L.kind == Length::Kind::unused) throw ParameterError("PMG with k needs a length (n̂ or a public n)");
   const Epsilon eps(epsilon);
   const std::uint64_t t = pmg_t(eps.value, delta);
-  const real tau = 1 + 2 * static_cast<real>(t);
+  const real tau = pmg_threshold(eps.value, delta);  // 1 + 2t (thresholds.hpp, the plan's τ too)
   const real hh = k ? L.n_hat / static_cast<real>(*k) : 0;
   const real cut = tau > hh ? tau : hh;
 
