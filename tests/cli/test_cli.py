@@ -457,7 +457,32 @@ def test_bad_utf8_and_truncated_gzip(capsys, tmp_path):
 def test_no_command_and_help(capsys):
     code, _, err = run(capsys)
     assert code == 2 and "top" in err
-    code, out, _ = run(capsys, "top", "--help")
+    code, out, _ = run(capsys, "top", "--help-all")
     assert code == 0 and "--epsilon" in out and "--max-stream-length" in out
+
+
+@pytest.mark.parametrize("command", ["top", "quantiles"])
+def test_the_short_help_has_examples_first_and_only_real_options(capsys, command):
+    import re
+    import shlex
+
+    from dpsketch.cli import _build_parser
+
+    for flag in ("--help", "-h"):
+        code, out, _ = run(capsys, command, flag)
+        assert code == 0 and len(out.splitlines()) <= 60
+        assert out.index("examples:") < out.index("input:")
+    full = run(capsys, command, "--help-all")[1]
+    named = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", out))
+    assert named and not {n for n in named if n not in full and n != "--help-all"}
+    # every example parses as written (the continuation lines joined)
+    text = out.replace("\\\n", " ")
+    examples = [ln.strip() for ln in text.split("examples:")[1].split("\n\n")[0].splitlines()
+                if ln.strip().startswith("dpsketch ")]
+    assert len(examples) >= 3
+    parser = _build_parser()
+    for line in examples:
+        argv = shlex.split(re.split(r"\s{2,}", line)[0])[1:]
+        parser.parse_args(argv)
 
 

@@ -150,11 +150,100 @@ _COMMANDS = {
 
 
 def _command(sub, name):
-    """The subcommand ``name``, run by ``dpsketch._commands.<name>`` (imported when it runs)."""
+    """The subcommand ``name``, run by ``dpsketch.cli.commands.<name>`` (imported when it runs).
+    A command with a short help (``_SHORT_HELP``) prints it for ``-h/--help`` and its full option
+    reference for ``--help-all``."""
     help_line, description = _COMMANDS[name]
-    p = sub.add_parser(name, help=help_line, description=description)
+    short = name in _SHORT_HELP
+    p = sub.add_parser(name, help=help_line, description=description, add_help=not short)
+    if short:
+        p.add_argument("-h", "--help", action=_ShortHelp, nargs=0, help="a short help with examples")
+        p.add_argument("--help-all", action="help", help="every option, grouped (also: dpsketch docs cli)")
     p.set_defaults(run=name)
     return p
+
+
+# The short helps: plain words and examples first, the common options by group; the full
+# reference is --help-all and docs/cli.md.
+_SHORT_HELP = {
+    "top": """\
+usage: dpsketch top [FILE|-] [options]
+
+The most frequent items of a file or stdin, released with differential privacy: a
+table of items with their noisy counts and 95% intervals; the run's privacy unit
+and guarantee go to stderr.
+
+examples:
+  dpsketch top access.log                          one item per line, one row = the unit
+  dpsketch top events.csv --column query --top-k 20
+  dpsketch top events.csv --column query --privacy-id user_id --max-keys-per-unit 10
+                                                   one person (all their rows) = the unit
+  dpsketch top events.csv --column query --k 200 --dry-run --plan-rows 1000000
+                                                   what a release would cost, reading nothing
+  dpsketch top events.csv --column query --time-column ts --window 1h
+  dpsketch top --demo                              the bundled retail stream
+
+input:
+  FILE                  text (one item a line), CSV/TSV, Parquet, Arrow; .gz ok; '-' = stdin
+  --column NAME         the item column of a CSV/Parquet/Arrow input
+  --on-bad-line MODE    error (default), skip or replace lines that cannot be read
+
+privacy:
+  --epsilon E, --delta D   the guarantee (default 1 and 1e-6)
+  --privacy-id COLUMN      one person is the unit: all rows with the same id
+  --max-keys-per-unit M    with --privacy-id: at most M distinct items per person
+  --budget FILE            charge the run to a budget file shared by several runs
+
+what to release:
+  --k K                 items of frequency about n/K or more (default 1000)
+  --top-k N             exactly N items (when N pass the threshold)
+  --dry-run             print the plan (guarantee, threshold, intervals) and stop
+
+output:
+  --json, --csv         the whole release, machine-readable
+  --show N              rows of the table (the release itself is never cut)
+  --quiet               no header on stderr
+
+Every option (windows, algorithms, lengths, seeds): dpsketch top --help-all
+The reference with examples: dpsketch docs cli
+""",
+    "quantiles": """\
+usage: dpsketch quantiles [FILE|-] [options]
+
+Quantiles of a numeric column, released with differential privacy.
+
+examples:
+  dpsketch quantiles lat.csv --column ms --method auto --bounds 1,5000 --epsilon 1
+  dpsketch quantiles lat.csv --column ms --bounds 0,5000 --rho 1 --q 0.5,0.99
+  dpsketch quantiles lat.csv --column ms --bounds 0,5000 --rho 1 \\
+      --privacy-id user_id --max-rows-per-unit 5      one person = the unit
+
+input:
+  FILE                  CSV/TSV, Parquet, Arrow or text (one number a line); '-' = stdin
+  --column NAME         the value column
+
+privacy and method:
+  --method M            dyadic (default: a sketch, bounded memory) or auto|exp|joint|recursive
+                        (in memory, a smaller rank error)
+  --bounds LO,HI        the public value range (values outside are clamped)
+  --epsilon E | --rho R the guarantee (pure DP, or zCDP for the dyadic sketch)
+  --privacy-id COLUMN   one person is the unit, with --max-rows-per-unit R
+  --dry-run             print the plan and stop (auto|exp|joint|recursive, --privacy-id)
+
+output:
+  --q Q1,Q2,...         the quantile levels (default 0.5,0.9,0.99)
+  --json, --csv         machine-readable output
+
+Every option: dpsketch quantiles --help-all
+The reference with examples: dpsketch docs cli
+""",
+}
+
+
+class _ShortHelp(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser._print_message(_SHORT_HELP[parser.prog.split()[-1]], sys.stdout)
+        parser.exit(0)
 
 
 def _input_options(p, what):
