@@ -486,3 +486,24 @@ def test_the_short_help_has_examples_first_and_only_real_options(capsys, command
         parser.parse_args(argv)
 
 
+
+
+def test_bash_completion_completes_the_options_of_a_command(capsys, tmp_path):
+    import shutil
+    import subprocess
+
+    pytest.importorskip("shtab")
+    code, script, _ = run(capsys, "completion", "bash")
+    assert code == 0 and "dpsketch" in script
+    if shutil.which("bash") is None:
+        pytest.skip("no bash")
+    (tmp_path / "dpsketch.bash").write_text(script)
+    probe = ('source "$1"; COMP_WORDS=(dpsketch "$2" "$3"); COMP_CWORD=2; COMP_LINE="dpsketch $2 $3"; '
+             'COMP_POINT=${#COMP_LINE}; fn=$(complete -p dpsketch | sed -E "s/.*-F ([^ ]+).*/\\1/"); '
+             '$fn dpsketch "$3" "$2"; echo "${COMPREPLY[@]}"')
+    for command, prefix, want in (("top", "--priv", "--privacy-id"), ("quantiles", "--max-rows", "--max-rows-per-unit"),
+                                  ("top", "--dry", "--dry-run")):
+        out = subprocess.run(["bash", "-c", probe, "probe", str(tmp_path / "dpsketch.bash"), command, prefix],
+                             capture_output=True, text=True, check=True).stdout.split()
+        assert want in out, (command, prefix, out)
+    assert run(capsys, "completion", "fish")[0] == 2

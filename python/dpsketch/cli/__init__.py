@@ -138,6 +138,13 @@ _COMMANDS = {
         "Without TOPIC: list the pages (algorithms, privacy, cli, ...) and where they are. "
         "With TOPIC: print that page (Markdown).",
     ),
+    "completion": (
+        "print a shell completion script (bash, zsh or tcsh)",
+        "Print the completion script of the dpsketch command for SHELL, generated from its options by "
+        "shtab. For bash: dpsketch completion bash > ~/.local/share/bash-completion/completions/dpsketch "
+        "(or 'source <(dpsketch completion bash)' in ~/.bashrc); zsh: write it as _dpsketch into a "
+        "folder of your $fpath.",
+    ),
     "audit": (
         "empirically audit the privacy of every mechanism (lower bounds on epsilon)",
         "Run built-in worst-case neighbouring inputs through each mechanism and report an "
@@ -523,6 +530,9 @@ def _build_parser() -> _Parser:
     d = _command(sub, "docs")
     d.add_argument("topic", nargs="?", metavar="TOPIC", help="page name, e.g. algorithms, privacy, cli")
     d.add_argument("--path", action="store_true", help="print the file's path (or the folder's) instead")
+
+    c = _command(sub, "completion")
+    c.add_argument("shell", choices=("bash", "zsh", "tcsh"), metavar="SHELL", help="bash, zsh or tcsh")
 
     a = _command(sub, "audit")
     a.add_argument("mechanisms", nargs="*", metavar="MECHANISM", help="mechanisms to audit (default: all)")

@@ -23,7 +23,7 @@ from ..io.input import RunError, UsageError, display, first_line
 from ..io.output import Column, Output, Progress, caps, json_default, label, num, totals
 from . import DEFAULT_K, DEFAULT_TOP, DEMO_DEFAULT_K
 
-__all__ = ["top", "quantiles", "budget", "docs", "audit"]
+__all__ = ["top", "quantiles", "budget", "docs", "completion", "audit"]
 
 # options of the row-level release that the user-level (--privacy-id) release does not take, and
 # those of the user-level release that the row-level one does not take
@@ -1378,6 +1378,18 @@ def budget(args) -> int:
 
 def _named(values: dict, names) -> str:
     return ", ".join(f"{name}={num(values[name])}" for name in names)
+
+
+def completion(args) -> int:
+    """The shell completion script of the whole command, generated from its parser by shtab."""
+    try:
+        import shtab
+    except ImportError:
+        raise RunError("shell completion needs shtab: pip install shtab") from None
+    from . import _build_parser
+
+    print(shtab.complete(_build_parser(), shell=args.shell))
+    return 0
 
 
 def docs(args) -> int:
