@@ -435,3 +435,19 @@ def test_csv_that_cannot_be_read_is_a_clear_error_not_a_traceback(capsys, tmp_pa
     line = one_error_line(err)
     assert match in line and "Traceback" not in err
     assert all(ch.isprintable() for ch in line)  # no raw bytes of the input echoed
+
+
+def test_a_column_on_stdin_implies_csv(tmp_path):
+    """``cat events.csv | dpsketch top --column q``: stdin has no name to tell its format, and a
+    named column means a table, so it is read as CSV (a file still needs a CSV/Parquet/Arrow name)."""
+    import subprocess
+    import sys
+
+    import dpsketch
+
+    env = dict(os.environ, PYTHONPATH=str(Path(dpsketch.__file__).resolve().parent.parent))
+    rows = "q,u\n" + "".join(f"hot,{i}\n" for i in range(3000))
+    out = subprocess.run([sys.executable, "-m", "dpsketch", "top", "--column", "q", "--k", "2", "--json", "-q"],
+                         input=rows, capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert [key for key, _ in json.loads(out.stdout)["items"]] == ["hot"]

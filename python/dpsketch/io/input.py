@@ -511,6 +511,9 @@ class Source:
                  max_line_bytes=DEFAULT_MAX_LINE_BYTES, on_bad_line="error", name_positions=False):
         self.path = "-" if path is None else os.fspath(path)
         self.format = format or detect_format(self.path)
+        if format is None and self.path == "-" and (column is not None or privacy_id is not None):
+            # a named column means a table: stdin, whose format no name tells, is read as CSV
+            self.format = "csv"
         if self.format not in FORMATS:
             raise InputUsageError(f"format must be one of {', '.join(FORMATS)}, got {self.format!r}")
         self.column = column
