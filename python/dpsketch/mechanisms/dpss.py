@@ -23,7 +23,7 @@ from ..accounting.budget import Budget, charging
 from ..accounting.calibration import calibrate, make_length, used_value
 from ..errors import ParameterError, ParameterTypeError
 from ..sketches._keys import Utf8Lines, batch_key_type, int_batch, normalize_batch
-from .._validation import check_int
+from .._validation import Options, check, check_int
 from ..release import Release, build_release
 from .top_k import check_top_k, select_top_k, top_k_capacity
 
@@ -38,9 +38,7 @@ TWO_PASS_MECHANISM = "DPSS[two-pass]"
 
 
 def check_cut(cut: str | None) -> str | None:
-    if cut not in CUTS:
-        raise ParameterError(f"cut must be 'n/k' or None, got {cut!r}")
-    return cut
+    return check("cut", cut, Options(CUTS))
 
 
 def apply_cut(raw: tuple, k: int, cut: str | None) -> tuple:

@@ -29,6 +29,7 @@ import numbers
 import numpy as np
 
 from .. import _seeds
+from .._validation import check
 from ..accounting.budget import Budget, charging
 from ..accounting.calibration import PRIVACY_UNIT, check_privacy_params, used_value
 from ..errors import ParameterError, ParameterTypeError
@@ -249,12 +250,7 @@ def _check_levels(qs) -> tuple[np.ndarray, bool]:
 def _check_bounds(bounds, positive: bool) -> tuple[float, float]:
     if bounds is None:
         raise ParameterError("bounds=(lo, hi) is required: a public range, chosen without looking at the data")
-    try:
-        lo, hi = (float(v) for v in bounds)
-    except (TypeError, ValueError):
-        raise ParameterTypeError("bounds must be a pair of numbers (lo, hi)") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ParameterError("bounds must be finite numbers with lo < hi, e.g. bounds=(0.0, 1000.0)")
+    lo, hi = check("bounds", bounds)
     if positive and not lo > 0:
         raise ParameterError("scale='log' needs bounds=(min_positive, max) with min_positive > 0 "
                              "(values below it are clamped up to it)")

@@ -24,7 +24,7 @@ import numpy as np
 from .. import _core
 from ..accounting.budget import Budget, charging
 from ..accounting.calibration import cell_sensitivities, noise_guarantee, used_value, zcdp_epsilon
-from .._validation import check_int
+from .._validation import check, check_int
 from ._guarded import Serialized, locked
 from ._keyed import FastUpdated
 from ._streams import streamed
@@ -42,25 +42,11 @@ _DEFAULT_MAX_NODES = 1 << 20
 
 
 def _check_bounds(bounds):
-    if bounds is None:
-        return None
-    try:
-        lo, hi = bounds
-        lo, hi = float(lo), float(hi)
-    except (TypeError, ValueError):
-        raise ParameterTypeError("bounds must be a pair of numbers (lo, hi)") from None
-    if not (math.isfinite(lo) and math.isfinite(hi)) or not lo < hi:
-        raise ParameterError("bounds must be finite numbers with lo < hi, e.g. bounds=(0.0, 1000.0)")
-    return lo, hi
+    return None if bounds is None else check("bounds", bounds)
 
 
 def _check_gamma(gamma):
-    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real):
-        raise ParameterTypeError(f"gamma must be a number in (0, 1), got {type(gamma).__name__}")
-    g = float(gamma)
-    if not 0 < g < 1:
-        raise ParameterError(f"gamma must be in (0, 1), got {gamma!r}")
-    return g
+    return check("gamma", gamma)
 
 
 def _shape(universe_bits, gamma, width, depth):
