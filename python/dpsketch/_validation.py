@@ -281,16 +281,19 @@ def check_int(name: str, value, lo: int, hi: int) -> int:
     return Interval(int, lo, hi).check(name, value)
 
 
-def validate_params(specs: Mapping[str, Constraint | str | None]) -> Callable:
+def validate_params(specs: Mapping[str, Constraint | str | None] | Iterable[str]) -> Callable:
     """Decorator: check the named arguments of every call before the function runs.
 
     ``specs`` maps a parameter name to a :class:`Constraint`, to a :data:`SPECS` name, or to
-    ``None`` (the :data:`SPECS` entry of the same name). An argument left at its default ``None``
-    is not checked (it means "not given"). The function receives its arguments unchanged."""
+    ``None`` (the :data:`SPECS` entry of the same name); a list of names takes each one's
+    :data:`SPECS` entry. An argument that is ``None`` is not checked (it means "not given"; the
+    function decides whether it may be left out). The function receives its arguments unchanged,
+    so its own narrower checks (a route's smaller limit) still apply after these."""
+    pairs = list(specs.items()) if isinstance(specs, Mapping) else [(name, None) for name in specs]
 
     def wrap(fn: Callable) -> Callable:
         sig = inspect.signature(fn)
-        resolved = {name: _spec(name, spec) for name, spec in specs.items()}
+        resolved = {name: _spec(name, spec) for name, spec in pairs}
         missing = set(resolved) - set(sig.parameters)
         if missing:
             raise ParameterError(f"validate_params: {fn.__qualname__} has no parameter {sorted(missing)}")

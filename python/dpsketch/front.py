@@ -23,6 +23,7 @@ from .accounting.budget import Budget
 from .errors import ParameterError, ParameterTypeError
 from .release import Release
 from .units import Person, Row, as_unit
+from ._validation import validate_params
 
 __all__ = ["heavy_hitters", "quantiles", "route_heavy_hitters", "route_quantiles", "HEAVY_HITTER_METHODS",
            "QUANTILE_METHODS"]
@@ -97,6 +98,7 @@ def _check_method(method: Any, table: dict) -> str:
     return method
 
 
+@validate_params(["epsilon", "delta", "k", "top_k", "seed", "capacity", "length_epsilon", "length_delta"])
 def heavy_hitters(
     data: Any, *, epsilon: float, delta: float, unit: Any = None, k: Optional[int] = None,
     top_k: Optional[int] = None, method: str = "auto", column: Optional[str] = None, budget: Optional[Budget] = None,
@@ -288,6 +290,7 @@ def _values(data: Any, column: Optional[str]):
     return data
 
 
+@validate_params(["epsilon", "delta", "rho", "bounds", "universe_bits", "seed"])
 def quantiles(
     data: Any, qs: Any, *, bounds: Any = None, epsilon: Optional[float] = None, delta: Optional[float] = None,
     rho: Optional[float] = None, unit: Any = None, method: str = "auto", column: Optional[str] = None,

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional, cast
 
 from . import _core
-from ._validation import check_int
+from ._validation import check_int, validate_params
 from .accounting.calibration import calibrate, used_value
 from .errors import ParameterError
 from .intervals import (DEFAULT_LEVEL, check_level, dlap_abs_tail_gt, dlap_sum_tail_ge, dlap_tail_gt, for_release, noise_log_tail)
@@ -404,6 +404,7 @@ def _bounded_memory(u: Person, epsilon, delta, *, k, capacity, n, level) -> dict
     return out
 
 
+@validate_params(["epsilon", "delta", "k", "top_k", "capacity", "length_epsilon", "length_delta", "level"])
 def plan_heavy_hitters(*, epsilon: float, delta: float, unit: Any = None, k: Optional[int] = None,
                        top_k: Optional[int] = None, method: str = "auto", capacity: Optional[int] = None,
                        passes: Optional[int] = None, cut: Any = "n/k", public_length: Optional[bool] = None,
@@ -436,6 +437,7 @@ def plan_heavy_hitters(*, epsilon: float, delta: float, unit: Any = None, k: Opt
 
 # -- quantiles -------------------------------------------------------------------------------------
 
+@validate_params(["epsilon", "delta", "rho", "bounds", "universe_bits", "level"])
 def plan_quantiles(qs: Any, *, bounds: Any = None, epsilon: Optional[float] = None, delta: Optional[float] = None,
                    rho: Optional[float] = None, unit: Any = None, method: str = "auto", scale: str = "linear",
                    relative_accuracy: float = 0.01, integer: bool = False, universe_bits: Optional[int] = None,

@@ -40,7 +40,7 @@ from .sketches.dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .release import Release
 from .sketches.linear import CountMin, CountSketch
 from .sketches.counters import MisraGries, SpaceSaving
-from ._validation import check_int
+from ._validation import check_int, validate_params
 from .time.windows import NS, WallClockReleaser, Windowed, assign, parse_duration, parse_instant, times_ns
 from .errors import InternalError, MissingDependencyError, ParameterError, ParameterTypeError
 from .mechanisms.top_k import check_top_k, top_k_capacity
@@ -235,6 +235,7 @@ def _summary_parts(df, kind, cls, proto_bytes) -> list:
 
 # -- heavy hitters -------------------------------------------------------------------------------
 
+@validate_params(["epsilon", "delta", "k", "top_k", "seed", "capacity", "length_epsilon", "length_delta", "max_keys_per_unit"])
 def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delta: float, route: str | None = None,
                   summary: str = "spacesaving", capacity: int | None = None, num_partitions: int | None = None,
                   rho_fraction: float = 0.9, gamma: float | None = None, width: int | None = None,
@@ -672,6 +673,7 @@ class QuantileRelease:
     privacy: dict = field(default_factory=dict)
 
 
+@validate_params(["rho", "epsilon", "bounds", "universe_bits", "seed", "max_rows_per_unit"])
 def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float | None = None,
               bounds=None, universe_bits: int | None = None, gamma: float = 0.01, seed: int | None = None,
               budget: Budget | None = None, privacy_id: str | None = None, max_rows_per_unit: int | None = None,
@@ -872,6 +874,7 @@ def _window_range(period, origin, start, end) -> tuple[int, int, int, int]:
     return p, o, (s - o) // p, (e - 1 - o) // p
 
 
+@validate_params(["epsilon", "delta", "k", "seed", "capacity", "length_epsilon", "length_delta"])
 def windowed_heavy_hitters(df, column: str, *, time_column: str, period: Any, start: Any, end: Any, k: int,
                            epsilon: float, delta: float, origin: Any = 0, summary: str = "spacesaving",
                            capacity: int | None = None, num_partitions: int | None = None,
@@ -996,6 +999,7 @@ class WindowedStream:
         return self.releases
 
 
+@validate_params(["epsilon", "delta", "k", "seed", "capacity", "length_epsilon", "length_delta"])
 def stream_heavy_hitters(df, column: str, *, time_column: str, period: Any, k: int, epsilon: float, delta: float,
                          start: Any = None, end: Any = None, origin: Any = 0, allowed_lateness: Any = 0,
                          summary: str = "spacesaving", capacity: int | None = None,

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Iterator, Optional, Union
 from .calibration import used_value, zcdp_epsilon, zcdp_rho_for
 from ..errors import BudgetExceededError, ReleaseBudgetError  # noqa: F401  (re-exported)
 from ..errors import ParameterError, ParameterTypeError
+from .._validation import Interval, validate_params
 
 if TYPE_CHECKING:
     from .ledger import FileBudget
@@ -86,6 +87,11 @@ def _number(name: str, v: object) -> float:
     return f
 
 
+# the caps a Budget takes: any finite positive epsilon or rho, delta in [0, 1) (0: pure DP only)
+_CAP = Interval(float, 0, None, closed="neither")
+_DELTA_CAP = Interval(float, 0, 1, closed="left")
+
+
 class Budget:
     """An accountant that private releases draw from (``release(..., budget=b)``,
     ``PrivateCountMin(..., budget=b)``, ...). See the module docstring for the composition rules.
@@ -105,6 +111,7 @@ class Budget:
     separate copy in its own memory: do not charge budgets there.
     """
 
+    @validate_params({"epsilon": _CAP, "delta": _DELTA_CAP, "rho": _CAP, "zcdp_delta": "zcdp_delta"})
     def __init__(
         self,
         epsilon: Optional[float] = None,

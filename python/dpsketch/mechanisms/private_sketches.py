@@ -13,7 +13,7 @@ from ..sketches._guarded import Publishable
 from ..sketches._keyed import Keyed, SerializedKeyed, locked
 from ..sketches._streams import streamed
 from .. import _seeds
-from .._validation import check_int
+from .._validation import check_int, validate_params
 from ..release import PRIVACY_UNIT, Release, build_release, calibrate, check_privacy_params, make_length
 from ..errors import ParameterError, ParameterTypeError
 
@@ -30,6 +30,7 @@ class _PrivateLinear(Publishable, SerializedKeyed):
     _count_min: bool
     _turnstile = True  # signed counts; the privacy unit stays one unit update (docs/privacy.md)
 
+    @validate_params(["width", "depth", "epsilon", "rho", "seed"])
     def __init__(self, width: int, depth: int, *, epsilon=None, rho=None, beta: float = 0.01, seed=None, key_type=None,
                  budget: Budget | None = None, neighbours: str = "add_remove"):
         self._width = check_int("width", width, 1, 2**31)
@@ -215,6 +216,7 @@ class _PrivateLinear(Publishable, SerializedKeyed):
         return self._impl.estimate_many(int_batch(items))
 
     @locked
+    @validate_params(["delta"])
     def release(self, *, allow_repeat: bool = False, delta: float | None = None) -> Release:
         """A :class:`Release` whose ``sketch`` is the noisy sketch as a publishable, read-only copy
         (serializable with to_bytes, queryable with estimate; its ``metadata`` is the release's).
@@ -319,6 +321,7 @@ class SketchHeavyHitters(Keyed):
 
     _family = 0
 
+    @validate_params(["k", "capacity", "epsilon", "delta", "seed"])
     def __init__(self, sketch: str = "countmin", k: int | None = None, capacity: int | None = None,
                  epsilon: float | None = None, delta: float | None = None, max_stream_length: int | None = None,
                  seed: int | None = None, *, width: int | None = None, depth: int | None = None, key_type=None,
@@ -380,6 +383,7 @@ class SketchHeavyHitters(Keyed):
                                        doc="True if built with seed=: the sketch noise is reproducible, NOT secret.")
 
     @locked
+    @validate_params(["seed"])
     def release(self, *, seed: int | None = None, allow_repeat: bool = False, budget: Budget | None = None) -> Release:
         """Publish the heavy hitters (§5). ``seed`` seeds only the length noise; the sketch noise was
         drawn at construction (from the constructor's ``seed``). The release is labelled

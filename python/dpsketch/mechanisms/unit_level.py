@@ -41,7 +41,7 @@ from ..errors import InternalError, ParameterError, ParameterTypeError
 from ..release import Release, with_intervals
 from ..sketches.counters import MisraGries, SpaceSaving
 from .top_k import gumbel_top_k
-from .._validation import check_int
+from .._validation import check_int, validate_params
 
 __all__ = ["PRIVACY_UNIT_ID", "BoundedContributions", "ContributionBounder", "UnitRowLimiter", "UnitStream", "bound_contributions",
            "bound_rows_per_unit", "release_bounded_counts", "release_unit_quantiles", "unit_calibration",
@@ -319,6 +319,7 @@ def _bounded_from_aggregates(keys: np.ndarray, counts: np.ndarray, m: int, c: in
     return BoundedContributions._sealed(k, n, m, c)
 
 
+@validate_params(["max_keys_per_unit", "max_rows_per_key", "seed"])
 def bound_contributions(keys, privacy_id, *, max_keys_per_unit: int, max_rows_per_key: int = 1,
                         seed: int | None = None) -> BoundedContributions:
     """Bound each privacy unit's contribution (docs/privacy.md §Privacy unit): per unit, the m
@@ -414,6 +415,7 @@ class ContributionBounder:
     conversion), numpy int or str arrays, lists, pandas Series. A column's batches must all hold
     ints or all strs; nulls, NaN and mixed types are refused."""
 
+    @validate_params(["max_keys_per_unit", "max_rows_per_key", "seed"])
     def __init__(self, *, max_keys_per_unit: int, max_rows_per_key: int = 1, seed: int | None = None):
         self._m, self._c = _check_bounds(max_keys_per_unit, max_rows_per_key)
         salt = _seeds.rng(seed, "salt")[0].next_u64()
@@ -531,6 +533,7 @@ def _exact_plan(epsilon, delta, m, c, noise, selection, k):
     return plan
 
 
+@validate_params(["epsilon", "delta", "max_keys_per_unit", "max_rows_per_key", "max_rows_per_unit", "noise"])
 def unit_release_cost(*, epsilon: float, delta: float, max_keys_per_unit: int, max_rows_per_key: int = 1,
                       max_rows_per_unit: int | None = None, noise: str = "gaussian") -> dict:
     """What (ε, δ, m, c) buys, before any data is read: for the exact route the threshold τ and the
@@ -545,6 +548,7 @@ def unit_release_cost(*, epsilon: float, delta: float, max_keys_per_unit: int, m
     return {"exact": exact, "bounded_memory": {"rows_per_unit": r, "epsilon_per_row": e1, "delta_per_row": d1}}
 
 
+@validate_params(["epsilon", "delta", "noise", "seed"])
 def release_bounded_counts(bounded: BoundedContributions, *, epsilon: float, delta: float, noise: str = "gaussian",
                            selection: str | None = None, k: int | None = None, seed: int | None = None,
                            budget: Budget | None = None) -> Release:
@@ -607,6 +611,7 @@ def _draw_release(bounded: BoundedContributions, plan: dict, rng) -> list[tuple]
     return list(zip(bounded.keys[order].tolist(), noisy[order].tolist()))
 
 
+@validate_params(["epsilon", "delta", "max_keys_per_unit", "max_rows_per_key", "noise", "seed"])
 def unit_heavy_hitters(keys, privacy_id, *, epsilon: float, delta: float, max_keys_per_unit: int,
                        max_rows_per_key: int = 1, noise: str = "gaussian", selection: str | None = None,
                        k: int | None = None, seed: int | None = None, budget: Budget | None = None) -> Release:
@@ -621,6 +626,7 @@ def unit_heavy_hitters(keys, privacy_id, *, epsilon: float, delta: float, max_ke
 
 # -- the bounded-memory route ---------------------------------------------------------------------
 
+@validate_params({"epsilon": None, "delta": None, "rows_per_unit": "max_rows_per_unit"})
 def unit_calibration(epsilon: float, delta: float, rows_per_unit: int) -> tuple[float, float]:
     """The per-row (ε', δ') at which an element-level mechanism is (ε, δ)-DP for a unit of at most
     ``rows_per_unit`` rows: group privacy, ε' = ε/r, δ' = δ(e^{ε/r} − 1)/(e^ε − 1) (docs/privacy.md
@@ -716,6 +722,7 @@ class UnitRowLimiter:
     NUL, which numpy's ``U`` and ``S`` would fold onto the id without them, are counted in a
     store of their own under their UTF-8 bytes and a 0x01 byte."""
 
+    @validate_params(["max_rows_per_unit"])
     def __init__(self, max_rows_per_unit: int):
         self.max_rows_per_unit = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
         count = np.min_scalar_type(self.max_rows_per_unit)
@@ -827,6 +834,7 @@ class UnitStream:
     more than r rows lose their later rows, not their first ones: choose r from the data's public
     description, never from the data."""
 
+    @validate_params(["capacity", "max_rows_per_unit"])
     def __init__(self, summary: str = "spacesaving", *, capacity: int, max_rows_per_unit: int,
                  key_type: str | None = None):
         if summary not in ("spacesaving", "misragries"):
@@ -858,6 +866,7 @@ class UnitStream:
         self._key_kind = kind
         self._summary.update_many(k[self._limiter.keep(u)])
 
+    @validate_params(["epsilon", "delta", "k", "length_epsilon", "length_delta", "seed"])
     def release(self, *, epsilon: float, delta: float, k: int | None = None, length_epsilon: float | None = None,
                 length_delta: float | None = None, seed: int | None = None, budget: Budget | None = None,
                 allow_repeat: bool = False) -> Release:
@@ -1002,6 +1011,7 @@ def _row_bound_mask(v: np.ndarray, u: np.ndarray, r: int, salt: int) -> np.ndarr
     return keep
 
 
+@validate_params(["max_rows_per_unit", "seed"])
 def bound_rows_per_unit(values, privacy_id, *, max_rows_per_unit: int, seed: int | None = None) -> np.ndarray:
     """A boolean mask of the rows kept when each privacy unit contributes at most r =
     ``max_rows_per_unit`` rows (docs/privacy.md §Privacy unit): per unit, the r rows with the
@@ -1088,6 +1098,7 @@ def _quantile_calibration(bits: int, exact: int, depth: int, r: int, rho, epsilo
             "rho": rho_used, "charge": charge, "requested": requested}
 
 
+@validate_params(["max_rows_per_unit", "bounds", "universe_bits", "rho", "epsilon", "delta"])
 def unit_quantiles_cost(*, max_rows_per_unit: int, bounds=None, universe_bits: int | None = None,
                         gamma: float = 0.01, rho: float | None = None, epsilon: float | None = None,
                         delta: float | None = None) -> dict:
@@ -1115,6 +1126,7 @@ def unit_quantiles_cost(*, max_rows_per_unit: int, bounds=None, universe_bits: i
             "epsilon": cal["epsilon"], "delta": cal["delta"], "rho": cal["rho"]}
 
 
+@validate_params(["max_rows_per_unit", "rho", "epsilon", "delta", "seed"])
 def release_unit_quantiles(sketch, qs, *, max_rows_per_unit: int, rho=None, epsilon=None, delta=None,
                            seed: int | None = None, budget: Budget | None = None, bounding: str,
                            front_end: str = "python") -> Release:
@@ -1171,6 +1183,7 @@ def release_unit_quantiles(sketch, qs, *, max_rows_per_unit: int, rho=None, epsi
                    mechanism=mechanism, n=None, metadata=meta, rho=rho_used)
 
 
+@validate_params(["max_rows_per_unit", "bounds", "universe_bits", "rho", "epsilon", "delta", "seed"])
 def unit_quantiles(values, privacy_id, qs, *, max_rows_per_unit: int, bounds=None, universe_bits: int | None = None,
                    gamma: float = 0.01, rho: float | None = None, epsilon: float | None = None,
                    delta: float | None = None, seed: int | None = None, budget: Budget | None = None) -> Release:

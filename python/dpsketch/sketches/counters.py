@@ -7,7 +7,7 @@ from ..accounting.budget import Budget, charging
 from ..accounting.calibration import used_value
 from ..errors import ParameterError, ParameterTypeError
 from ._keyed import SerializedKeyed, locked
-from .._validation import check_int
+from .._validation import check, validate_params
 from .. import _seeds
 from ..release import Release, build_release, calibrate, make_length
 
@@ -17,8 +17,9 @@ __all__ = ["MisraGries", "SpaceSaving"]
 class _CounterSummary(SerializedKeyed):
     _takes_table_hashes = True
 
+    @validate_params(["capacity"])
     def __init__(self, capacity: int, *, key_type: str | None = None) -> None:
-        self._capacity = check_int("capacity", capacity, 1, _core.MAX_CAPACITY)
+        self._capacity = check("capacity", capacity)
         super().__init__(key_type)
 
     def _make(self, key_type):
@@ -136,6 +137,7 @@ class MisraGries(_CounterSummary):
         """Internal order (tests): positive counts ascending, newest first per count, then zero keys."""
         return self._impl.items(True)
 
+    @validate_params(["epsilon", "delta", "k", "top_k", "seed", "length_epsilon", "length_delta"])
     def release(
         self, *, epsilon: float, delta: float, k: int | None = None, top_k: int | None = None,
         seed: int | None = None, public_length: bool = False, length_epsilon: float | None = None,
@@ -158,7 +160,7 @@ class MisraGries(_CounterSummary):
         """
         from ..mechanisms.top_k import check_top_k, top_k_capacity
 
-        kk = None if k is None else check_int("k", k, 1, 2**63 - 1)
+        kk = None if k is None else check("k", k)
         n_top = None if top_k is None else check_top_k(top_k)
         if kk is not None and n_top is not None:
             raise ParameterError("pass k= (keep noisy values >= n/k) or top_k= (exactly N items), not both")
@@ -213,6 +215,7 @@ class SpaceSaving(_CounterSummary):
         """Internal order (tests): counts ascending, newest first per count (first = next victim)."""
         return self._impl.items()
 
+    @validate_params(["epsilon", "delta", "k", "top_k", "seed", "length_epsilon", "length_delta"])
     def release(
         self, *, epsilon: float, delta: float, k: int | None = None, cut: str | None = "n/k",
         top_k: int | None = None, seed: int | None = None, public_length: bool = False,
@@ -256,7 +259,7 @@ class SpaceSaving(_CounterSummary):
         if k is None:
             raise ParameterError("SpaceSaving.release needs k= (keep items of frequency about n/k or more) or "
                             "top_k= (exactly N items)")
-        kk = check_int("k", k, 1, 2**63 - 1)
+        kk = check("k", k)
         if kk > self._capacity:
             raise ParameterError(
                 f"DPSS needs capacity >= k, got capacity={self._capacity} < k={kk}; "

@@ -24,7 +24,7 @@ import numpy as np
 from .. import _core
 from ..accounting.budget import Budget, charging
 from ..accounting.calibration import cell_sensitivities, noise_guarantee, used_value, zcdp_epsilon
-from .._validation import check, check_int
+from .._validation import check, check_int, validate_params
 from ._guarded import Serialized, locked
 from ._keyed import FastUpdated
 from ._streams import streamed
@@ -324,6 +324,7 @@ class DyadicCountSketch(_DyadicBase):
     _family = 5
     _native = _D.DyadicCountSketch
 
+    @validate_params(["universe_bits", "width", "depth", "bounds", "seed", "hash_seed"])
     def __init__(self, universe_bits: int = 32, *, gamma: float = 0.01, width=None, depth=None, bounds=None,
                  seed=None, hash_seed=None):
         bits, w, d, g = _shape(universe_bits, gamma, width, depth)
@@ -431,6 +432,7 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
     _family = 9
     _native = _D.PrivateDyadicCountSketch
 
+    @validate_params(["universe_bits", "width", "depth", "bounds", "epsilon", "rho", "seed"])
     def __init__(self, universe_bits: int = 32, *, gamma: float = 0.01, width=None, depth=None, bounds=None,
                  rho=None, epsilon=None, noise_allocation: str = "zhao", beta: float = 0.01,
                  neighbours: str = "add_remove", seed=None, budget: Budget | None = None):
@@ -702,6 +704,7 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
         return self.rank_intervals([x], level=level)[0]
 
     @locked
+    @validate_params(["delta"])
     def release(self, *, allow_repeat: bool = False, delta: float | None = None) -> Release:
         """A :class:`Release` whose ``sketch`` is the noisy hierarchy as a publishable, read-only
         copy (to_bytes, quantiles, ranks). It withholds the exact length and absorbed mass: ``n`` is

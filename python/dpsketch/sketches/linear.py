@@ -7,7 +7,7 @@ import numpy as np
 from .. import _core
 from ._keyed import SerializedKeyed, locked
 from .. import _seeds
-from .._validation import check_int
+from .._validation import check, validate_params
 from ..errors import ParameterError, ParameterTypeError
 
 __all__ = ["CountMin", "CountSketch"]
@@ -16,9 +16,10 @@ __all__ = ["CountMin", "CountSketch"]
 class _LinearSketch(SerializedKeyed):
     _turnstile = True  # update(x, count) / update_many(items, counts): signed counts (docs/privacy.md)
 
+    @validate_params(["width", "depth", "seed", "hash_seed"])
     def __init__(self, width: int, depth: int, seed=None, *, key_type=None, hash_seed=None):
-        self._width = check_int("width", width, 1, 2**31)
-        self._depth = check_int("depth", depth, 1, _core.MAX_DEPTH)
+        self._width = check("width", width)
+        self._depth = check("depth", depth)
         if self._width * self._depth > _core.MAX_CELLS:
             raise ParameterError(
                 f"width * depth must be at most {_core.MAX_CELLS} cells, got {self._width * self._depth}; "

@@ -54,7 +54,7 @@ from ..errors import InternalError, ParameterError, ParameterTypeError
 from ..mechanisms.private_sketches import PrivateCountMin, PrivateCountSketch
 from ..release import Release
 from ..sketches.linear import CountMin, CountSketch
-from .._validation import check_int
+from .._validation import check_int, validate_params
 
 __all__ = ["Cumulative", "Prefix", "Schedule", "Step", "SCHEDULES", "MAX_HORIZON", "schedule_for", "node_seed"]
 
@@ -372,6 +372,7 @@ class Cumulative:
     answer through step t (default: the last step fed).
     """
 
+    @validate_params(["epsilon", "rho", "delta", "seed"])
     def __init__(self, *, horizon: int, make: Callable[[], Any], rho: Optional[float] = None,
                  epsilon: Optional[float] = None, delta: Optional[float] = None, schedule: str = "auto",
                  seed: Optional[int] = None, budget: Optional[Budget] = None,

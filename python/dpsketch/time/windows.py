@@ -60,6 +60,7 @@ from ..mechanisms.unit_level import PRIVACY_UNIT_ID, UnitRowLimiter, _bounded_me
 from ..release import Release, calibrate
 from ..sketches.counters import MisraGries, SpaceSaving
 from ..errors import ParameterError, ParameterTypeError
+from .._validation import validate_params
 
 __all__ = ["Windowed", "WallClockReleaser", "assign", "window_seed", "parse_duration", "parse_instant", "CLOCKS"]
 
@@ -235,6 +236,7 @@ class Windowed:
     (``composition``).
     """
 
+    @validate_params(["epsilon", "delta", "k", "length_epsilon", "length_delta", "seed", "max_rows_per_unit"])
     def __init__(self, *, period: Any, make: Callable[[], Any], epsilon: float, delta: float,
                  k: Optional[int] = None, start: Any = None, end: Any = None, origin: Any = 0,
                  clock: str = "input", allowed_lateness: Any = 0, length_epsilon: Optional[float] = None,
