@@ -496,7 +496,10 @@ def plan(question: str, /, **params: Any) -> Plan:
     bounds=..., epsilon=..., unit=..., method=...)`` with the arguments of the front door of the
     same name minus the data (and its reading options: column, format, keys, seed, budget), plus
     ``n=`` (a public planning assumption on the number of rows) and ``level=`` (of the interval
-    half-width, default 0.95). Returns a :class:`Plan`; ``print`` it for a short table."""
+    half-width, default 0.95). Returns a :class:`Plan`; ``print`` it for a short table.
+
+    :param question: ``'heavy_hitters'`` or ``'quantiles'``: which front door to plan
+    """
     if question == "heavy_hitters":
         return plan_heavy_hitters(**params)
     if question == "quantiles":

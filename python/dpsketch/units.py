@@ -25,7 +25,10 @@ __all__ = ["Row", "Person", "Unit", "as_unit"]
 @dataclass(frozen=True)
 class Row:
     """The privacy unit is one row. ``public_length=True`` treats the exact number of rows as
-    public (neighbours then replace a row instead of adding or removing one)."""
+    public (neighbours then replace a row instead of adding or removing one).
+
+    :ivar public_length: treat the exact number of rows as public (neighbours replace a row)
+    """
 
     public_length: bool = False
 

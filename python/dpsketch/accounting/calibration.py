@@ -65,7 +65,11 @@ def used_value(x: float) -> Fraction:
 
 
 def zcdp_epsilon(rho: float, delta: float) -> float:
-    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (docs/algorithms.md §1)."""
+    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (docs/algorithms.md §1).
+
+    :param rho: ρ of the ρ-zCDP guarantee
+    :param delta: δ of the (ε, δ)-DP guarantee asked for, in (0, 1)
+    """
     return _R.zcdp_epsilon(float(rho), float(delta))
 
 

@@ -356,6 +356,12 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
     Returns a :class:`dpsketch.Release` whose ``items`` are the (q, value) pairs in the order of
     ``qs`` (``release.values()`` gives the values), with ``delta`` 0 and the guarantee in
     ``metadata``.
+
+    :param bounds: ``(lo, hi)``: a public value range (never read off the data); values outside are
+        clamped
+    :param epsilon: ε of the pure ε-DP release
+    :param scale: ``'linear'`` or ``'log'`` (positive heavy-tailed data; bounds=(min_positive, max))
+    :param integer: integer data with ties (integer bounds); answers are integers
     """
     levels, (lo, hi), eps, alpha = check_params(qs, bounds=bounds, epsilon=epsilon, method=method, scale=scale,
                                                 relative_accuracy=relative_accuracy, integer=integer)

@@ -104,7 +104,10 @@ class Serialized(Guarded):
     @classmethod
     def from_bytes(cls: type[_S], data: bytes | bytearray | memoryview) -> _S:
         """Rebuild from ``to_bytes()`` output. Corrupt or mismatched bytes raise
-        :class:`dpsketch.CorruptBytesError` (a ValueError)."""
+        :class:`dpsketch.CorruptBytesError` (a ValueError).
+
+        :param data: bytes written by ``to_bytes()``
+        """
         from ..errors import CorruptBytesError
         from ..release import ReleaseGuard
 
@@ -166,6 +169,10 @@ class Publishable(Serialized):
 
     @classmethod
     def from_bytes(cls: type[_S], data: bytes | bytearray | memoryview) -> _S:
+        """Rebuild from ``to_bytes()`` output; a published copy keeps its stream length withheld.
+
+        :param data: bytes written by ``to_bytes()``
+        """
         obj = super().from_bytes(data)
         if obj._published and not obj._impl.length_withheld:
             obj._impl.withhold_length()  # published bytes that still carry n (and mass): drop them here

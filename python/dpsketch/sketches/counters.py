@@ -119,6 +119,8 @@ class MisraGries(_CounterSummary):
     ``f(x) - E <= estimate(x) <= f(x)`` and ``E <= (n - sum of counts)/(capacity+1) <= n/(capacity+1)``,
     also after further updates and merges. Equal counts in a merged state are ordered by key (no
     recency order exists across parts); zero-count keys are dropped.
+
+    :param key_type: ``'int'`` or ``'str'`` to fix the key type now (default: the first batch decides)
     """
 
     _natives = {"int": _core.MisraGriesInt, "str": _core.MisraGriesStr}
@@ -157,6 +159,16 @@ class MisraGries(_CounterSummary):
         ``seed`` makes the noise reproducible and NOT secret (experiments only).
         A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
         ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
+
+        :param epsilon: ε of the release's (ε, δ)-DP guarantee
+        :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+        :param top_k: release exactly N items (the N largest noisy values) whenever N pass the
+            threshold
+        :param public_length: treat the exact stream length as public (replace-one neighbours) instead
+            of paying for a noisy one
+        :param length_delta: unused by PMG (its length estimate for ``k`` needs no δ); an error without ``k``
+        :param allow_repeat: release again although this object was released before (the privacy loss
+            composes)
         """
         from ..mechanisms.top_k import check_top_k, top_k_capacity
 
@@ -197,6 +209,8 @@ class SpaceSaving(_CounterSummary):
     further updates. While slots are free a merged summary has ``min_count() == E`` (its floor) and a
     newcomer starts at E + 1, so counts may sum to more than n. Equal counts in a merged state are
     ordered by key (largest key evicted first); the recency tie rule describes unmerged summaries only.
+
+    :param key_type: ``'int'`` or ``'str'`` to fix the key type now (default: the first batch decides)
     """
 
     _natives = {"int": _core.SpaceSavingInt, "str": _core.SpaceSavingStr}
@@ -241,6 +255,15 @@ class SpaceSaving(_CounterSummary):
         ``seed`` makes the noise reproducible and NOT secret.
         A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
         ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
+
+        :param epsilon: ε of the release's (ε, δ)-DP guarantee
+        :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+        :param top_k: release exactly N items (the N largest noisy values) whenever N pass the
+            threshold
+        :param public_length: treat the exact stream length as public (replace-one neighbours) instead
+            of paying for a noisy one
+        :param allow_repeat: release again although this object was released before (the privacy loss
+            composes)
         """
         from ..mechanisms.dpss import check_cut
         from ..mechanisms.top_k import check_top_k, top_k_capacity

@@ -105,7 +105,10 @@ class _DyadicBase(FastUpdated, Serialized):
 
     @locked
     def level_cells(self, level: int) -> np.ndarray:
-        """A copy of one level's cells: shape (2^level,) for an exact level, (depth, width) otherwise."""
+        """A copy of one level's cells: shape (2^level,) for an exact level, (depth, width) otherwise.
+
+        :param level: the level ℓ of the hierarchy, in [1, universe_bits]
+        """
         return self._impl.level_cells(check_int("level", level, 1, self.universe_bits))
 
     # -- item mapping ---------------------------------------------------------------------------
@@ -231,12 +234,19 @@ class _DyadicBase(FastUpdated, Serialized):
     @locked
     def rank(self, x) -> float:
         """Estimated number of items < x (x in [0, 2^L]; with bounds, a value: items in lower
-        buckets). Sum of ≤ L node estimates (docs/algorithms.md §6)."""
+        buckets). Sum of ≤ L node estimates (docs/algorithms.md §6).
+
+        :param x: a position (a value of the universe, or of ``bounds``)
+        """
         return float(self._rank_at(self._position(x)))
 
     @locked
     def range_count(self, lo, hi) -> float:
-        """Estimated number of items in [lo, hi): rank(hi) − rank(lo)."""
+        """Estimated number of items in [lo, hi): rank(hi) − rank(lo).
+
+        :param lo: the first position of the range (inclusive)
+        :param hi: the end of the range (exclusive)
+        """
         a, b = self._position(lo), self._position(hi)
         if b < a:
             raise ParameterError("range_count needs lo <= hi")
@@ -254,14 +264,20 @@ class _DyadicBase(FastUpdated, Serialized):
 
     @locked
     def quantile(self, q: float):
-        """Smallest x whose estimated rank(x + 1) reaches q·n, by descent from the root (monotone in q)."""
+        """Smallest x whose estimated rank(x + 1) reaches q·n, by descent from the root (monotone in q).
+
+        :param q: a quantile level in [0, 1]
+        """
         if isinstance(q, bool) or not isinstance(q, numbers.Real):
             raise ParameterTypeError("q must be a number in [0, 1]")
         return self._value(int(self._impl.quantiles(self._targets([q]))[0]))
 
     @locked
     def quantiles(self, qs) -> np.ndarray:
-        """quantile(q) for every q (a numpy array: uint64 items, or float values with bounds)."""
+        """quantile(q) for every q (a numpy array: uint64 items, or float values with bounds).
+
+        :param qs: the quantile levels, each in [0, 1]
+        """
         buckets = self._impl.quantiles(self._targets(qs))
         if self.bounds is None:
             return buckets
@@ -270,7 +286,10 @@ class _DyadicBase(FastUpdated, Serialized):
     @locked
     def cdf(self, xs) -> np.ndarray:
         """Estimated fraction of items ≤ x for each x: rank(x + 1)/n (items' buckets ≤ x's bucket).
-        One native call for the whole batch (GIL released)."""
+        One native call for the whole batch (GIL released).
+
+        :param xs: positions (values of the universe, or of ``bounds``)
+        """
         total = self._total()
         pos = np.array([self._position(x) for x in np.atleast_1d(np.asarray(xs)).tolist()], dtype=object)
         top = 2**self.universe_bits
@@ -319,6 +338,10 @@ class DyadicCountSketch(_DyadicBase):
     ``width``/``depth`` override it. ``bounds=(lo, hi)`` maps real values into the universe.
     ``seed`` seeds the public hash functions (random if None; docs/privacy.md §Seeds); merge needs
     equal hash seeds. ``hash_seed`` gives the public hash seed itself (e.g. of a published sketch).
+
+    :param universe_bits: L: the values are integers in [0, 2^L) (or ``bounds`` mapped onto 2^L buckets)
+    :param bounds: ``(lo, hi)``: a public value range (never read off the data); values outside are
+        clamped
     """
 
     _family = 5
@@ -427,6 +450,20 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
     ``seed`` makes hash seeds and noise reproducible and NOT secret (experiments only).
     ``budget=`` (a :class:`dpsketch.Budget`) is charged ρ or ε at construction, before the noise is
     drawn. Publish ``release()``: a read-only copy that withholds n (docs/privacy.md §Publishing).
+
+    :param universe_bits: L: the values are integers in [0, 2^L) (or ``bounds`` mapped onto 2^L buckets)
+    :param gamma: the target rank error γ of Zhao's shape, in (0, 1) (ignored when both width and depth
+        are given)
+    :param width: counters per row of the sketch
+    :param depth: rows (hash functions) of the sketch
+    :param bounds: ``(lo, hi)``: a public value range (never read off the data); values outside are
+        clamped
+    :param noise_allocation: ``'zhao'`` (an even split over the levels) or ``'joint'`` (one σ² over all
+        levels)
+    :param beta: failure probability of the stated error bounds, in (0, 1)
+    :param neighbours: ``'add_remove'`` (default) or ``'replace'``: the neighbour relation the noise is
+        calibrated for
+    :param budget: a :class:`dpsketch.Budget` charged ρ or ε at construction, before the noise is drawn
     """
 
     _family = 9
@@ -498,7 +535,19 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
         """Privatise a non-private (e.g. merged) sketch once: noise added at the aggregator
         (docs/algorithms.md §8). With the seed the sketch's hashes came from, the cells equal those of
         a PrivateDyadicCountSketch built with that seed on the same stream. ``budget`` is charged
-        as at construction, before the noise is drawn."""
+        as at construction, before the noise is drawn.
+
+        :param sketch: a non-private DyadicCountSketch, read and left unchanged
+        :param rho: ρ-zCDP of the noise (discrete Gaussian)
+        :param epsilon: pure ε-DP of the noise (discrete Laplace) instead of ``rho``
+        :param noise_allocation: ``'zhao'`` (an even split over the levels) or ``'joint'`` (one σ²
+            over all levels)
+        :param beta: failure probability of the stated error bounds, in (0, 1)
+        :param neighbours: ``'add_remove'`` (default) or ``'replace'``: the neighbour relation the
+            noise is calibrated for
+        :param seed: a user seed: reproducible noise (and hash functions), NOT secret; None: the
+            secure generator
+        """
         if type(sketch) is not DyadicCountSketch:
             raise ParameterTypeError(f"from_sketch takes a DyadicCountSketch, got {type(sketch).__name__}")
         obj = cls.__new__(cls)
@@ -680,7 +729,10 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
         over all positions (a union over the 2^L positions of the exact noise sums) and
         [low, high] = [t − s, t + s]. With ``bounds``, ranks count buckets: "items <= value" are the
         items of value's bucket and below. Needs a hierarchy of exact levels only (a universe of at most
-        ``exact_levels`` bits): CountSketch levels add a collision error no published quantity bounds."""
+        ``exact_levels`` bits): CountSketch levels add a collision error no published quantity bounds.
+
+        :param qs: the quantile levels, each in [0, 1]
+        """
         from ..intervals import check_level, uniform_rank_halfwidth
 
         alpha = 1.0 - check_level(level)
@@ -700,7 +752,11 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
                 for v, t in zip(np.atleast_1d(values), targets)]
 
     def rank_interval(self, x, *, level: float = 0.95) -> tuple:
-        """(estimated rank, low, high) of one position: :meth:`rank_intervals` of [x]."""
+        """(estimated rank, low, high) of one position: :meth:`rank_intervals` of [x].
+
+        :param x: a position (a value of the universe, or of ``bounds``)
+        :param level: the coverage probability of the interval, in (0, 1)
+        """
         return self.rank_intervals([x], level=level)[0]
 
     @locked
@@ -711,10 +767,18 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
         None, the bytes hold n = 0 and the mass bound max ``|cell|`` (docs/privacy.md §Publishing).
         ``delta`` (zCDP only) records the (ε, δ)-DP conversion in the metadata. A second release
         raises unless ``allow_repeat=True`` (docs/algorithms.md §0); releasing a published copy
-        releases it again (nothing new is revealed)."""
+        releases it again (nothing new is revealed).
+
+        :param allow_repeat: release again although this object was released before (the privacy loss
+            composes)
+        """
         return self._publish(allow_repeat, delta)
 
     def merge(self, other):
+        """Always refused (a ParameterTypeError): private sketches do not merge, their noise would add up.
+
+        :param other: the sketch that would be merged in
+        """
         raise ParameterTypeError("private sketches do not merge (their noise would add up); merge non-private "
                         "DyadicCountSketch objects and privatise once with PrivateDyadicCountSketch.from_sketch")
 
