@@ -23,7 +23,7 @@ from .accounting.budget import Budget
 from .errors import ParameterError, ParameterTypeError
 from .release import Release
 from .units import Person, Row, as_unit
-from ._validation import validate_params
+from ._validation import Options, check, validate_params
 
 __all__ = ["heavy_hitters", "quantiles", "route_heavy_hitters", "route_quantiles", "HEAVY_HITTER_METHODS",
            "QUANTILE_METHODS"]
@@ -91,11 +91,7 @@ def _finish(rel: Release, unit, method: str) -> Release:
 
 
 def _check_method(method: Any, table: dict) -> str:
-    if not isinstance(method, str):
-        raise ParameterTypeError(f"method must be a str, got {type(method).__name__}")
-    if method != "auto" and method not in table:
-        raise ParameterError(f"method must be 'auto' or one of {', '.join(table)}, got {method!r}")
-    return method
+    return check("method", method, Options(("auto", *table)))
 
 
 @validate_params(["epsilon", "delta", "k", "top_k", "seed", "capacity", "length_epsilon", "length_delta"])
