@@ -21,7 +21,7 @@ import functools
 import inspect
 import math
 import numbers
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar, cast
 
 from . import _core
 from .errors import ParameterError, ParameterTypeError
@@ -30,7 +30,7 @@ __all__ = ["Constraint", "Interval", "Options", "Instance", "Pair", "NoneOr", "S
            "validate_params", "parse_text", "describe", "message"]
 
 
-def _number(x) -> str:
+def _number(x: float) -> str:
     """A limit as the messages print it: 2**n (- 1) for the large powers of two, else the number."""
     if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) < 2**70):
         v = int(x)
@@ -276,12 +276,15 @@ def check(name: str, value: Any, spec: Constraint | str | None = None) -> Any:
     return _spec(name, spec).check(name, value)
 
 
-def check_int(name: str, value, lo: int, hi: int) -> int:
+def check_int(name: str, value: Any, lo: int, hi: int) -> int:
     """``value`` as an int in [lo, hi] (:func:`check` with ``Interval(int, lo, hi)``)."""
-    return Interval(int, lo, hi).check(name, value)
+    return int(Interval(int, lo, hi).check(name, value))
 
 
-def validate_params(specs: Mapping[str, Constraint | str | None] | Iterable[str]) -> Callable:
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def validate_params(specs: Mapping[str, Constraint | str | None] | Iterable[str]) -> Callable[[_F], _F]:
     """Decorator: check the named arguments of every call before the function runs.
 
     ``specs`` maps a parameter name to a :class:`Constraint`, to a :data:`SPECS` name, or to
@@ -291,7 +294,7 @@ def validate_params(specs: Mapping[str, Constraint | str | None] | Iterable[str]
     so its own narrower checks (a route's smaller limit) still apply after these."""
     pairs = list(specs.items()) if isinstance(specs, Mapping) else [(name, None) for name in specs]
 
-    def wrap(fn: Callable) -> Callable:
+    def wrap(fn: _F) -> _F:
         sig = inspect.signature(fn)
         resolved = {name: _spec(name, spec) for name, spec in pairs}
         missing = set(resolved) - set(sig.parameters)
@@ -301,7 +304,7 @@ def validate_params(specs: Mapping[str, Constraint | str | None] | Iterable[str]
         kinds = {name: p.kind for name, p in sig.parameters.items()}
 
         @functools.wraps(fn)
-        def checked(*args, **kwargs):
+        def checked(*args: Any, **kwargs: Any) -> Any:
             for name, con in resolved.items():
                 if name in kwargs:
                     value = kwargs[name]
@@ -316,7 +319,7 @@ def validate_params(specs: Mapping[str, Constraint | str | None] | Iterable[str]
             return fn(*args, **kwargs)
 
         checked.__validated__ = dict(resolved)  # type: ignore[attr-defined]
-        return checked
+        return cast(_F, checked)
 
     return wrap
 
