@@ -150,3 +150,30 @@ def test_the_same_bad_value_gets_the_same_message_everywhere(name, bad, lib, arg
         with pytest.raises(ParameterError) as e2:
             spark(S, bad)
         assert str(e2.value) == msg
+
+
+def test_the_public_entry_points_check_through_the_validator():
+    from dpsketch import plans
+    from dpsketch.mechanisms import private_sketches as P
+    from dpsketch.sketches import dyadic as D
+
+    entry = [dpsketch.heavy_hitters, dpsketch.quantiles, plans.plan_heavy_hitters,
+             plans.plan_quantiles, dpsketch.SpaceSaving.__init__, dpsketch.SpaceSaving.release,
+             dpsketch.MisraGries.release, dpsketch.CountMin.__init__, D.DyadicCountSketch.__init__,
+             D.PrivateDyadicCountSketch.__init__, D.PrivateDyadicCountSketch.release, P.PrivateCountMin.__init__,
+             P.PrivateCountMin.release, P.SketchHeavyHitters.__init__, P.SketchHeavyHitters.release,
+             dpsketch.Budget.__init__, dpsketch.Windowed.__init__, dpsketch.Cumulative.__init__,
+             U.unit_heavy_hitters, U.unit_quantiles, U.bound_contributions, U.bound_rows_per_unit,
+             U.release_bounded_counts, U.release_unit_quantiles, U.unit_release_cost, U.unit_quantiles_cost,
+             U.unit_calibration, U.ContributionBounder.__init__, U.UnitStream.__init__, U.UnitStream.release,
+             U.UnitRowLimiter.__init__]
+    S = _spark()
+    if S is not None:
+        entry += [S.heavy_hitters, S.quantiles, S.windowed_heavy_hitters, S.stream_heavy_hitters]
+    for fn in entry:
+        specs = getattr(fn, "__validated__", None)
+        assert specs, fn.__qualname__
+        if fn is dpsketch.Budget.__init__:
+            continue  # a budget's caps are not a release's parameters (any epsilon > 0, delta in [0, 1))
+        for name, con in specs.items():  # a shared name always means the shared spec
+            assert name not in V.SPECS or con is V.SPECS[name], (fn.__qualname__, name)
