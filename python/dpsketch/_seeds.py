@@ -26,7 +26,7 @@ import hashlib
 import secrets
 
 from . import _core
-from ._validation import check_int
+from ._validation import check, check_int
 from .errors import ParameterError
 
 __all__ = ["check_user_seed", "derive_seed", "hash_seed", "rng"]
@@ -34,7 +34,7 @@ __all__ = ["check_user_seed", "derive_seed", "hash_seed", "rng"]
 
 def check_user_seed(seed) -> int | None:
     """None, or the seed as an integer in [0, 2**64)."""
-    return None if seed is None else check_int("seed", seed, 0, 2**64 - 1)
+    return None if seed is None else check("seed", seed)
 
 
 def derive_seed(seed: int, label: str) -> int:
@@ -50,7 +50,7 @@ def hash_seed(seed, given=None) -> int:
     if given is not None:
         if seed is not None:
             raise ParameterError("pass seed= (a user seed) or hash_seed= (a published hash seed), not both")
-        return check_int("hash_seed", given, 0, 2**64 - 1)
+        return check("hash_seed", given)
     s = check_user_seed(seed)
     return secrets.randbits(64) if s is None else derive_seed(s, "hash")
 

@@ -23,6 +23,7 @@ from .accounting.budget import Budget
 from .errors import ParameterError, ParameterTypeError
 from .release import Release
 from .units import Person, Row, as_unit
+from ._validation import Options, check, validate_params
 
 __all__ = ["heavy_hitters", "quantiles", "route_heavy_hitters", "route_quantiles", "HEAVY_HITTER_METHODS",
            "QUANTILE_METHODS"]
@@ -90,13 +91,10 @@ def _finish(rel: Release, unit, method: str) -> Release:
 
 
 def _check_method(method: Any, table: dict) -> str:
-    if not isinstance(method, str):
-        raise ParameterTypeError(f"method must be a str, got {type(method).__name__}")
-    if method != "auto" and method not in table:
-        raise ParameterError(f"method must be 'auto' or one of {', '.join(table)}, got {method!r}")
-    return method
+    return check("method", method, Options(("auto", *table)))
 
 
+@validate_params(["epsilon", "delta", "k", "top_k", "seed", "capacity", "length_epsilon", "length_delta"])
 def heavy_hitters(
     data: Any, *, epsilon: float, delta: float, unit: Any = None, k: Optional[int] = None,
     top_k: Optional[int] = None, method: str = "auto", column: Optional[str] = None, budget: Optional[Budget] = None,
@@ -288,6 +286,7 @@ def _values(data: Any, column: Optional[str]):
     return data
 
 
+@validate_params(["epsilon", "delta", "rho", "bounds", "universe_bits", "seed"])
 def quantiles(
     data: Any, qs: Any, *, bounds: Any = None, epsilon: Optional[float] = None, delta: Optional[float] = None,
     rho: Optional[float] = None, unit: Any = None, method: str = "auto", column: Optional[str] = None,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from ._validation import check
 from .accounting.calibration import dgauss_tail_gt
 from .errors import ParameterError, ParameterTypeError
 
@@ -32,12 +33,8 @@ LENGTH_SHARE = 0.1  # of the miss probability 1 - level, spent on the length bou
 
 
 def check_level(level) -> float:
-    if isinstance(level, bool) or not isinstance(level, (int, float)):
-        raise ParameterTypeError(f"level must be a number in (0, 1), got {type(level).__name__}")
-    lv = float(level)
-    if not (0 < lv < 1):
-        raise ParameterError(f"level must be in (0, 1) (e.g. 0.95), got {level!r}")
-    return lv
+    """``level`` as a float in (0, 1) (the shared spec ``level``)."""
+    return check("level", level)
 
 
 # -- exact tails of the integer noise laws (docs/privacy.md §Noise (§1)) -----------------------------

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional, cast
 
 from . import _core
-from ._validation import check_int
+from ._validation import check_int, validate_params
 from .accounting.calibration import calibrate, used_value
 from .errors import ParameterError
 from .intervals import (DEFAULT_LEVEL, check_level, dlap_abs_tail_gt, dlap_sum_tail_ge, dlap_tail_gt, for_release, noise_log_tail)
@@ -406,6 +406,7 @@ def _bounded_memory(u: Person, epsilon, delta, *, k, capacity, n, level) -> dict
     return out
 
 
+@validate_params(["epsilon", "delta", "k", "top_k", "capacity", "length_epsilon", "length_delta", "level"])
 def plan_heavy_hitters(*, epsilon: float, delta: float, unit: Any = None, k: Optional[int] = None,
                        top_k: Optional[int] = None, method: str = "auto", capacity: Optional[int] = None,
                        passes: Optional[int] = None, cut: Any = "n/k", public_length: Optional[bool] = None,
@@ -438,6 +439,7 @@ def plan_heavy_hitters(*, epsilon: float, delta: float, unit: Any = None, k: Opt
 
 # -- quantiles -------------------------------------------------------------------------------------
 
+@validate_params(["epsilon", "delta", "rho", "bounds", "universe_bits", "level"])
 def plan_quantiles(qs: Any, *, bounds: Any = None, epsilon: Optional[float] = None, delta: Optional[float] = None,
                    rho: Optional[float] = None, unit: Any = None, method: str = "auto", scale: str = "linear",
                    relative_accuracy: float = 0.01, integer: bool = False, universe_bits: Optional[int] = None,
@@ -495,7 +497,10 @@ def plan(question: str, /, **params: Any) -> Plan:
     bounds=..., epsilon=..., unit=..., method=...)`` with the arguments of the front door of the
     same name minus the data (and its reading options: column, format, keys, seed, budget), plus
     ``n=`` (a public planning assumption on the number of rows) and ``level=`` (of the interval
-    half-width, default 0.95). Returns a :class:`Plan`; ``print`` it for a short table."""
+    half-width, default 0.95). Returns a :class:`Plan`; ``print`` it for a short table.
+
+    :param question: ``'heavy_hitters'`` or ``'quantiles'``: which front door to plan
+    """
     if question == "heavy_hitters":
         return plan_heavy_hitters(**params)
     if question == "quantiles":

@@ -40,7 +40,7 @@ from .sketches.dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from .release import Release
 from .sketches.linear import CountMin, CountSketch
 from .sketches.counters import MisraGries, SpaceSaving
-from ._validation import check_int
+from ._validation import check_int, validate_params
 from .time.windows import NS, WallClockReleaser, Windowed, assign, parse_duration, parse_instant, times_ns
 from .errors import InternalError, MissingDependencyError, ParameterError, ParameterTypeError
 from .mechanisms.top_k import check_top_k, top_k_capacity
@@ -149,6 +149,10 @@ def summarize(df, column: str, factory: Callable[[], Any]):
     Nulls are skipped. A failed and retried task contributes once (Spark keeps only the output of
     the successful attempt). Counter summaries come back merged (docs/algorithms.md §8) and cannot
     be released privately; linear sketches can (``PrivateCountSketch.from_sketch`` & co).
+
+    :param df: a Spark DataFrame
+    :param column: the column to summarise
+    :param factory: returns an empty MisraGries, SpaceSaving, CountMin, CountSketch or DyadicCountSketch
     """
     _require_spark()
     proto = factory()
@@ -235,6 +239,7 @@ def _summary_parts(df, kind, cls, proto_bytes) -> list:
 
 # -- heavy hitters -------------------------------------------------------------------------------
 
+@validate_params(["epsilon", "delta", "k", "top_k", "seed", "capacity", "length_epsilon", "length_delta", "max_keys_per_unit"])
 def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delta: float, route: str | None = None,
                   summary: str = "spacesaving", capacity: int | None = None, num_partitions: int | None = None,
                   rho_fraction: float = 0.9, gamma: float | None = None, width: int | None = None,
@@ -309,6 +314,18 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
     per distinct key and partition, and depth·width noisy cells on the driver).
 
     ``seed`` makes all noise reproducible and NOT secret (experiments/tests only).
+
+    :param df: a Spark DataFrame
+    :param column: the column of ``df`` holding the keys
+    :param epsilon: ε of the release's (ε, δ)-DP guarantee
+    :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+    :param route: ``'exact'``, ``'counters'`` or ``'sketch'`` (default: chosen as described above)
+    :param public_length: treat the exact stream length as public (replace-one neighbours) instead of
+        paying for a noisy one
+    :param noise: the exact route's noise: ``'gaussian'`` (default) or ``'laplace'``
+    :param selection: ``'gumbel'`` with ``privacy_id`` and ``k``: the k passing keys a Gumbel selection
+        ranks first
+    :param top_k: release exactly N items (the N largest noisy values) whenever N pass the threshold
     """
     _require_spark()
     if top_k is not None:
@@ -664,7 +681,11 @@ class QuantileRelease:
     """Private quantiles: ``values[i]`` answers ``qs[i]``; ``sketch`` is the published noisy
     hierarchy (further queries are post-processing), None for the unit-level route (whose noisy
     hierarchy is not published: its bytes record only the row-level neighbour relation, which the
-    row-bounded data do not satisfy); ``privacy`` the guarantee."""
+    row-bounded data do not satisfy); ``privacy`` the guarantee.
+
+    :ivar qs: the quantile levels asked for
+    :ivar values: the released value of each level
+    """
 
     qs: list
     values: list
@@ -672,6 +693,7 @@ class QuantileRelease:
     privacy: dict = field(default_factory=dict)
 
 
+@validate_params(["rho", "epsilon", "bounds", "universe_bits", "seed", "max_rows_per_unit"])
 def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float | None = None,
               bounds=None, universe_bits: int | None = None, gamma: float = 0.01, seed: int | None = None,
               budget: Budget | None = None, privacy_id: str | None = None, max_rows_per_unit: int | None = None,
@@ -691,7 +713,20 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
     ties by value and j), then the same sketch, noised once on the driver by
     :func:`dpsketch.privacy_unit.release_unit_quantiles` for a unit of r rows (docs/privacy.md
     §Privacy unit). ``delta`` then converts ρ to (ε, δ), or with ``epsilon`` asks for Gaussian
-    noise at (ε, δ). The result's ``sketch`` is None and ``privacy`` states the unit's guarantee."""
+    noise at (ε, δ). The result's ``sketch`` is None and ``privacy`` states the unit's guarantee.
+
+    :param df: a Spark DataFrame
+    :param column: the numeric column
+    :param qs: the quantile levels, each in [0, 1]
+    :param rho: ρ of a ρ-zCDP guarantee (discrete Gaussian noise) instead of ε
+    :param bounds: ``(lo, hi)``: a public value range (never read off the data); values outside are
+        clamped
+    :param universe_bits: L: the values are integers in [0, 2^L) (or ``bounds`` mapped onto 2^L buckets)
+    :param gamma: the target rank error γ of Zhao's shape, in (0, 1) (ignored when both width and depth
+        are given)
+    :param seed: a user seed: reproducible noise (and hash functions), NOT secret; None: the secure
+        generator
+    """
     from pyspark.sql import functions as F
 
     _require_spark()
@@ -872,6 +907,7 @@ def _window_range(period, origin, start, end) -> tuple[int, int, int, int]:
     return p, o, (s - o) // p, (e - 1 - o) // p
 
 
+@validate_params(["epsilon", "delta", "k", "seed", "capacity", "length_epsilon", "length_delta"])
 def windowed_heavy_hitters(df, column: str, *, time_column: str, period: Any, start: Any, end: Any, k: int,
                            epsilon: float, delta: float, origin: Any = 0, summary: str = "spacesaving",
                            capacity: int | None = None, num_partitions: int | None = None,
@@ -892,7 +928,26 @@ def windowed_heavy_hitters(df, column: str, *, time_column: str, period: Any, st
     user seed ``window_seed(seed, i)``; ``budget`` is charged (ε, δ) once for the whole series
     (:meth:`Budget.disjoint`), before Spark reads a row. One Spark job builds all windows' summaries (one per window and
     partition); the releases are drawn on the driver. Returns the releases in window order; each
-    carries ``metadata["window"]`` and ``metadata["composition"]``."""
+    carries ``metadata["window"]`` and ``metadata["composition"]``.
+
+    :param df: a Spark DataFrame
+    :param column: the column of ``df`` holding the keys
+    :param period: the window length (a duration: seconds, ``'1h'``, ``'15min'``, a timedelta)
+    :param k: the frequency cut n/k of each window
+    :param epsilon: ε of each window's release (the series' by parallel composition)
+    :param delta: δ of each window's release
+    :param origin: an instant where a window starts (default the epoch)
+    :param summary: ``'spacesaving'`` (DPSS, default) or ``'misragries'`` (PMG)
+    :param capacity: counters of the summary
+    :param public_length: treat the exact stream length as public (replace-one neighbours) instead of
+        paying for a noisy one
+    :param length_epsilon: the ε share spent on the noisy stream length (default ε/10)
+    :param length_delta: the δ share spent on the length bound (default δ/10)
+    :param cut: ``'n/k'`` (default) also drops released values below n̂/k; None keeps all above the
+        threshold
+    :param seed: a user seed: reproducible noise (and hash functions), NOT secret; None: the secure
+        generator
+    """
     from pyspark.sql import functions as F
 
     _require_spark()
@@ -966,7 +1021,10 @@ class WindowedStream:
     order (each also went to ``on_release``). :meth:`stop` stops the query and ends the series:
     windows not yet released are released at once (through ``end`` when it was given, else
     through the window open now). :meth:`advance` releases the windows due now (a clock thread
-    does it at each deadline anyway)."""
+    does it at each deadline anyway).
+
+    :param releaser: the :class:`~dpsketch.time.windows.WallClockReleaser` that releases the windows
+    """
 
     def __init__(self, query, releaser: WallClockReleaser, releases: list) -> None:
         self.query, self._releaser, self._releases = query, releaser, releases
@@ -987,6 +1045,10 @@ class WindowedStream:
         self._releaser.advance()
 
     def await_termination(self, timeout: float | None = None):
+        """Wait until the streaming query ends (``StreamingQuery.awaitTermination``).
+
+        :param timeout: seconds to wait at most (None: until the query ends)
+        """
         return self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()
 
     def stop(self) -> list[Release]:
@@ -996,6 +1058,7 @@ class WindowedStream:
         return self.releases
 
 
+@validate_params(["epsilon", "delta", "k", "seed", "capacity", "length_epsilon", "length_delta"])
 def stream_heavy_hitters(df, column: str, *, time_column: str, period: Any, k: int, epsilon: float, delta: float,
                          start: Any = None, end: Any = None, origin: Any = 0, allowed_lateness: Any = 0,
                          summary: str = "spacesaving", capacity: int | None = None,
@@ -1025,7 +1088,24 @@ def stream_heavy_hitters(df, column: str, *, time_column: str, period: Any, k: i
     ``trigger`` is passed to ``DataStreamWriter.trigger`` (e.g. ``{"processingTime": "10 seconds"}``);
     ``checkpoint_location`` to the writer. The series' state lives in this process, not in the
     checkpoint: a restarted query is a new series (charged again). Needs a classic session (on
-    Spark Connect the ``foreachBatch`` function runs in the server's Python, away from this state)."""
+    Spark Connect the ``foreachBatch`` function runs in the server's Python, away from this state).
+
+    :param df: a Spark DataFrame
+    :param column: the column of ``df`` holding the keys
+    :param time_column: the column of event times (epoch seconds or a timestamp)
+    :param period: the window length (a duration: seconds, ``'1h'``, ``'15min'``, a timedelta)
+    :param k: the frequency cut n/k of each window
+    :param epsilon: ε of each window's release (the series' by parallel composition)
+    :param delta: δ of each window's release
+    :param origin: an instant where a window starts (default the epoch)
+    :param summary: ``'spacesaving'`` (DPSS, default) or ``'misragries'`` (PMG)
+    :param capacity: counters of the summary
+    :param length_epsilon: the ε share spent on the noisy stream length (default ε/10)
+    :param length_delta: the δ share spent on the length bound (default δ/10)
+    :param seed: a user seed: reproducible noise (and hash functions), NOT secret; None: the secure
+        generator
+    :param max_wait: the longest the clock thread sleeps between checks of the deadlines, in seconds
+    """
     from pyspark.sql import functions as F
 
     _require_spark()

@@ -16,24 +16,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
-from ._validation import check_int
+from ._validation import check
 from .errors import ParameterError, ParameterTypeError
 
 __all__ = ["Row", "Person", "Unit", "as_unit"]
-
-_MAX_BOUND = 1 << 20
 
 
 @dataclass(frozen=True)
 class Row:
     """The privacy unit is one row. ``public_length=True`` treats the exact number of rows as
-    public (neighbours then replace a row instead of adding or removing one)."""
+    public (neighbours then replace a row instead of adding or removing one).
+
+    :ivar public_length: treat the exact number of rows as public (neighbours replace a row)
+    """
 
     public_length: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.public_length, bool):
-            raise ParameterTypeError(f"public_length must be True or False, got {self.public_length!r}")
+        check("public_length", self.public_length)
 
     def describe(self) -> dict:
         """The unit as the release metadata states it."""
@@ -67,10 +67,10 @@ class Person:
         if isinstance(self.id, str) and not self.id:
             raise ParameterError("Person(id=...) needs a non-empty column name")
         if self.max_keys is not None:
-            check_int("max_keys", self.max_keys, 1, _MAX_BOUND)
-        check_int("max_rows_per_key", self.max_rows_per_key, 1, _MAX_BOUND)
+            check("max_keys", self.max_keys)
+        check("max_rows_per_key", self.max_rows_per_key)
         if self.max_rows is not None:
-            check_int("max_rows", self.max_rows, 1, _MAX_BOUND * _MAX_BOUND)
+            check("max_rows", self.max_rows)
         if self.max_keys is not None and self.max_rows is not None:
             raise ParameterError("give Person one contribution bound: max_keys (the exact route) or max_rows "
                                  "(the bounded-memory route), not both")

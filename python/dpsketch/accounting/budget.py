@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Iterator, Optional, Union
 from .calibration import used_value, zcdp_epsilon, zcdp_rho_for
 from ..errors import BudgetExceededError, ReleaseBudgetError  # noqa: F401  (re-exported)
 from ..errors import ParameterError, ParameterTypeError
+from .._validation import Interval, validate_params
 
 if TYPE_CHECKING:
     from .ledger import FileBudget
@@ -44,7 +45,13 @@ Number = Union[int, float, Fraction]
 @dataclass(frozen=True)
 class Spend:
     """One ledger entry: the mechanism and what it spent (ε and δ of an (ε, δ)-DP spend, or ρ of a
-    zCDP spend; the other fields are 0)."""
+    zCDP spend; the other fields are 0).
+
+    :ivar mechanism: the name of the charge
+    :ivar epsilon: ε charged (0 for a zCDP charge)
+    :ivar delta: δ charged
+    :ivar rho: ρ charged (0 for an (ε, δ) charge)
+    """
 
     mechanism: str
     epsilon: float
@@ -86,6 +93,11 @@ def _number(name: str, v: object) -> float:
     return f
 
 
+# the caps a Budget takes: any finite positive epsilon or rho, delta in [0, 1) (0: pure DP only)
+_CAP = Interval(float, 0, None, closed="neither")
+_DELTA_CAP = Interval(float, 0, 1, closed="left")
+
+
 class Budget:
     """An accountant that private releases draw from (``release(..., budget=b)``,
     ``PrivateCountMin(..., budget=b)``, ...). See the module docstring for the composition rules.
@@ -103,8 +115,14 @@ class Budget:
     twice the cap. Keep the Budget in the process that runs the releases and record a spend made
     elsewhere with :meth:`spend`. A forked child process (``multiprocessing`` with fork) holds a
     separate copy in its own memory: do not charge budgets there.
+
+    :param epsilon: the cap on the total ε of an (ε, δ)-DP budget (any number > 0)
+    :param delta: the cap on the total δ, in [0, 1) (0: pure-DP charges only)
+    :param rho: the cap on the total ρ of a ρ-zCDP budget instead (any number > 0)
+    :param zcdp_delta: the δ share reserved to convert ρ-zCDP charges to (ε, δ)-DP (default δ/2)
     """
 
+    @validate_params({"epsilon": _CAP, "delta": _DELTA_CAP, "rho": _CAP, "zcdp_delta": "zcdp_delta"})
     def __init__(
         self,
         epsilon: Optional[float] = None,
@@ -157,7 +175,13 @@ class Budget:
         """A budget kept in a JSON ledger file that several processes can share
         (:class:`dpsketch.budget_file.FileBudget`): created with these caps when ``path`` does not
         exist, loaded when it does (caps given must then equal the stored ones). Every charge locks
-        the file, re-reads it, checks the cap and replaces the file atomically."""
+        the file, re-reads it, checks the cap and replaces the file atomically.
+
+        :param epsilon: the ε cap of a new file (a present file must have the same caps)
+        :param delta: the δ cap of a new file
+        :param rho: the ρ cap of a new zCDP file
+        :param zcdp_delta: the δ share reserved to convert ρ-zCDP charges to (ε, δ)-DP (default δ/2)
+        """
         from .ledger import FileBudget
 
         return FileBudget.open(path, epsilon=epsilon, delta=delta, rho=rho, zcdp_delta=zcdp_delta)
@@ -237,7 +261,13 @@ class Budget:
     ) -> Iterator[None]:
         """Check the spend (raising :class:`BudgetExceededError` if it does not fit), run the body
         holding the budget's lock, and record the spend only if the body succeeds. Releases draw
-        their noise inside or after the body, never before the check."""
+        their noise inside or after the body, never before the check.
+
+        :param mechanism: a name for the charge in the ledger
+        :param epsilon: ε of the charge
+        :param delta: δ of the charge
+        :param rho: ρ of a zCDP charge instead of (ε, δ)
+        """
         eps, dlt, r = (self._amount(n, v) for n, v in (("epsilon", epsilon), ("delta", delta), ("rho", rho)))
         with self._charge_scope():
             new = self._admit(mechanism, eps, dlt, r)
@@ -245,7 +275,13 @@ class Budget:
             self._commit(mechanism, new, eps, dlt, r)
 
     def check(self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0) -> None:
-        """Raise :class:`BudgetExceededError` if the spend would not fit now; records nothing."""
+        """Raise :class:`BudgetExceededError` if the spend would not fit now; records nothing.
+
+        :param mechanism: a name for the charge in the ledger
+        :param epsilon: ε of the spend to test
+        :param delta: δ of the spend to test
+        :param rho: ρ of a zCDP spend to test
+        """
         eps, dlt, r = (self._amount(n, v) for n, v in (("epsilon", epsilon), ("delta", delta), ("rho", rho)))
         with self._charge_scope():
             self._admit(mechanism, eps, dlt, r)
@@ -292,7 +328,13 @@ class Budget:
 
     def spend(self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0) -> None:
         """Record a spend made outside dpsketch (values used as given, no rounding); raises
-        :class:`BudgetExceededError` and records nothing if it does not fit."""
+        :class:`BudgetExceededError` and records nothing if it does not fit.
+
+        :param mechanism: a name for the charge in the ledger
+        :param epsilon: ε of the spend
+        :param delta: δ of the spend
+        :param rho: ρ of a zCDP spend instead of (ε, δ)
+        """
         if not isinstance(mechanism, str):
             raise ParameterTypeError(f"mechanism must be a str, got {type(mechanism).__name__}")
         with self.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho):
@@ -306,7 +348,12 @@ class Budget:
         composition (docs/privacy.md §Windows). Smaller part caps are for a privacy unit that
         spans several parts, where (ε, δ) is what group privacy makes of the parts' figures (the
         caller's argument). Raises :class:`BudgetExceededError` and records nothing if (ε, δ)
-        does not fit."""
+        does not fit.
+
+        :param mechanism: a name for the charge in the ledger
+        :param epsilon: ε charged once for all the disjoint parts
+        :param delta: δ charged once for all the disjoint parts
+        """
         pe = epsilon if part_epsilon is None else part_epsilon
         pd = delta if part_delta is None else part_delta
         if self._amount("part_epsilon", pe) > self._amount("epsilon", epsilon) or \
@@ -362,7 +409,12 @@ class DisjointScope:
     budget was charged (ε, δ) once; that covers every part only because each data record lies in
     exactly one part (docs/privacy.md §Windows), which the caller guarantees by construction. A
     key is served once: asking for it again raises ``ValueError``, since two budgets for one slice
-    would let it spend twice."""
+    would let it spend twice.
+
+    :param mechanism: the name of the charge
+    :param epsilon: ε charged once for all the parts
+    :param delta: δ charged once for all the parts
+    """
 
     def __init__(self, mechanism: str, epsilon: Number, delta: Number = 0) -> None:
         self.mechanism = mechanism

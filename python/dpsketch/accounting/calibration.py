@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .. import _core
+from .._validation import check
 from ..errors import ParameterError, ParameterTypeError
 
 __all__ = ["PRIVACY_UNIT", "Guarantee", "calibrate", "cell_sensitivities", "check_privacy_params", "make_length",
@@ -52,20 +53,9 @@ class Guarantee:
 
 
 def check_privacy_params(epsilon, delta, *, name="epsilon", delta_name="delta"):
-    """Validate ε > 0 (finite) and δ in (0, 1); return them as floats."""
-    for nm, v in ((name, epsilon), (delta_name, delta)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) and not hasattr(v, "__float__"):
-            raise ParameterTypeError(f"{nm} must be a number, got {type(v).__name__}")
-    e, d = float(epsilon), float(delta)
-    if not math.isfinite(e) or e <= 0:
-        raise ParameterError(f"{name} must be a finite number > 0, got {epsilon!r}")
-    if e > 2**31 - 1:
-        raise ParameterError(f"{name} must be below 2**31, got {epsilon!r}")
-    if e < 2**-32:
-        raise ParameterError(f"{name} must be at least 2**-32 (it is rounded down to a multiple of 2**-32), got {epsilon!r}")
-    if not (0 < d < 1):
-        raise ParameterError(f"{delta_name} must be in (0, 1), got {delta!r}")
-    return e, d
+    """Validate ε (a number in [2^-32, 2^31 - 1]) and δ in (0, 1) against the shared specs
+    (:data:`dpsketch._validation.SPECS`); return them as floats."""
+    return check(name, epsilon, "epsilon"), check(delta_name, delta, "delta")
 
 
 def used_value(x: float) -> Fraction:
@@ -86,7 +76,11 @@ def split_over_parts(total: float, parts: int, *, what: str = "the budget", part
 
 
 def zcdp_epsilon(rho: float, delta: float) -> float:
-    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (docs/algorithms.md §1)."""
+    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (docs/algorithms.md §1).
+
+    :param rho: ρ of the ρ-zCDP guarantee
+    :param delta: δ of the (ε, δ)-DP guarantee asked for, in (0, 1)
+    """
     return _R.zcdp_epsilon(float(rho), float(delta))
 
 

@@ -110,7 +110,13 @@ class FileBudget(Budget):
     @classmethod
     def create(cls, path: PathLike, *, epsilon: Optional[float] = None, delta: Optional[float] = None,
                rho: Optional[float] = None, zcdp_delta: Optional[float] = None) -> "FileBudget":
-        """A new budget file with these caps; :class:`BudgetFileError` if ``path`` exists."""
+        """A new budget file with these caps; :class:`BudgetFileError` if ``path`` exists.
+
+        :param epsilon: the ε cap of the new file
+        :param delta: the δ cap of the new file
+        :param rho: the ρ cap of a new zCDP file
+        :param zcdp_delta: the δ share reserved to convert ρ-zCDP charges to (ε, δ)-DP (default δ/2)
+        """
         return cls._open(path, epsilon, delta, rho, zcdp_delta, create_only=True)
 
     @classmethod

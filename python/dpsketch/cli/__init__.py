@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import os
 import sys
 
@@ -62,50 +61,39 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
-def _float_in(name, ok, requirement):
-    """argparse type: a float for which ok(v) holds, else one line saying `name must be <requirement>`."""
+def _param(name, spec=None):
+    """argparse type: the option's text read and checked by the library's own spec of ``name``
+    (:func:`dpsketch._validation.parse_text`), so the same value gets the same limits and the same
+    message as in a library call; ``spec``: a constraint of an option only the command line has."""
 
     def conv(text):
+        from .. import _validation  # imported when an option is read: --help and --version load no numpy
+
         try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
-        if not (math.isfinite(v) and ok(v)):
-            raise argparse.ArgumentTypeError(f"{name} must be {requirement}, got {text}")
-        return v
+            return _validation.parse_text(name, text, spec() if callable(spec) else spec)
+        except ValueError as exc:  # ParameterError / ParameterTypeError
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
     return conv
 
 
-def _positive_float(name):
-    return _float_in(name, lambda v: v > 0, "a finite number > 0")
+def _at_least(kind, lo, hi=None, closed="both"):
+    """A constraint for an option only the command line has (built when it is read)."""
+    def make():
+        from .._validation import Interval
+
+        return Interval(kind, lo, hi, closed)
+    return make
 
 
-_delta = _float_in("delta", lambda v: 0.0 < v < 1.0, "strictly between 0 and 1")
-_oversample = _float_in("oversample (capacity/k)", lambda v: v >= 1, "a number >= 1")
-
-
-def _int_at_least(name, lo, hi=None):
-    def conv(text):
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
-        if v < lo or (hi is not None and v > hi):
-            bound = f">= {lo}" if hi is None else f"between {lo} and {hi}"
-            raise argparse.ArgumentTypeError(f"{name} must be an integer {bound}, got {text}")
-        return v
-
-    return conv
-
-
-_seed = _int_at_least("seed", 0, 2**64 - 1)
+_delta = _param("delta")
+_seed = _param("seed")
 
 
 def _max_length(text):
     if text == "auto":
         return "auto"
-    return _int_at_least("max-stream-length", 1)(text)
+    return _param("max_stream_length", _at_least(int, 1))(text)
 
 
 # help line and description of each command (its handler is the function of that name in dpsketch._commands)
@@ -267,9 +255,9 @@ def _input_options(p, what):
     g.add_argument("--delimiter", metavar="CHAR", help="CSV field delimiter (default ',' or tab for .tsv)")
     g.add_argument("--no-header", action="store_true", help="the CSV file has no header row")
     g.add_argument("--encoding", default="utf-8", help="text/CSV encoding (default utf-8)")
-    g.add_argument("--chunk-size", type=_int_at_least("chunk-size", 1), default=DEFAULT_CHUNK,
+    g.add_argument("--chunk-size", type=_param("chunk_size", _at_least(int, 1)), default=DEFAULT_CHUNK,
                    metavar="N", help=f"{what} per batch (default {DEFAULT_CHUNK:,})")
-    g.add_argument("--max-line-length", type=_int_at_least("max-line-length", 1),
+    g.add_argument("--max-line-length", type=_param("max_line_length", _at_least(int, 1)),
                    default=DEFAULT_MAX_LINE_BYTES, metavar="BYTES",
                    help="longest line (text) or row (CSV) accepted; longer input is an error, so "
                         f"input without newlines cannot exhaust memory (default {DEFAULT_MAX_LINE_BYTES:,})")
@@ -334,22 +322,22 @@ def _top_parser(sub):
     m.add_argument("--algorithm", "-a", choices=ALGORITHMS,
                    help="summary: spacesaving (DPSS, default), misragries (PMG), countmin or "
                         "countsketch (noisy sketch + candidate set)")
-    m.add_argument("--frequency-k", "--k", "-k", dest="k", type=_int_at_least("k", 1), default=None, metavar="K",
+    m.add_argument("--frequency-k", "--k", "-k", dest="k", type=_param("k"), default=None, metavar="K",
                    help="frequency cut n/K: release the items whose frequency is about n/K or more "
                         f"(n = stream length; default {DEFAULT_K}, i.e. 0.1%% of the stream). NOT 'the top K': "
                         "at most ~K items can pass and often far fewer; for exactly N items use --top-k N. "
                         "--k and -k are older spellings")
-    m.add_argument("--top-k", type=_int_at_least("top-k", 1, 2**31), metavar="N",
+    m.add_argument("--top-k", type=_param("top_k"), metavar="N",
                    help="exact-k: release exactly N items (the N largest noisy counts) whenever N items pass "
                         "the threshold, instead of a frequency cut; the summary gets --oversample*N counters "
                         "(default 64*N) and DPSS its lowest threshold, and the header says how many items "
                         "qualified. Same (epsilon, delta): the ranking reads only the release. With "
                         "--privacy-id: together with --selection gumbel")
-    m.add_argument("--epsilon", "-e", type=_positive_float("epsilon"), default=1.0,
+    m.add_argument("--epsilon", "-e", type=_param("epsilon"), default=1.0,
                    help="privacy parameter epsilon > 0 (default 1.0)")
     m.add_argument("--delta", "-d", type=_delta, default=1e-6,
                    help="privacy parameter delta in (0, 1) (default 1e-6)")
-    m.add_argument("--oversample", type=_oversample,
+    m.add_argument("--oversample", type=_param("oversample", _at_least(float, 1)),
                    help="capacity / K, i.e. counters or candidates per target item (default 2); with "
                         "--top-k, capacity / N (default 64)")
     m.add_argument("--cut", choices=("n/k", "none"), default=None,
@@ -364,7 +352,7 @@ def _top_parser(sub):
                    help="countmin/countsketch: public upper bound on the number of items, fixed "
                         "before reading ('auto', only with --public-length: count a file in a first "
                         "pass; Parquet: row count). Ignored by spacesaving/misragries")
-    m.add_argument("--length-epsilon", type=_positive_float("length-epsilon"), metavar="EPS",
+    m.add_argument("--length-epsilon", type=_param("length_epsilon"), metavar="EPS",
                    help="the part of --epsilon spent on the noisy stream length (default epsilon/10); "
                         "the release's total stays (epsilon, delta)")
     m.add_argument("--public-length", action="store_true",
@@ -380,12 +368,12 @@ def _top_parser(sub):
         "--algorithm, --k, --oversample and the length options do not apply); stdin, or "
         "--max-rows-per-unit, takes the bounded-memory route (dpsketch.UnitStream: the first R rows of "
         "each id into a SpaceSaving or MisraGries summary, released by DPSS or PMG for one id).")
-    u.add_argument("--max-keys-per-unit", type=_int_at_least("max-keys-per-unit", 1), metavar="M",
+    u.add_argument("--max-keys-per-unit", type=_param("max_keys_per_unit"), metavar="M",
                    help="m: the most distinct items one privacy id contributes (required with --privacy-id; "
                         "a unit with more keeps m of them, chosen by a salted hash)")
-    u.add_argument("--max-rows-per-key", type=_int_at_least("max-rows-per-key", 1), metavar="C",
+    u.add_argument("--max-rows-per-key", type=_param("max_rows_per_key"), metavar="C",
                    help="c: the most rows one privacy id contributes to one item (default 1)")
-    u.add_argument("--max-rows-per-unit", type=_int_at_least("max-rows-per-unit", 1), metavar="R",
+    u.add_argument("--max-rows-per-unit", type=_param("max_rows_per_unit"), metavar="R",
                    help="the bounded-memory route: the most rows one privacy id contributes (its first R in "
                         "the input's order; default with stdin: m*c); with --window, over the whole series")
     u.add_argument("--noise", choices=("gaussian", "laplace"),
@@ -396,7 +384,7 @@ def _top_parser(sub):
                         "(half of epsilon pays for the ranking)")
     o = _output_options(t, "print the release as JSON", "print rank,item,noisy_count as CSV",
                         "no header, notes or progress bar on stderr")
-    o.add_argument("--show", "--top", "-n", dest="top", type=_int_at_least("show", 0), default=None, metavar="N",
+    o.add_argument("--show", "--top", "-n", dest="top", type=_param("show", _at_least(int, 0)), default=None, metavar="N",
                    help=f"print at most N rows of the table, its largest noisy counts (display only; default "
                         f"{DEFAULT_TOP}, or all N with --top-k N; 0 prints all). --json and --csv always write "
                         "the whole release. It selects nothing privately: for exactly N items use --top-k N. "
@@ -449,12 +437,12 @@ def _quantiles_parser(sub):
     m.add_argument("--q", default="0.5,0.9,0.99", metavar="Q1,Q2,...",
                    help="quantile levels in [0, 1] (default 0.5,0.9,0.99)")
     budget = m.add_mutually_exclusive_group()
-    budget.add_argument("--rho", type=_positive_float("rho"), help="zCDP budget (discrete Gaussian noise)")
-    budget.add_argument("--epsilon", "-e", type=_positive_float("epsilon"), help="pure-DP budget (discrete Laplace)")
+    budget.add_argument("--rho", type=_param("rho"), help="zCDP budget (discrete Gaussian noise)")
+    budget.add_argument("--epsilon", "-e", type=_param("epsilon"), help="pure-DP budget (discrete Laplace)")
     m.add_argument("--bounds", metavar="LO,HI", help="public value range; values outside are clamped")
-    m.add_argument("--universe-bits", type=_int_at_least("universe-bits", 1, 64), metavar="L",
+    m.add_argument("--universe-bits", type=_param("universe_bits"), metavar="L",
                    help="L: 2^L buckets (default 32 with --bounds); without --bounds, values are integers in [0, 2^L)")
-    m.add_argument("--gamma", type=_float_in("gamma", lambda v: 0 < v < 1, "strictly between 0 and 1"), default=0.01,
+    m.add_argument("--gamma", type=_param("gamma"), default=0.01,
                    help="target rank error gamma of Zhao's shape (default 0.01)")
     m.add_argument("--noise-allocation", choices=("joint", "zhao"),
                    help="Zhao's even split of rho (or epsilon) over the levels (default: about half the "
@@ -466,8 +454,7 @@ def _quantiles_parser(sub):
     m.add_argument("--scale", choices=("linear", "log"), default="linear",
                    help="with --method auto|exp|joint|recursive: log releases log-bucket representatives within "
                         "--relative-accuracy of the answer (positive heavy-tailed values; --bounds MIN_POSITIVE,MAX)")
-    m.add_argument("--relative-accuracy", type=_float_in("relative-accuracy", lambda v: 0 < v < 1,
-                                                         "strictly between 0 and 1"), default=0.01, metavar="A",
+    m.add_argument("--relative-accuracy", type=_param("relative_accuracy"), default=0.01, metavar="A",
                    help="alpha of --scale log (default 0.01)")
     m.add_argument("--integer", action="store_true",
                    help="with --method auto|exp|joint|recursive: integer values with ties (integer --bounds); "
@@ -478,7 +465,7 @@ def _quantiles_parser(sub):
         "With --privacy-id a neighbour adds or removes all rows of one privacy id: each id keeps at most "
         "--max-rows-per-unit rows and the noise is calibrated for that many (dpsketch.unit_quantiles, "
         "docs/privacy.md, Privacy unit). CSV, Parquet and Arrow only; --noise-allocation does not apply.")
-    u.add_argument("--max-rows-per-unit", type=_int_at_least("max-rows-per-unit", 1), metavar="R",
+    u.add_argument("--max-rows-per-unit", type=_param("max_rows_per_unit"), metavar="R",
                    help="r: the most rows one privacy id contributes (required with --privacy-id; an id with "
                         "more keeps r of them, chosen by a salted hash)")
     u.add_argument("--delta", "-d", type=_delta,
@@ -497,12 +484,12 @@ def _budget_parser(sub):
                                        "or --rho R, and nothing spent. An existing FILE is never overwritten.")
     n.add_argument("file", metavar="FILE", help="the budget file to create")
     cap = n.add_mutually_exclusive_group(required=True)
-    cap.add_argument("--epsilon", "-e", type=_positive_float("epsilon"),
+    cap.add_argument("--epsilon", "-e", type=_param("epsilon"),
                      help="cap on the composed (epsilon, delta)-DP guarantee of every run charged to the file")
-    cap.add_argument("--rho", type=_positive_float("rho"), help="cap on the composed rho-zCDP guarantee instead")
-    n.add_argument("--delta", "-d", type=_float_in("delta", lambda v: 0.0 <= v < 1.0, "in [0, 1)"),
+    cap.add_argument("--rho", type=_param("rho"), help="cap on the composed rho-zCDP guarantee instead")
+    n.add_argument("--delta", "-d", type=_param("delta", _at_least(float, 0, 1, "left")),
                    help="delta cap (default 0: pure-DP runs only)")
-    n.add_argument("--zcdp-delta", type=_delta, metavar="D",
+    n.add_argument("--zcdp-delta", type=_param("zcdp_delta"), metavar="D",
                    help="the share of --delta reserved to convert zCDP runs (quantiles --rho) to (epsilon, delta) "
                         "(default delta/2)")
     n.add_argument("--json", action="store_true", help="print the new file's state as JSON")
@@ -536,17 +523,17 @@ def _build_parser() -> _Parser:
 
     a = _command(sub, "audit")
     a.add_argument("mechanisms", nargs="*", metavar="MECHANISM", help="mechanisms to audit (default: all)")
-    a.add_argument("--epsilon", "-e", type=_positive_float("epsilon"), default=1.0, help="epsilon audited (default 1)")
+    a.add_argument("--epsilon", "-e", type=_param("epsilon"), default=1.0, help="epsilon audited (default 1)")
     a.add_argument("--delta", "-d", type=_delta, default=1e-6, help="delta of the epsilon pairs (default 1e-6)")
-    a.add_argument("--label-delta", type=_delta, default=0.2,
+    a.add_argument("--label-delta", type=_param("label_delta"), default=0.2,
                    help="delta of the unstable-label pairs, large so the event is measurable (default 0.2)")
-    a.add_argument("--trials", type=_int_at_least("trials", 10), metavar="N",
+    a.add_argument("--trials", type=_param("trials", _at_least(int, 10, 10**8)), metavar="N",
                    help="runs per side of each pair (default 200000; --quick: 10000)")
     a.add_argument("--quick", action="store_true", help="small, fast audit for CI")
     a.add_argument("--miscalibrated", action="store_true",
                    help="audit copies of the mechanisms with their noise scale halved (same claimed guarantee); "
                         "exit 0 iff every mechanism FAILs, i.e. the audit catches each of them")
-    a.add_argument("--confidence", type=_float_in("confidence", lambda v: 0.5 <= v < 1, "in [0.5, 1)"),
+    a.add_argument("--confidence", type=_param("confidence", _at_least(float, 0.5, 1, "left")),
                    default=0.999, help="family-wise confidence of the bounds (default 0.999)")
     a.add_argument("--seed", type=_seed, help="seed the audit (reproducible)")
     a.add_argument("--json", action="store_true", help="print the results as JSON")

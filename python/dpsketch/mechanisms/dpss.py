@@ -23,7 +23,7 @@ from ..accounting.budget import Budget, charging
 from ..accounting.calibration import calibrate, make_length, used_value
 from ..errors import ParameterError, ParameterTypeError
 from ..sketches._keys import Utf8Lines, batch_key_type, int_batch, normalize_batch
-from .._validation import check_int
+from .._validation import Options, check, check_int
 from ..release import Release, build_release
 from .top_k import check_top_k, select_top_k, top_k_capacity
 
@@ -45,16 +45,19 @@ def frequency_cut(n: int, k: int) -> float:
 
 
 def check_cut(cut: str | None) -> str | None:
-    if cut not in CUTS:
-        raise ParameterError(f"cut must be 'n/k' or None, got {cut!r}")
-    return cut
+    return check("cut", cut, Options(CUTS))
 
 
 def apply_cut(raw: tuple, k: int, cut: str | None) -> tuple:
     """The release tuple (items, threshold, inclusive, metadata) with the n/k cut applied:
     items whose noisy value is below n̂/k are dropped (docs/privacy.md §DPSS, "The n/k cut": a
     function of the released values and of n̂ only, so post-processing). n̂ is the length the
-    release used (the public n with a public length)."""
+    release used (the public n with a public length).
+
+    :param raw: the release tuple (items, threshold, inclusive, metadata) a native release returns
+    :param k: the frequency cut n̂/k
+    :param cut: ``'n/k'`` to apply the cut, None to return ``raw`` unchanged
+    """
     items, threshold, inclusive, meta = raw
     meta = dict(meta)
     meta["cut"] = "none" if cut is None else cut
@@ -71,7 +74,11 @@ def apply_cut(raw: tuple, k: int, cut: str | None) -> tuple:
 
 class CandidateCounts:
     """Exact counts of a fixed candidate set over batches of keys (the second pass): a key outside
-    the set is ignored. Batches are what ``update_many`` takes (numpy, pyarrow, pandas, sequences)."""
+    the set is ignored. Batches are what ``update_many`` takes (numpy, pyarrow, pandas, sequences).
+
+    :param candidates: the fixed candidate keys (SpaceSaving's tracked set after the first pass)
+    :param key_type: ``'int'`` or ``'str'``: the type of the candidates
+    """
 
     def __init__(self, candidates: list, key_type: str):
         self.key_type = key_type
@@ -87,6 +94,10 @@ class CandidateCounts:
         self.n = 0
 
     def update_many(self, batch: Any) -> None:
+        """Count the candidates among one batch of keys.
+
+        :param batch: one batch of keys
+        """
         items = normalize_batch(batch)
         if not isinstance(items, np.ndarray) and not hasattr(items, "__len__"):
             items = list(items)
@@ -138,7 +149,14 @@ def two_pass_release(keys: list, counts: list[int], *, epsilon: float, delta: fl
     docs/privacy.md §DPSS, "Two passes": v_x = f(x) + Z_x, Z_x ~ DLap(1/ε) independent; release
     v_x > τ = max(n_lo/k − γ, n_up/k̃ + 1 + γ), γ as for DPSS. A label tracked after the first pass
     on one neighbour only has f ≤ c_min + 1 ≤ n/k̃ + 1, so τ suppresses it except with probability
-    ≤ δ/4; the exact counts of the shared labels have ℓ1 sensitivity 1."""
+    ≤ δ/4; the exact counts of the shared labels have ℓ1 sensitivity 1.
+
+    :param epsilon: the mechanism's ε share (after the length's)
+    :param delta: the mechanism's δ share (after the length's)
+    :param k: the frequency cut n/k
+    :param capacity: k̃: the first pass's SpaceSaving capacity
+    :param rng: the noise generator (a ``SecureRng``)
+    """
     if len(keys) != len(counts):
         raise ParameterError("keys and counts must have the same length")
     eps_used = float(_R.epsilon_used(epsilon))
@@ -222,6 +240,14 @@ def heavy_hitters(
     selection is post-processing, the (ε, δ) are DPSS's). The capacity defaults to 64·N, the
     threshold is DPSS's lowest (k = capacity), ``cut`` does not apply, and
     ``metadata['qualified']`` says how many items passed (a function of the release).
+
+    :param epsilon: ε of the release's (ε, δ)-DP guarantee
+    :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+    :param top_k: release exactly N items (the N largest noisy values) whenever N pass the threshold
+    :param passes: 1, or 2 to count the first pass's candidates exactly in a second pass (re-iterable
+        data)
+    :param column: the item column of a DataFrame, table or CSV/Parquet/Arrow file
+    :param chunk_size: items per batch when reading a file or an iterator
     """
     kk, n_top, cut = _k_or_top_k(k, top_k, capacity, cut)
     cap = kk if n_top is not None else 2 * kk if capacity is None else check_int("capacity", capacity, 1,
@@ -320,7 +346,22 @@ def release_exact_counts(summary: Any, counts: list[int], *, epsilon: float, del
     counts of its tracked items in the order of ``summary.items()`` (the second pass). Spends (ε, δ)
     as ``SpaceSaving.release`` does (the length share included) and counts as a release of
     ``summary`` (release once; ``allow_repeat=True`` composes). ``k`` or ``top_k`` as for
-    ``SpaceSaving.release``."""
+    ``SpaceSaving.release``.
+
+    :param epsilon: ε of the release's (ε, δ)-DP guarantee
+    :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+    :param cut: ``'n/k'`` (default) also drops released values below n̂/k; None keeps all above the
+        threshold
+    :param seed: a user seed: reproducible noise (and hash functions), NOT secret; None: the secure
+        generator
+    :param public_length: treat the exact stream length as public (replace-one neighbours) instead of
+        paying for a noisy one
+    :param length_epsilon: the ε share spent on the noisy stream length (default ε/10)
+    :param length_delta: the δ share spent on the length bound (default δ/10)
+    :param allow_repeat: release again although this object was released before (the privacy loss
+        composes)
+    :param budget: a :class:`dpsketch.Budget` charged before any noise is drawn
+    """
     kk, n_top, cut = _k_or_top_k(k, top_k, summary.capacity, cut)
     cap = summary.capacity
     if cap < kk:

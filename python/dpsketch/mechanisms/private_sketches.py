@@ -12,7 +12,7 @@ from ..accounting.calibration import cell_sensitivities, noise_guarantee, used_v
 from ..sketches._base import KeyDispatch, Publishable, Serialized, Summary, locked
 from ..sketches._streams import streamed
 from .. import _seeds
-from .._validation import check_int
+from .._validation import check_int, validate_params
 from ..release import PRIVACY_UNIT, Release, build_release, calibrate, check_privacy_params, make_length
 from ..errors import ParameterError, ParameterTypeError
 
@@ -29,6 +29,7 @@ class _PrivateLinear(Publishable, KeyDispatch, Serialized, Summary):
     _count_min: bool
     _turnstile = True  # signed counts; the privacy unit stays one unit update (docs/privacy.md)
 
+    @validate_params(["width", "depth", "epsilon", "rho", "seed"])
     def __init__(self, width: int, depth: int, *, epsilon=None, rho=None, beta: float = 0.01, seed=None, key_type=None,
                  budget: Budget | None = None, neighbours: str = "add_remove"):
         self._width = check_int("width", width, 1, 2**31)
@@ -98,7 +99,12 @@ class _PrivateLinear(Publishable, KeyDispatch, Serialized, Summary):
         constructor), so the result has exactly the distribution of the private sketch built on the
         whole stream with the source's hash seed: with the same ``seed`` (noise stream; reproducible
         and NOT secret) the cells are identical. ``seed=None`` draws the noise from the secure
-        generator. ``budget`` is charged as at construction. The source sketch is not changed; keep it private (it holds exact counts)."""
+        generator. ``budget`` is charged as at construction. The source sketch is not changed; keep it private (it holds exact counts).
+
+        :param sketch: a non-private CountMin (for PrivateCountMin) or CountSketch of the same shape,
+            read and left unchanged
+        :param beta: failure probability of the stated error bounds, in (0, 1)
+        """
         from ..sketches.linear import CountMin, CountSketch
 
         want = CountMin if cls._count_min else CountSketch
@@ -186,6 +192,11 @@ class _PrivateLinear(Publishable, KeyDispatch, Serialized, Summary):
 
     @locked
     def update(self, item, count=1) -> None:
+        """Add ``count`` occurrences of ``item`` to the noisy sketch.
+
+        :param item: one key
+        :param count: the count to add (default 1; negative for a turnstile sketch)
+        """
         self._check_not_frozen()
         super().update(item, count)
 
@@ -207,6 +218,10 @@ class _PrivateLinear(Publishable, KeyDispatch, Serialized, Summary):
 
     @locked
     def estimate_many(self, items):
+        """Noisy estimates for a batch of int keys (numpy int64 array).
+
+        :param items: the keys to estimate (an array or list)
+        """
         from ..sketches._keys import int_batch
 
         if self._key_type_fixed and self._key_type != "int":
@@ -214,6 +229,7 @@ class _PrivateLinear(Publishable, KeyDispatch, Serialized, Summary):
         return self._impl.estimate_many(int_batch(items))
 
     @locked
+    @validate_params(["delta"])
     def release(self, *, allow_repeat: bool = False, delta: float | None = None) -> Release:
         """A :class:`Release` whose ``sketch`` is the noisy sketch as a publishable, read-only copy
         (serializable with to_bytes, queryable with estimate; its ``metadata`` is the release's).
@@ -223,7 +239,11 @@ class _PrivateLinear(Publishable, KeyDispatch, Serialized, Summary):
         every copy, pickle and bytes; a published copy stays read-only through all of them and
         withholds the exact stream length (``n`` is None; the bytes hold 0). ``delta`` (zCDP
         only) records the (ε, δ)-DP conversion in the metadata.
-        Releasing an already published copy releases it again (nothing new is revealed)."""
+        Releasing an already published copy releases it again (nothing new is revealed).
+
+        :param allow_repeat: release again although this object was released before (the privacy loss
+            composes)
+        """
         return self._publish(allow_repeat, delta)
 
     def _repr_fields(self):
@@ -247,7 +267,18 @@ class PrivateCountMin(_PrivateLinear):
 
     The noise protects one publication of the final state: publish ``release()`` (read-only, with
     ``metadata``). Queries on the live sketch are for the data holder (docs/privacy.md
-    §Publishing and the release-once rule)."""
+    §Publishing and the release-once rule).
+
+    :param beta: failure probability of the stated error bounds, in (0, 1)
+    :param budget: a :class:`dpsketch.Budget` charged ρ or ε at construction, before the noise is drawn
+    :param depth: rows (hash functions) of the sketch
+    :param key_type: ``'int'`` or ``'str'`` to fix the key type now (default: the first batch decides)
+    :param neighbours: ``'add_remove'`` (default) or ``'replace'``: the neighbour relation the noise is
+        calibrated for
+    :param seed: a user seed: reproducible noise (and hash functions), NOT secret; None: the secure
+        generator
+    :param width: counters per row of the sketch
+    """
 
     _natives = {"int": _R.PrivateCountMinInt, "str": _R.PrivateCountMinStr}
     _family = 7
@@ -283,7 +314,10 @@ class PrivateCountMin(_PrivateLinear):
                                    self._impl.shift, self.noisy_total(), level)
 
     def estimate_interval(self, item, *, level: float = 0.95) -> tuple:
-        """(estimate, low, high) of one item at ``level``: :meth:`estimate_intervals` of [item]."""
+        """(estimate, low, high) of one item at ``level``: :meth:`estimate_intervals` of [item].
+
+        :param item: the key to estimate
+        """
         return self.estimate_intervals([item], level=level)[0]
 
 
@@ -292,7 +326,20 @@ class PrivateCountSketch(_PrivateLinear):
     is the median of the signed row values (a float). docs/algorithms.md §4. ``budget=`` is charged ε
     or ρ at construction, before the noise is drawn.
 
-    As for PrivateCountMin: publish ``release()``, once; live queries are for the data holder."""
+    As for PrivateCountMin: publish ``release()``, once; live queries are for the data holder.
+
+    :param beta: failure probability of the stated error bounds, in (0, 1)
+    :param budget: a :class:`dpsketch.Budget` charged ρ or ε at construction, before the noise is drawn
+    :param depth: rows (hash functions) of the sketch
+    :param epsilon: pure ε-DP of the noise (discrete Laplace)
+    :param key_type: ``'int'`` or ``'str'`` to fix the key type now (default: the first batch decides)
+    :param neighbours: ``'add_remove'`` (default) or ``'replace'``: the neighbour relation the noise is
+        calibrated for
+    :param rho: ρ-zCDP of the noise (discrete Gaussian) instead of ``epsilon``
+    :param seed: a user seed: reproducible noise (and hash functions), NOT secret; None: the secure
+        generator
+    :param width: counters per row of the sketch
+    """
 
     _natives = {"int": _R.PrivateCountSketchInt, "str": _R.PrivateCountSketchStr}
     _family = 8
@@ -314,10 +361,21 @@ class SketchHeavyHitters(KeyDispatch, Summary):
     2·capacity (Count-Min) or 3·capacity (CountSketch); given values are checked against §5.
     ``release()`` publishes candidates whose final noisy estimate exceeds
     max(n_up/capacity + 1 + γ2 + 2γ1, n_lo/k − γ2); every constant is in the release metadata.
+
+    :param sketch: ``'countmin'`` (default) or ``'countsketch'``
+    :param k: the frequency cut: keep items of frequency about n/k or more
+    :param epsilon: ε of the release's (ε, δ)-DP guarantee
+    :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+    :param max_stream_length: a public upper bound on the stream length, fixed before reading
+    :param seed: a user seed: reproducible noise and hash functions, NOT secret
+    :param key_type: ``'int'`` or ``'str'`` to fix the key type now (default: the first batch decides)
+    :param public_length: treat the exact stream length as public (replace-one neighbours) instead of
+        paying for a noisy one
     """
 
     _family = 0
 
+    @validate_params(["k", "capacity", "epsilon", "delta", "seed"])
     def __init__(self, sketch: str = "countmin", k: int | None = None, capacity: int | None = None,
                  epsilon: float | None = None, delta: float | None = None, max_stream_length: int | None = None,
                  seed: int | None = None, *, width: int | None = None, depth: int | None = None, key_type=None,
@@ -367,6 +425,11 @@ class SketchHeavyHitters(KeyDispatch, Summary):
 
     @locked
     def update(self, item: Any, count: int = 1) -> None:
+        """Add ``count`` occurrences of ``item`` (before the release).
+
+        :param item: one key
+        :param count: the count to add (default 1; negative for a turnstile sketch)
+        """
         if self.n + 1 > self._n_max:
             raise ParameterError(f"the stream already has max_stream_length={self._n_max} items; build with a larger one")
         super().update(item, count)
@@ -379,11 +442,16 @@ class SketchHeavyHitters(KeyDispatch, Summary):
                                        doc="True if built with seed=: the sketch noise is reproducible, NOT secret.")
 
     @locked
+    @validate_params(["seed"])
     def release(self, *, seed: int | None = None, allow_repeat: bool = False, budget: Budget | None = None) -> Release:
         """Publish the heavy hitters (§5). ``seed`` seeds only the length noise; the sketch noise was
         drawn at construction (from the constructor's ``seed``). The release is labelled
         ``reproducible_not_secret`` if either seed was given.
-        ``budget``: a :class:`dpsketch.Budget` charged the release's (ε, δ) before it is computed."""
+        ``budget``: a :class:`dpsketch.Budget` charged the release's (ε, δ) before it is computed.
+
+        :param allow_repeat: release again although this object was released before (the privacy loss
+            composes)
+        """
         if seed is not None:
             seed = check_int("seed", seed, 0, 2**64 - 1)
         cal = self._cal

@@ -29,6 +29,7 @@ import numbers
 import numpy as np
 
 from .. import _seeds
+from .._validation import check
 from ..accounting.budget import Budget, charging
 from ..accounting.calibration import PRIVACY_UNIT, check_privacy_params, used_value
 from ..errors import ParameterError, ParameterTypeError
@@ -249,12 +250,7 @@ def _check_levels(qs) -> tuple[np.ndarray, bool]:
 def _check_bounds(bounds, positive: bool) -> tuple[float, float]:
     if bounds is None:
         raise ParameterError("bounds=(lo, hi) is required: a public range, chosen without looking at the data")
-    try:
-        lo, hi = (float(v) for v in bounds)
-    except (TypeError, ValueError):
-        raise ParameterTypeError("bounds must be a pair of numbers (lo, hi)") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ParameterError("bounds must be finite numbers with lo < hi, e.g. bounds=(0.0, 1000.0)")
+    lo, hi = check("bounds", bounds)
     if positive and not lo > 0:
         raise ParameterError("scale='log' needs bounds=(min_positive, max) with min_positive > 0 "
                              "(values below it are clamped up to it)")
@@ -391,6 +387,12 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
     Returns a :class:`dpsketch.Release` whose ``items`` are the (q, value) pairs in the order of
     ``qs`` (``release.values()`` gives the values), with ``delta`` 0 and the guarantee in
     ``metadata``.
+
+    :param bounds: ``(lo, hi)``: a public value range (never read off the data); values outside are
+        clamped
+    :param epsilon: ε of the pure ε-DP release
+    :param scale: ``'linear'`` or ``'log'`` (positive heavy-tailed data; bounds=(min_positive, max))
+    :param integer: integer data with ties (integer bounds); answers are integers
     """
     levels, (lo, hi), eps, alpha = check_params(qs, bounds=bounds, epsilon=epsilon, method=method, scale=scale,
                                                 relative_accuracy=relative_accuracy, integer=integer)

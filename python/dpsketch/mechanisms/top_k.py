@@ -64,7 +64,10 @@ def select_top_k(raw: tuple, top_k: int) -> tuple:
     """The release tuple (items, threshold, inclusive, metadata) cut to the ``top_k`` items with the
     largest noisy values (ties by key). A function of the released pairs only: post-processing
     (docs/privacy.md §Exact-k). ``metadata['qualified']`` is how many items passed the threshold
-    (the length of the release before the cut: a function of the release, not an exact count)."""
+    (the length of the release before the cut: a function of the release, not an exact count).
+
+    :param raw: the release tuple (items, threshold, inclusive, metadata) a native release returns
+    """
     items, threshold, inclusive, meta = raw
     ranked = sorted(items, key=lambda kv: (-kv[1], kv[0]))
     meta = dict(meta)
@@ -75,7 +78,13 @@ def select_top_k(raw: tuple, top_k: int) -> tuple:
 def gumbel_top_k(scores: np.ndarray, scale: float, k: int, rng) -> list[int]:
     """Indices of the k largest score/scale + Gumbel(1) (one shot; the same distribution as k peels
     of the exponential mechanism ∝ exp(score/scale), Durfee & Rogers 2019). Uniforms come from the
-    secure generator (53-bit, never 0 or 1)."""
+    secure generator (53-bit, never 0 or 1).
+
+    :param scores: the scores to rank
+    :param scale: the Gumbel scale (the exponential mechanism's 2Δ/ε)
+    :param k: how many indices to return
+    :param rng: the noise generator (a ``SecureRng``)
+    """
     if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
         raise ParameterError(f"the Gumbel scale must be a positive number, got {scale!r}")
     if len(scores) == 0:

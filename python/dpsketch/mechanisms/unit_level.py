@@ -41,7 +41,7 @@ from ..errors import InternalError, ParameterError, ParameterTypeError
 from ..release import Release, with_intervals
 from ..sketches.counters import MisraGries, SpaceSaving
 from .top_k import gumbel_top_k
-from .._validation import check_int
+from .._validation import check_int, validate_params
 
 __all__ = ["PRIVACY_UNIT_ID", "BoundedContributions", "ContributionBounder", "UnitRowLimiter", "UnitStream", "bound_contributions",
            "bound_rows_per_unit", "release_bounded_counts", "release_unit_quantiles", "unit_calibration",
@@ -319,13 +319,19 @@ def _bounded_from_aggregates(keys: np.ndarray, counts: np.ndarray, m: int, c: in
     return BoundedContributions._sealed(k, n, m, c)
 
 
+@validate_params(["max_keys_per_unit", "max_rows_per_key", "seed"])
 def bound_contributions(keys, privacy_id, *, max_keys_per_unit: int, max_rows_per_key: int = 1,
                         seed: int | None = None) -> BoundedContributions:
     """Bound each privacy unit's contribution (docs/privacy.md §Privacy unit): per unit, the m
     distinct keys with the smallest h(salt, unit, key) and at most c rows of each. The rule reads
     only the unit's own rows and not their order, so removing one unit leaves every other unit's
     kept rows unchanged. The salt is drawn from the secure generator (``seed``: reproducible, NOT
-    secret, derived by the seed rule). ``keys`` and ``privacy_id``: aligned 1-D int or str columns."""
+    secret, derived by the seed rule). ``keys`` and ``privacy_id``: aligned 1-D int or str columns.
+
+    :param max_keys_per_unit: m: the most distinct keys one privacy unit contributes (more: m kept, chosen
+        by a salted hash)
+    :param max_rows_per_key: c: the most rows one privacy unit contributes to one key
+    """
     m, c = _check_bounds(max_keys_per_unit, max_rows_per_key)
     keys, privacy_id = _present_rows(keys, privacy_id)  # a row without a key or an id is dropped
     k = _bounding_column(keys, "keys")
@@ -412,8 +418,15 @@ class ContributionBounder:
 
     Batches: pyarrow string, large_string or integer arrays (read from their buffers, no
     conversion), numpy int or str arrays, lists, pandas Series. A column's batches must all hold
-    ints or all strs; nulls, NaN and mixed types are refused."""
+    ints or all strs; nulls, NaN and mixed types are refused.
 
+    :param max_keys_per_unit: m: the most distinct keys one privacy unit contributes (more: m kept, chosen
+        by a salted hash)
+    :param max_rows_per_key: c: the most rows one privacy unit contributes to one key
+    :param seed: a user seed for the salt of the hash that picks the kept keys (reproducible, NOT secret)
+    """
+
+    @validate_params(["max_keys_per_unit", "max_rows_per_key", "seed"])
     def __init__(self, *, max_keys_per_unit: int, max_rows_per_key: int = 1, seed: int | None = None):
         self._m, self._c = _check_bounds(max_keys_per_unit, max_rows_per_key)
         salt = _seeds.rng(seed, "salt")[0].next_u64()
@@ -421,7 +434,11 @@ class ContributionBounder:
 
     def add(self, keys, privacy_id) -> None:
         """Code one batch of aligned rows (one privacy id per key). A batch refused for its
-        types or lengths leaves the bounder as it was. A row without a key or an id is dropped."""
+        types or lengths leaves the bounder as it was. A row without a key or an id is dropped.
+
+        :param keys: one batch of keys
+        :param privacy_id: the privacy id of each key in the batch
+        """
         keys, privacy_id = _present_rows(keys, privacy_id)
         k = _coder_batch(keys, "keys")
         u = _coder_batch(privacy_id, "privacy_id")
@@ -431,13 +448,19 @@ class ContributionBounder:
     def add_keys(self, keys) -> None:
         """The key half of :meth:`add`: with :meth:`add_ids` the two columns can be coded in two
         threads (one per column), each column's batches in row order; :meth:`bounded` refuses
-        columns of unequal length."""
+        columns of unequal length.
+
+        :param keys: the keys of the batch whose ids :meth:`add_ids` takes
+        """
         k = _coder_batch(keys, "keys")
         with _named_errors((k, "keys")):
             self._coder.add_keys(k)
 
     def add_ids(self, privacy_id) -> None:
-        """The privacy-id half of :meth:`add` (see :meth:`add_keys`)."""
+        """The privacy-id half of :meth:`add` (see :meth:`add_keys`).
+
+        :param privacy_id: the privacy ids of the batch whose keys :meth:`add_keys` takes
+        """
         u = _coder_batch(privacy_id, "privacy_id")
         with _named_errors((u, "privacy_id")):
             self._coder.add_ids(u)
@@ -531,11 +554,21 @@ def _exact_plan(epsilon, delta, m, c, noise, selection, k):
     return plan
 
 
+@validate_params(["epsilon", "delta", "max_keys_per_unit", "max_rows_per_key", "max_rows_per_unit", "noise"])
 def unit_release_cost(*, epsilon: float, delta: float, max_keys_per_unit: int, max_rows_per_key: int = 1,
                       max_rows_per_unit: int | None = None, noise: str = "gaussian") -> dict:
     """What (ε, δ, m, c) buys, before any data is read: for the exact route the threshold τ and the
     noise (σ or the Laplace scale); for the bounded-memory route the per-row (ε', δ') that any
-    element-level mechanism runs at, with r = ``max_rows_per_unit`` (default m·c) rows per unit."""
+    element-level mechanism runs at, with r = ``max_rows_per_unit`` (default m·c) rows per unit.
+
+    :param epsilon: ε of the release's (ε, δ)-DP guarantee
+    :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+    :param max_keys_per_unit: m: the most distinct keys one privacy unit contributes (more: m kept, chosen
+        by a salted hash)
+    :param max_rows_per_key: c: the most rows one privacy unit contributes to one key
+    :param noise: ``'gaussian'`` (discrete Gaussian, the default) or ``'laplace'`` (discrete Laplace)
+        noise on the bounded counts
+    """
     m, c = _check_bounds(max_keys_per_unit, max_rows_per_key)
     plan = _exact_plan(epsilon, delta, m, c, noise, None, None)
     r = m * c if max_rows_per_unit is None else check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
@@ -545,6 +578,7 @@ def unit_release_cost(*, epsilon: float, delta: float, max_keys_per_unit: int, m
     return {"exact": exact, "bounded_memory": {"rows_per_unit": r, "epsilon_per_row": e1, "delta_per_row": d1}}
 
 
+@validate_params(["epsilon", "delta", "noise", "seed"])
 def release_bounded_counts(bounded: BoundedContributions, *, epsilon: float, delta: float, noise: str = "gaussian",
                            selection: str | None = None, k: int | None = None, seed: int | None = None,
                            budget: Budget | None = None) -> Release:
@@ -554,7 +588,20 @@ def release_bounded_counts(bounded: BoundedContributions, *, epsilon: float, del
     ``selection="gumbel"`` half of ε ranks the keys that passed by one-shot Gumbel on their bounded
     counts (scale c·k/ε_sel: k peels of a monotone exponential mechanism with score sensitivity c)
     and exactly min(k, passed) keys are released in that order; otherwise items are sorted by noisy
-    value. ``budget`` is charged the reported (ε, δ) before any noise is drawn."""
+    value. ``budget`` is charged the reported (ε, δ) before any noise is drawn.
+
+    :param bounded: the :class:`BoundedContributions` of :func:`bound_contributions` or
+        :class:`ContributionBounder`
+    :param epsilon: ε of the release's (ε, δ)-DP guarantee
+    :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+    :param noise: ``'gaussian'`` (discrete Gaussian, the default) or ``'laplace'`` (discrete Laplace)
+        noise on the bounded counts
+    :param selection: ``'gumbel'`` with ``k``: the k passing keys a one-shot Gumbel selection ranks first
+        (half of ε pays for it)
+    :param k: with ``selection='gumbel'``: how many keys to release
+    :param seed: a user seed: reproducible noise (and hash functions), NOT secret; None: the secure
+        generator
+    """
     if not isinstance(bounded, BoundedContributions):
         raise ParameterTypeError("release_bounded_counts takes the BoundedContributions of dpsketch.bound_contributions")
     m, c = bounded.max_keys_per_unit, bounded.max_rows_per_key
@@ -607,12 +654,28 @@ def _draw_release(bounded: BoundedContributions, plan: dict, rng) -> list[tuple]
     return list(zip(bounded.keys[order].tolist(), noisy[order].tolist()))
 
 
+@validate_params(["epsilon", "delta", "max_keys_per_unit", "max_rows_per_key", "noise", "seed"])
 def unit_heavy_hitters(keys, privacy_id, *, epsilon: float, delta: float, max_keys_per_unit: int,
                        max_rows_per_key: int = 1, noise: str = "gaussian", selection: str | None = None,
                        k: int | None = None, seed: int | None = None, budget: Budget | None = None) -> Release:
     """(ε, δ)-DP heavy hitters where the privacy unit is one ``privacy_id`` (all of a user's rows):
     :func:`bound_contributions` then :func:`release_bounded_counts` (the exact route). ``keys``
-    and ``privacy_id``: aligned 1-D columns (numpy, list, pandas/polars Series) of ints or strs."""
+    and ``privacy_id``: aligned 1-D columns (numpy, list, pandas/polars Series) of ints or strs.
+
+    :param epsilon: ε of the release's (ε, δ)-DP guarantee
+    :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+    :param max_keys_per_unit: m: the most distinct keys one privacy unit contributes (more: m kept, chosen
+        by a salted hash)
+    :param max_rows_per_key: c: the most rows one privacy unit contributes to one key
+    :param noise: ``'gaussian'`` (discrete Gaussian, the default) or ``'laplace'`` (discrete Laplace)
+        noise on the bounded counts
+    :param selection: ``'gumbel'`` with ``k``: the k passing keys a one-shot Gumbel selection ranks first
+        (half of ε pays for it)
+    :param k: with ``selection='gumbel'``: how many keys to release
+    :param seed: a user seed: reproducible noise (and hash functions), NOT secret; None: the secure
+        generator
+    :param budget: a :class:`dpsketch.Budget` charged before any noise is drawn
+    """
     bounded = bound_contributions(keys, privacy_id, max_keys_per_unit=max_keys_per_unit,
                                   max_rows_per_key=max_rows_per_key, seed=seed)
     return release_bounded_counts(bounded, epsilon=epsilon, delta=delta, noise=noise, selection=selection, k=k,
@@ -621,10 +684,15 @@ def unit_heavy_hitters(keys, privacy_id, *, epsilon: float, delta: float, max_ke
 
 # -- the bounded-memory route ---------------------------------------------------------------------
 
+@validate_params({"epsilon": None, "delta": None, "rows_per_unit": "max_rows_per_unit"})
 def unit_calibration(epsilon: float, delta: float, rows_per_unit: int) -> tuple[float, float]:
     """The per-row (ε', δ') at which an element-level mechanism is (ε, δ)-DP for a unit of at most
     ``rows_per_unit`` rows: group privacy, ε' = ε/r, δ' = δ(e^{ε/r} − 1)/(e^ε − 1) (docs/privacy.md
-    §Privacy unit)."""
+    §Privacy unit).
+
+    :param epsilon: ε of the unit-level guarantee
+    :param delta: δ of the unit-level guarantee
+    """
     eps, dlt = check_privacy_params(epsilon, delta)
     r = check_int("rows_per_unit", rows_per_unit, 1, _MAX_BOUND**2)
     return unit_group_privacy(eps, dlt, r)
@@ -716,6 +784,7 @@ class UnitRowLimiter:
     NUL, which numpy's ``U`` and ``S`` would fold onto the id without them, are counted in a
     store of their own under their UTF-8 bytes and a 0x01 byte."""
 
+    @validate_params(["max_rows_per_unit"])
     def __init__(self, max_rows_per_unit: int):
         self.max_rows_per_unit = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
         count = np.min_scalar_type(self.max_rows_per_unit)
@@ -724,7 +793,10 @@ class UnitRowLimiter:
         self._kind: str | None = None
 
     def keep(self, privacy_id) -> np.ndarray:
-        """A boolean mask over this chunk's rows: True for the rows still within their unit's bound."""
+        """A boolean mask over this chunk's rows: True for the rows still within their unit's bound.
+
+        :param privacy_id: the privacy id of each row of the chunk
+        """
         u = _exact_column(privacy_id, "privacy_id")
         if len(u) == 0:
             return np.zeros(0, dtype=bool)
@@ -825,8 +897,13 @@ class UnitStream:
     Memory: the summary plus one exact counter per unit seen (9 bytes per unit for int ids, the
     UTF-8 length + 1 for str ids; measured in docs/privacy.md §Privacy unit). Units with
     more than r rows lose their later rows, not their first ones: choose r from the data's public
-    description, never from the data."""
+    description, never from the data.
 
+    :param summary: ``'spacesaving'`` (released by DPSS, default) or ``'misragries'`` (PMG)
+    :param key_type: ``'int'`` or ``'str'`` to fix the key type now (default: the first batch decides)
+    """
+
+    @validate_params(["capacity", "max_rows_per_unit"])
     def __init__(self, summary: str = "spacesaving", *, capacity: int, max_rows_per_unit: int,
                  key_type: str | None = None):
         if summary not in ("spacesaving", "misragries"):
@@ -858,6 +935,7 @@ class UnitStream:
         self._key_kind = kind
         self._summary.update_many(k[self._limiter.keep(u)])
 
+    @validate_params(["epsilon", "delta", "k", "length_epsilon", "length_delta", "seed"])
     def release(self, *, epsilon: float, delta: float, k: int | None = None, length_epsilon: float | None = None,
                 length_delta: float | None = None, seed: int | None = None, budget: Budget | None = None,
                 allow_repeat: bool = False) -> Release:
@@ -867,7 +945,15 @@ class UnitStream:
         per-row shares of it, as in that release); the reported (ε, δ) are the unit-level
         (r·ε', δ'·Σ_{i<r} e^{iε'}) <= the request, and ``budget`` is charged them before any
         noise is drawn. The stream length stays private (a public length would not survive removing
-        a unit). Released once unless ``allow_repeat=True``."""
+        a unit). Released once unless ``allow_repeat=True``.
+
+        :param epsilon: ε of the unit-level guarantee
+        :param delta: δ of the unit-level guarantee
+        :param seed: a user seed: reproducible noise (and hash functions), NOT secret; None: the
+            secure generator
+        :param allow_repeat: release again although this object was released before (the privacy loss
+            composes)
+        """
         r = self.max_rows_per_unit
         plan = _bounded_memory_plan(epsilon, delta, r)
         row_mechanism = "DPSS" if self.summary == "spacesaving" else "PMG"
@@ -1002,6 +1088,7 @@ def _row_bound_mask(v: np.ndarray, u: np.ndarray, r: int, salt: int) -> np.ndarr
     return keep
 
 
+@validate_params(["max_rows_per_unit", "seed"])
 def bound_rows_per_unit(values, privacy_id, *, max_rows_per_unit: int, seed: int | None = None) -> np.ndarray:
     """A boolean mask of the rows kept when each privacy unit contributes at most r =
     ``max_rows_per_unit`` rows (docs/privacy.md §Privacy unit): per unit, the r rows with the
@@ -1058,7 +1145,13 @@ def _check_qs(qs) -> np.ndarray:
 def unit_dyadic_sensitivities(universe_bits: int, exact_levels: int, depth: int, rows_per_unit: int) -> list:
     """Per-level (ℓ1, ℓ2²) of a dyadic sketch's cells when neighbours add or remove one unit of at
     most r rows (docs/privacy.md §Privacy unit): exact levels (r, r²), CountSketch levels
-    (d·r, d·r²); all attained at once by r equal values."""
+    (d·r, d·r²); all attained at once by r equal values.
+
+    :param universe_bits: L: the levels of the sketch
+    :param exact_levels: how many top levels are exact counters
+    :param depth: rows of each CountSketch level
+    :param rows_per_unit: r: the most rows one unit contributes
+    """
     return [unit_cell_sensitivities(1 if j <= exact_levels else depth, rows_per_unit)
             for j in range(1, universe_bits + 1)]
 
@@ -1088,13 +1181,26 @@ def _quantile_calibration(bits: int, exact: int, depth: int, r: int, rho, epsilo
             "rho": rho_used, "charge": charge, "requested": requested}
 
 
+@validate_params(["max_rows_per_unit", "bounds", "universe_bits", "rho", "epsilon", "delta"])
 def unit_quantiles_cost(*, max_rows_per_unit: int, bounds=None, universe_bits: int | None = None,
                         gamma: float = 0.01, rho: float | None = None, epsilon: float | None = None,
                         delta: float | None = None) -> dict:
     """What :func:`unit_quantiles` with these parameters releases at, before any data is read: the
     sketch's shape, the unit-level sensitivity totals, the noise (σ² or the Laplace scale) and the
     unit-level ε/δ/ρ it reports and charges (docs/privacy.md §Privacy unit, quantiles). Raises on
-    every parameter :func:`unit_quantiles` refuses, so a caller can check them all first."""
+    every parameter :func:`unit_quantiles` refuses, so a caller can check them all first.
+
+    :param max_rows_per_unit: r: the most rows one privacy unit contributes
+    :param bounds: ``(lo, hi)``: a public value range (never read off the data); values outside are
+        clamped
+    :param universe_bits: L: the values are integers in [0, 2^L) (or ``bounds`` mapped onto 2^L buckets)
+    :param gamma: the target rank error γ of Zhao's shape, in (0, 1) (ignored when both width and depth
+        are given)
+    :param rho: ρ of a ρ-zCDP guarantee (discrete Gaussian noise) instead of ε
+    :param epsilon: ε: pure DP with discrete Laplace noise, or with ``delta`` discrete Gaussian noise at
+        (ε, δ)
+    :param delta: with ``rho``: the δ of the (ε, δ) conversion; with ``epsilon``: Gaussian noise at (ε, δ)
+    """
     from ..sketches.dyadic import _MAX_BOUNDED_BITS, _check_bounds, _shape
 
     r = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)
@@ -1115,6 +1221,7 @@ def unit_quantiles_cost(*, max_rows_per_unit: int, bounds=None, universe_bits: i
             "epsilon": cal["epsilon"], "delta": cal["delta"], "rho": cal["rho"]}
 
 
+@validate_params(["max_rows_per_unit", "rho", "epsilon", "delta", "seed"])
 def release_unit_quantiles(sketch, qs, *, max_rows_per_unit: int, rho=None, epsilon=None, delta=None,
                            seed: int | None = None, budget: Budget | None = None, bounding: str,
                            front_end: str = "python") -> Release:
@@ -1122,7 +1229,19 @@ def release_unit_quantiles(sketch, qs, *, max_rows_per_unit: int, rho=None, epsi
     most r rows, and answer ``qs`` (docs/privacy.md §Privacy unit, quantiles). The caller bounded
     the rows (``bounding`` says how; every front end uses the rule of
     :func:`bound_rows_per_unit`). The noisy hierarchy stays inside: only the quantiles and the
-    unit-level guarantee are released."""
+    unit-level guarantee are released.
+
+    :param sketch: the non-private DyadicCountSketch of the row-bounded data
+    :param max_rows_per_unit: r: the most rows a unit contributed (the bound the caller applied)
+    :param rho: ρ of a ρ-zCDP guarantee (discrete Gaussian noise) instead of ε
+    :param epsilon: ε of the release's (ε, δ)-DP guarantee
+    :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+    :param seed: a user seed: reproducible noise (and hash functions), NOT secret; None: the secure
+        generator
+    :param budget: a :class:`dpsketch.Budget` charged before any noise is drawn
+    :param front_end: the front end that bounded the rows, recorded in the metadata (``'python'``,
+        ``'spark'``, ``'cli'``)
+    """
     from ..sketches.dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 
     if type(sketch) is not DyadicCountSketch:
@@ -1171,6 +1290,7 @@ def release_unit_quantiles(sketch, qs, *, max_rows_per_unit: int, rho=None, epsi
                    mechanism=mechanism, n=None, metadata=meta, rho=rho_used)
 
 
+@validate_params(["max_rows_per_unit", "bounds", "universe_bits", "rho", "epsilon", "delta", "seed"])
 def unit_quantiles(values, privacy_id, qs, *, max_rows_per_unit: int, bounds=None, universe_bits: int | None = None,
                    gamma: float = 0.01, rho: float | None = None, epsilon: float | None = None,
                    delta: float | None = None, seed: int | None = None, budget: Budget | None = None) -> Release:
@@ -1189,7 +1309,14 @@ def unit_quantiles(values, privacy_id, qs, *, max_rows_per_unit: int, bounds=Non
     (discrete Gaussian at the largest ρ whose conversion fits (ε, δ)). Returns a :class:`Release`
     whose ``items`` are ``(q, value)`` in the order of ``qs`` and whose guarantee is the unit's.
     ``budget`` is charged what the release reports, before any noise is drawn; ``seed`` makes the
-    salt, the hashes and the noise reproducible and NOT secret."""
+    salt, the hashes and the noise reproducible and NOT secret.
+
+    :param bounds: ``(lo, hi)``: a public value range (never read off the data); values outside are
+        clamped
+    :param universe_bits: L: the values are integers in [0, 2^L) (or ``bounds`` mapped onto 2^L buckets)
+    :param gamma: the target rank error γ of Zhao's shape, in (0, 1) (ignored when both width and depth
+        are given)
+    """
     from ..sketches.dyadic import DyadicCountSketch
 
     r = check_int("max_rows_per_unit", max_rows_per_unit, 1, _MAX_BOUND**2)

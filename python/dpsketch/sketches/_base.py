@@ -147,7 +147,10 @@ class Serialized(_SummaryForTypes):
     @classmethod
     def from_bytes(cls: type[_S], data: bytes | bytearray | memoryview) -> _S:
         """Rebuild from ``to_bytes()`` output. Corrupt or mismatched bytes raise
-        :class:`dpsketch.CorruptBytesError` (a ValueError)."""
+        :class:`dpsketch.CorruptBytesError` (a ValueError).
+
+        :param data: bytes written by ``to_bytes()``
+        """
         from ..errors import CorruptBytesError
         from ..release import ReleaseGuard
 
@@ -411,6 +414,10 @@ class Publishable(_SerializedForTypes):
 
     @classmethod
     def from_bytes(cls: type[_S], data: bytes | bytearray | memoryview) -> _S:
+        """Rebuild from ``to_bytes()`` output; a published copy keeps its stream length withheld.
+
+        :param data: bytes written by ``to_bytes()``
+        """
         obj = super().from_bytes(data)
         if obj._published and not obj._impl.length_withheld:
             obj._impl.withhold_length()  # published bytes that still carry n (and mass): drop them here

@@ -174,4 +174,14 @@ def streamed(method: Callable[[Any, Any, Any], None]) -> Callable[..., None]:
         return None
 
     del update_many.__wrapped__  # the signature shown (help, docs) is this one, with column=
+    update_many.__doc__ = (method.__doc__ or "").rstrip() + _UPDATE_MANY_PARAMS
     return update_many
+
+
+_UPDATE_MANY_PARAMS = """
+
+        :param items: the keys: an array or list (one batch), an iterable of batches, a pandas/polars
+            Series, or a DataFrame / Arrow table / record-batch reader with ``column=``
+        :param counts: one count per key of a single batch (default 1 each)
+        :param column: the key column of a DataFrame or an Arrow table
+        """

@@ -6,7 +6,7 @@ from .. import _core
 from ..accounting.budget import Budget
 from ..errors import ParameterError, ParameterTypeError
 from ._base import KeyDispatch, Serialized, Summary, locked
-from .._validation import check_int
+from .._validation import check, validate_params
 from ..release import Release
 
 __all__ = ["MisraGries", "SpaceSaving"]
@@ -15,8 +15,9 @@ __all__ = ["MisraGries", "SpaceSaving"]
 class _CounterSummary(KeyDispatch, Serialized, Summary):
     _takes_table_hashes = True
 
+    @validate_params(["capacity"])
     def __init__(self, capacity: int, *, key_type: str | None = None) -> None:
-        self._capacity = check_int("capacity", capacity, 1, _core.MAX_CAPACITY)
+        self._capacity = check("capacity", capacity)
         super().__init__(key_type)
 
     def _make(self, key_type):
@@ -86,6 +87,8 @@ class MisraGries(_CounterSummary):
     ``f(x) - E <= estimate(x) <= f(x)`` and ``E <= (n - sum of counts)/(capacity+1) <= n/(capacity+1)``,
     also after further updates and merges. Equal counts in a merged state are ordered by key (no
     recency order exists across parts); zero-count keys are dropped.
+
+    :param key_type: ``'int'`` or ``'str'`` to fix the key type now (default: the first batch decides)
     """
 
     _natives = {"int": _core.MisraGriesInt, "str": _core.MisraGriesStr}
@@ -104,6 +107,7 @@ class MisraGries(_CounterSummary):
         """Internal order (tests): positive counts ascending, newest first per count, then zero keys."""
         return self._impl.items(True)
 
+    @validate_params(["epsilon", "delta", "k", "top_k", "seed", "length_epsilon", "length_delta"])
     def release(
         self, *, epsilon: float, delta: float, k: int | None = None, top_k: int | None = None,
         seed: int | None = None, public_length: bool = False, length_epsilon: float | None = None,
@@ -123,6 +127,16 @@ class MisraGries(_CounterSummary):
         ``seed`` makes the noise reproducible and NOT secret (experiments only).
         A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
         ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
+
+        :param epsilon: ε of the release's (ε, δ)-DP guarantee
+        :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+        :param top_k: release exactly N items (the N largest noisy values) whenever N pass the
+            threshold
+        :param public_length: treat the exact stream length as public (replace-one neighbours) instead
+            of paying for a noisy one
+        :param length_delta: unused by PMG (its length estimate for ``k`` needs no δ); an error without ``k``
+        :param allow_repeat: release again although this object was released before (the privacy loss
+            composes)
         """
         from ..mechanisms import pmg
 
@@ -154,6 +168,8 @@ class SpaceSaving(_CounterSummary):
     further updates. While slots are free a merged summary has ``min_count() == E`` (its floor) and a
     newcomer starts at E + 1, so counts may sum to more than n. Equal counts in a merged state are
     ordered by key (largest key evicted first); the recency tie rule describes unmerged summaries only.
+
+    :param key_type: ``'int'`` or ``'str'`` to fix the key type now (default: the first batch decides)
     """
 
     _natives = {"int": _core.SpaceSavingInt, "str": _core.SpaceSavingStr}
@@ -172,6 +188,7 @@ class SpaceSaving(_CounterSummary):
         """Internal order (tests): counts ascending, newest first per count (first = next victim)."""
         return self._impl.items()
 
+    @validate_params(["epsilon", "delta", "k", "top_k", "seed", "length_epsilon", "length_delta"])
     def release(
         self, *, epsilon: float, delta: float, k: int | None = None, cut: str | None = "n/k",
         top_k: int | None = None, seed: int | None = None, public_length: bool = False,
@@ -197,6 +214,15 @@ class SpaceSaving(_CounterSummary):
         ``seed`` makes the noise reproducible and NOT secret.
         A summary is released once; ``allow_repeat=True`` releases again with composed privacy loss.
         ``budget``: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn.
+
+        :param epsilon: ε of the release's (ε, δ)-DP guarantee
+        :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+        :param top_k: release exactly N items (the N largest noisy values) whenever N pass the
+            threshold
+        :param public_length: treat the exact stream length as public (replace-one neighbours) instead
+            of paying for a noisy one
+        :param allow_repeat: release again although this object was released before (the privacy loss
+            composes)
         """
         from ..mechanisms import dpss
 

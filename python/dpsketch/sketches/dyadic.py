@@ -24,7 +24,7 @@ import numpy as np
 from .. import _core
 from ..accounting.budget import Budget, charging
 from ..accounting.calibration import cell_sensitivities, noise_guarantee, used_value, zcdp_epsilon
-from .._validation import check_int
+from .._validation import check, check_int, validate_params
 from ._base import Publishable, Serialized, Summary, locked
 from ._streams import streamed
 from .. import _seeds
@@ -40,25 +40,11 @@ _DEFAULT_MAX_NODES = 1 << 20
 
 
 def _check_bounds(bounds):
-    if bounds is None:
-        return None
-    try:
-        lo, hi = bounds
-        lo, hi = float(lo), float(hi)
-    except (TypeError, ValueError):
-        raise ParameterTypeError("bounds must be a pair of numbers (lo, hi)") from None
-    if not (math.isfinite(lo) and math.isfinite(hi)) or not lo < hi:
-        raise ParameterError("bounds must be finite numbers with lo < hi, e.g. bounds=(0.0, 1000.0)")
-    return lo, hi
+    return None if bounds is None else check("bounds", bounds)
 
 
 def _check_gamma(gamma):
-    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real):
-        raise ParameterTypeError(f"gamma must be a number in (0, 1), got {type(gamma).__name__}")
-    g = float(gamma)
-    if not 0 < g < 1:
-        raise ParameterError(f"gamma must be in (0, 1), got {gamma!r}")
-    return g
+    return check("gamma", gamma)
 
 
 def _shape(universe_bits, gamma, width, depth):
@@ -117,7 +103,10 @@ class _DyadicBase(Serialized, Summary):
 
     @locked
     def level_cells(self, level: int) -> np.ndarray:
-        """A copy of one level's cells: shape (2^level,) for an exact level, (depth, width) otherwise."""
+        """A copy of one level's cells: shape (2^level,) for an exact level, (depth, width) otherwise.
+
+        :param level: the level ℓ of the hierarchy, in [1, universe_bits]
+        """
         return self._impl.level_cells(check_int("level", level, 1, self.universe_bits))
 
     # -- item mapping ---------------------------------------------------------------------------
@@ -243,12 +232,19 @@ class _DyadicBase(Serialized, Summary):
     @locked
     def rank(self, x) -> float:
         """Estimated number of items < x (x in [0, 2^L]; with bounds, a value: items in lower
-        buckets). Sum of ≤ L node estimates (docs/algorithms.md §6)."""
+        buckets). Sum of ≤ L node estimates (docs/algorithms.md §6).
+
+        :param x: a position (a value of the universe, or of ``bounds``)
+        """
         return float(self._rank_at(self._position(x)))
 
     @locked
     def range_count(self, lo, hi) -> float:
-        """Estimated number of items in [lo, hi): rank(hi) − rank(lo)."""
+        """Estimated number of items in [lo, hi): rank(hi) − rank(lo).
+
+        :param lo: the first position of the range (inclusive)
+        :param hi: the end of the range (exclusive)
+        """
         a, b = self._position(lo), self._position(hi)
         if b < a:
             raise ParameterError("range_count needs lo <= hi")
@@ -266,14 +262,20 @@ class _DyadicBase(Serialized, Summary):
 
     @locked
     def quantile(self, q: float):
-        """Smallest x whose estimated rank(x + 1) reaches q·n, by descent from the root (monotone in q)."""
+        """Smallest x whose estimated rank(x + 1) reaches q·n, by descent from the root (monotone in q).
+
+        :param q: a quantile level in [0, 1]
+        """
         if isinstance(q, bool) or not isinstance(q, numbers.Real):
             raise ParameterTypeError("q must be a number in [0, 1]")
         return self._value(int(self._impl.quantiles(self._targets([q]))[0]))
 
     @locked
     def quantiles(self, qs) -> np.ndarray:
-        """quantile(q) for every q (a numpy array: uint64 items, or float values with bounds)."""
+        """quantile(q) for every q (a numpy array: uint64 items, or float values with bounds).
+
+        :param qs: the quantile levels, each in [0, 1]
+        """
         buckets = self._impl.quantiles(self._targets(qs))
         if self.bounds is None:
             return buckets
@@ -282,7 +284,10 @@ class _DyadicBase(Serialized, Summary):
     @locked
     def cdf(self, xs) -> np.ndarray:
         """Estimated fraction of items ≤ x for each x: rank(x + 1)/n (items' buckets ≤ x's bucket).
-        One native call for the whole batch (GIL released)."""
+        One native call for the whole batch (GIL released).
+
+        :param xs: positions (values of the universe, or of ``bounds``)
+        """
         total = self._total()
         pos = np.array([self._position(x) for x in np.atleast_1d(np.asarray(xs)).tolist()], dtype=object)
         top = 2**self.universe_bits
@@ -331,11 +336,16 @@ class DyadicCountSketch(_DyadicBase):
     ``width``/``depth`` override it. ``bounds=(lo, hi)`` maps real values into the universe.
     ``seed`` seeds the public hash functions (random if None; docs/privacy.md §Seeds); merge needs
     equal hash seeds. ``hash_seed`` gives the public hash seed itself (e.g. of a published sketch).
+
+    :param universe_bits: L: the values are integers in [0, 2^L) (or ``bounds`` mapped onto 2^L buckets)
+    :param bounds: ``(lo, hi)``: a public value range (never read off the data); values outside are
+        clamped
     """
 
     _family = 5
     _native = _D.DyadicCountSketch
 
+    @validate_params(["universe_bits", "width", "depth", "bounds", "seed", "hash_seed"])
     def __init__(self, universe_bits: int = 32, *, gamma: float = 0.01, width=None, depth=None, bounds=None,
                  seed=None, hash_seed=None):
         bits, w, d, g = _shape(universe_bits, gamma, width, depth)
@@ -438,11 +448,26 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
     ``seed`` makes hash seeds and noise reproducible and NOT secret (experiments only).
     ``budget=`` (a :class:`dpsketch.Budget`) is charged ρ or ε at construction, before the noise is
     drawn. Publish ``release()``: a read-only copy that withholds n (docs/privacy.md §Publishing).
+
+    :param universe_bits: L: the values are integers in [0, 2^L) (or ``bounds`` mapped onto 2^L buckets)
+    :param gamma: the target rank error γ of Zhao's shape, in (0, 1) (ignored when both width and depth
+        are given)
+    :param width: counters per row of the sketch
+    :param depth: rows (hash functions) of the sketch
+    :param bounds: ``(lo, hi)``: a public value range (never read off the data); values outside are
+        clamped
+    :param noise_allocation: ``'zhao'`` (an even split over the levels) or ``'joint'`` (one σ² over all
+        levels)
+    :param beta: failure probability of the stated error bounds, in (0, 1)
+    :param neighbours: ``'add_remove'`` (default) or ``'replace'``: the neighbour relation the noise is
+        calibrated for
+    :param budget: a :class:`dpsketch.Budget` charged ρ or ε at construction, before the noise is drawn
     """
 
     _family = 9
     _native = _D.PrivateDyadicCountSketch
 
+    @validate_params(["universe_bits", "width", "depth", "bounds", "epsilon", "rho", "seed"])
     def __init__(self, universe_bits: int = 32, *, gamma: float = 0.01, width=None, depth=None, bounds=None,
                  rho=None, epsilon=None, noise_allocation: str = "zhao", beta: float = 0.01,
                  neighbours: str = "add_remove", seed=None, budget: Budget | None = None):
@@ -508,7 +533,19 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
         """Privatise a non-private (e.g. merged) sketch once: noise added at the aggregator
         (docs/algorithms.md §8). With the seed the sketch's hashes came from, the cells equal those of
         a PrivateDyadicCountSketch built with that seed on the same stream. ``budget`` is charged
-        as at construction, before the noise is drawn."""
+        as at construction, before the noise is drawn.
+
+        :param sketch: a non-private DyadicCountSketch, read and left unchanged
+        :param rho: ρ-zCDP of the noise (discrete Gaussian)
+        :param epsilon: pure ε-DP of the noise (discrete Laplace) instead of ``rho``
+        :param noise_allocation: ``'zhao'`` (an even split over the levels) or ``'joint'`` (one σ²
+            over all levels)
+        :param beta: failure probability of the stated error bounds, in (0, 1)
+        :param neighbours: ``'add_remove'`` (default) or ``'replace'``: the neighbour relation the
+            noise is calibrated for
+        :param seed: a user seed: reproducible noise (and hash functions), NOT secret; None: the
+            secure generator
+        """
         if type(sketch) is not DyadicCountSketch:
             raise ParameterTypeError(f"from_sketch takes a DyadicCountSketch, got {type(sketch).__name__}")
         obj = cls.__new__(cls)
@@ -690,7 +727,10 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
         over all positions (a union over the 2^L positions of the exact noise sums) and
         [low, high] = [t − s, t + s]. With ``bounds``, ranks count buckets: "items <= value" are the
         items of value's bucket and below. Needs a hierarchy of exact levels only (a universe of at most
-        ``exact_levels`` bits): CountSketch levels add a collision error no published quantity bounds."""
+        ``exact_levels`` bits): CountSketch levels add a collision error no published quantity bounds.
+
+        :param qs: the quantile levels, each in [0, 1]
+        """
         from ..intervals import check_level, uniform_rank_halfwidth
 
         alpha = 1.0 - check_level(level)
@@ -710,20 +750,33 @@ class PrivateDyadicCountSketch(Publishable, _DyadicBase):
                 for v, t in zip(np.atleast_1d(values), targets)]
 
     def rank_interval(self, x, *, level: float = 0.95) -> tuple:
-        """(estimated rank, low, high) of one position: :meth:`rank_intervals` of [x]."""
+        """(estimated rank, low, high) of one position: :meth:`rank_intervals` of [x].
+
+        :param x: a position (a value of the universe, or of ``bounds``)
+        :param level: the coverage probability of the interval, in (0, 1)
+        """
         return self.rank_intervals([x], level=level)[0]
 
     @locked
+    @validate_params(["delta"])
     def release(self, *, allow_repeat: bool = False, delta: float | None = None) -> Release:
         """A :class:`Release` whose ``sketch`` is the noisy hierarchy as a publishable, read-only
         copy (to_bytes, quantiles, ranks). It withholds the exact length and absorbed mass: ``n`` is
         None, the bytes hold n = 0 and the mass bound max ``|cell|`` (docs/privacy.md §Publishing).
         ``delta`` (zCDP only) records the (ε, δ)-DP conversion in the metadata. A second release
         raises unless ``allow_repeat=True`` (docs/algorithms.md §0); releasing a published copy
-        releases it again (nothing new is revealed)."""
+        releases it again (nothing new is revealed).
+
+        :param allow_repeat: release again although this object was released before (the privacy loss
+            composes)
+        """
         return self._publish(allow_repeat, delta)
 
     def merge(self, other):
+        """Always refused (a ParameterTypeError): private sketches do not merge, their noise would add up.
+
+        :param other: the sketch that would be merged in
+        """
         raise ParameterTypeError("private sketches do not merge (their noise would add up); merge non-private "
                         "DyadicCountSketch objects and privatise once with PrivateDyadicCountSketch.from_sketch")
 

@@ -7,7 +7,7 @@ import numpy as np
 from .. import _core
 from ._base import KeyDispatch, Serialized, Summary, locked
 from .. import _seeds
-from .._validation import check_int
+from .._validation import check, validate_params
 from ..errors import ParameterError, ParameterTypeError
 
 __all__ = ["CountMin", "CountSketch"]
@@ -16,9 +16,10 @@ __all__ = ["CountMin", "CountSketch"]
 class _LinearSketch(KeyDispatch, Serialized, Summary):
     _turnstile = True  # update(x, count) / update_many(items, counts): signed counts (docs/privacy.md)
 
+    @validate_params(["width", "depth", "seed", "hash_seed"])
     def __init__(self, width: int, depth: int, seed=None, *, key_type=None, hash_seed=None):
-        self._width = check_int("width", width, 1, 2**31)
-        self._depth = check_int("depth", depth, 1, _core.MAX_DEPTH)
+        self._width = check("width", width)
+        self._depth = check("depth", depth)
         if self._width * self._depth > _core.MAX_CELLS:
             raise ParameterError(
                 f"width * depth must be at most {_core.MAX_CELLS} cells, got {self._width * self._depth}; "
@@ -45,7 +46,10 @@ class _LinearSketch(KeyDispatch, Serialized, Summary):
 
     @locked
     def estimate_many(self, items) -> np.ndarray:
-        """Estimates for a batch of int keys (numpy int64 array; GIL released)."""
+        """Estimates for a batch of int keys (numpy int64 array; GIL released).
+
+        :param items: the keys to estimate (an array or list)
+        """
         from ._keys import int_batch
 
         if self._key_type_fixed and self._key_type != "int":
@@ -80,7 +84,10 @@ class CountMin(_LinearSketch):
     Turnstile updates (signed counts) are accepted; the never-underestimate guarantee then needs the
     strict turnstile model (no item's net frequency ever negative), which is the caller's concern.
     Hash functions are pairwise independent per row, seeded from ``seed`` (random if None;
-    docs/privacy.md §Seeds), or from ``hash_seed``, the public hash seed of another sketch (e.g. a published one) to match it."""
+    docs/privacy.md §Seeds), or from ``hash_seed``, the public hash seed of another sketch (e.g. a published one) to match it.
+
+    :param key_type: ``'int'`` or ``'str'`` to fix the key type now (default: the first batch decides)
+    """
 
     _natives = {"int": _core.CountMinInt, "str": _core.CountMinStr}
     _family = 3
@@ -89,7 +96,12 @@ class CountMin(_LinearSketch):
 class CountSketch(_LinearSketch):
     """CountSketch: ``depth`` rows of ``width`` signed counters; ``estimate`` is the median of the
     row estimates (a float: the mean of the two middle values when depth is even). Error is within
-    ``4*sqrt(F2/width)`` except with probability ``2**-depth``-ish (docs/algorithms.md §4, §5)."""
+    ``4*sqrt(F2/width)`` except with probability ``2**-depth``-ish (docs/algorithms.md §4, §5).
+
+    :param hash_seed: the public hash seed itself (e.g. read from a published sketch); not with ``seed``
+    :param key_type: ``'int'`` or ``'str'`` to fix the key type now (default: the first batch decides)
+    :param seed: a user seed the public hash functions are derived from (reproducible; random if None)
+    """
 
     _natives = {"int": _core.CountSketchInt, "str": _core.CountSketchStr}
     _family = 4

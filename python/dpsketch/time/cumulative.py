@@ -54,7 +54,7 @@ from ..errors import InternalError, ParameterError, ParameterTypeError
 from ..mechanisms.private_sketches import PrivateCountMin, PrivateCountSketch
 from ..release import Release, with_metadata
 from ..sketches.linear import CountMin, CountSketch
-from .._validation import check_int
+from .._validation import check_int, validate_params
 
 __all__ = ["Cumulative", "Prefix", "Schedule", "Step", "SCHEDULES", "MAX_HORIZON", "schedule_for", "node_seed"]
 
@@ -372,6 +372,7 @@ class Cumulative:
     answer through step t (default: the last step fed).
     """
 
+    @validate_params(["epsilon", "rho", "delta", "seed"])
     def __init__(self, *, horizon: int, make: Callable[[], Any], rho: Optional[float] = None,
                  epsilon: Optional[float] = None, delta: Optional[float] = None, schedule: str = "auto",
                  seed: Optional[int] = None, budget: Optional[Budget] = None,
@@ -475,7 +476,11 @@ class Cumulative:
     # -- feeding -------------------------------------------------------------------------------
     def step(self, items=None, counts=None) -> list[Release]:
         """Feed the next step's elements (a batch as the sketch's ``update_many`` takes it; None or
-        empty for a step without elements) and publish the nodes that are complete."""
+        empty for a step without elements) and publish the nodes that are complete.
+
+        :param items: the step's keys (None or empty for a step without elements)
+        :param counts: one count per key (default 1 each)
+        """
         leaf = self._make()
         self._check_leaf(leaf)
         if items is not None and len(items):
@@ -484,7 +489,10 @@ class Cumulative:
 
     def add(self, sketch) -> list[Release]:
         """Feed the next step as a finished non-private sketch of the ``make`` shape (it is read,
-        not changed; keep it private: it holds exact counts)."""
+        not changed; keep it private: it holds exact counts).
+
+        :param sketch: the step's non-private sketch, built with the same ``make``
+        """
         self._check_leaf(sketch)
         return self._add(sketch)
 
@@ -563,7 +571,11 @@ class Cumulative:
         i = (the window containing ``start``) + s − 1, for s = 1 … horizon: the windows are fixed
         by public parameters, every one is a step (an empty one included), and events outside
         them are dropped and counted nowhere (docs/privacy.md §Windows). Memory: one sketch per
-        window that received events."""
+        window that received events.
+
+        :param period: the window length (a duration)
+        :param origin: an instant where a window starts (default the epoch)
+        """
         from .windows import assign, iso, parse_duration, parse_instant, times_ns
 
         p = parse_duration(period)
@@ -600,7 +612,11 @@ class Cumulative:
             yield Step(i + 1, window, nodes, self.prefix(i + 1))
 
     def node(self, level: int, index: int):
-        """The published sketch of node (level, index) (KeyError if it is not published)."""
+        """The published sketch of node (level, index) (KeyError if it is not published).
+
+        :param level: the node's level ℓ in the tree
+        :param index: the node's index m at that level
+        """
         return self._published[(level, index)]
 
     @property

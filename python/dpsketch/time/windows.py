@@ -59,6 +59,7 @@ from ..mechanisms.unit_level import PRIVACY_UNIT_ID, UnitRowLimiter, _bounded_me
 from ..release import Release, calibrate, with_metadata
 from ..sketches.counters import MisraGries, SpaceSaving
 from ..errors import ParameterError, ParameterTypeError
+from .._validation import validate_params
 
 __all__ = ["Windowed", "WallClockReleaser", "assign", "window_seed", "parse_duration", "parse_instant", "CLOCKS"]
 
@@ -232,8 +233,14 @@ class Windowed:
     over an iterable of ``(items, times)`` batches. Each release is a :class:`~dpsketch.Release`
     whose metadata carries its window (``window``: index, start, end) and the series' accounting
     (``composition``).
+
+    :param allowed_lateness: with ``clock='wall'``: how long after its end a window still takes events
+        (default 0)
+    :param now: the wall clock, a function returning epoch seconds (default ``time.time``; tests pass
+        their own)
     """
 
+    @validate_params(["epsilon", "delta", "k", "length_epsilon", "length_delta", "seed", "max_rows_per_unit"])
     def __init__(self, *, period: Any, make: Callable[[], Any], epsilon: float, delta: float,
                  k: Optional[int] = None, start: Any = None, end: Any = None, origin: Any = 0,
                  clock: str = "input", allowed_lateness: Any = 0, length_epsilon: Optional[float] = None,
@@ -357,7 +364,11 @@ class Windowed:
         each row in ``privacy_id``). With ``clock='wall'`` the batch arrives at ``now`` (default
         ``now()``): windows whose deadline passed are released first (returned), then each event
         is kept iff its window is open at ``now``. Events outside the windows released are
-        dropped."""
+        dropped.
+
+        :param items: the events' keys
+        :param times: the events' times (epoch seconds, datetime64 or a pyarrow timestamp array)
+        """
         with self._lock:
             if (privacy_id is None) != (self._limiter is None):
                 raise ParameterError("privacy_id= goes with max_rows_per_unit= (one privacy id per row), and only with it")
@@ -384,7 +395,12 @@ class Windowed:
         :func:`assign` of ``items[j]``'s event time (computed where the data lives, e.g. on a
         Spark executor). Arrival, deadlines and dropping are those of :meth:`update`; one event
         is the privacy unit (a ``max_rows_per_unit`` series needs :meth:`update`, which sees the
-        privacy ids)."""
+        privacy ids).
+
+        :param items: the events' keys
+        :param windows: each event's window index (:func:`assign` of its time)
+        :param now: the arrival time of the batch with ``clock='wall'`` (default ``now()``)
+        """
         with self._lock:
             if self._limiter is not None:
                 raise ParameterError("update_windows takes no privacy ids: feed a max_rows_per_unit series with update()")
