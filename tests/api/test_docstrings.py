@@ -23,8 +23,7 @@ import pytest
 import dpsketch
 
 MODULES = ["dpsketch.accounting", "dpsketch.sketches", "dpsketch.time", "dpsketch.errors",
-           "dpsketch.mechanisms.dpss", "dpsketch.mechanisms.top_k", "dpsketch.mechanisms.private_sketches",
-           "dpsketch.mechanisms.quantiles", "dpsketch.mechanisms.unit_level", "dpsketch.spark"]
+           *(f"dpsketch.mechanisms.{m}" for m in dir(dpsketch.mechanisms)), "dpsketch.spark"]
 
 
 def _public_objects() -> dict:

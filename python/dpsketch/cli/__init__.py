@@ -291,7 +291,7 @@ def _output_options(p, json_help, csv_help, quiet_help):
                    help="print the plan of this release (guarantee, noise, threshold, interval half-width, the "
                         "counts released with probability 1/2 and 0.95) and stop: no input is read, no budget "
                         "is charged")
-    o.add_argument("--plan-rows", type=_int_at_least("plan-rows", 1), metavar="N",
+    o.add_argument("--plan-rows", type=_param("plan_rows", _at_least(int, 1)), metavar="N",
                    help="with --dry-run: the number of rows to assume (public, a planning figure) where the "
                         "threshold depends on the input's length")
     return o

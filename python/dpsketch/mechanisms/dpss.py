@@ -40,7 +40,11 @@ TWO_PASS_MECHANISM = "DPSS[two-pass]"
 
 def frequency_cut(n: int, k: int) -> float:
     """n/k: the frequency a heavy hitter reaches by definition (f(x) >= n/k, the k of ``k=``;
-    docs/mechanisms/dpss.md). The command line's ``--evaluate`` reports it beside the exact counts."""
+    docs/mechanisms/dpss.md). The command line's ``--evaluate`` reports it beside the exact counts.
+
+    :param n: the stream length
+    :param k: the k of ``k=``
+    """
     return n / k
 
 
@@ -305,7 +309,21 @@ def release_space_saving(summary: Any, *, epsilon: float, delta: float, k: int |
     """DPSS of ``summary`` (a :class:`dpsketch.SpaceSaving`; docs/algorithms.md §3,
     docs/mechanisms/dpss.md): the parameters are :meth:`dpsketch.SpaceSaving.release`'s. The
     threshold τ = max(n_lo/k − γ, n_up/capacity + 1 + γ) and the noise are the native release's
-    (cpp/include/dpsketch/release/counter_release.hpp); the n/k cut is :func:`apply_cut`."""
+    (cpp/include/dpsketch/release/counter_release.hpp); the n/k cut is :func:`apply_cut`.
+
+    :param summary: the summary to release (it holds its own lock during the release)
+    :param epsilon: ε of the release's (ε, δ)-DP guarantee
+    :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+    :param k: keep the items of frequency about n/k or more (the threshold's k)
+    :param cut: "n/k" (default) drops released values below n̂/k; None is Holland's release
+    :param top_k: release exactly N items (the N largest noisy values) whenever N pass the threshold
+    :param seed: reproducible noise, NOT secret (experiments only)
+    :param public_length: treat the exact stream length as public (replace-one neighbours)
+    :param length_epsilon: ε spent on the noisy length (default ε/10)
+    :param length_delta: δ spent on the noisy length's bound (default δ/10)
+    :param allow_repeat: release again although the summary was released before (the loss composes)
+    :param budget: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn
+    """
     from ._counter_release import release_counters
 
     check_cut(cut)

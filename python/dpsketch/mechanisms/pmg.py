@@ -21,7 +21,20 @@ def release(summary: Any, *, epsilon: float, delta: float, k: int | None = None,
             seed: int | None = None, public_length: bool = False, length_epsilon: float | None = None,
             length_delta: float | None = None, allow_repeat: bool = False, budget=None) -> Release:
     """PMG of ``summary`` (a :class:`dpsketch.MisraGries`); the parameters are
-    :meth:`dpsketch.MisraGries.release`'s."""
+    :meth:`dpsketch.MisraGries.release`'s.
+
+    :param summary: the summary to release (it holds its own lock during the release)
+    :param epsilon: ε of the release's (ε, δ)-DP guarantee
+    :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+    :param k: also keep only noisy values >= n̂/k (heavy hitters; reads a noisy length)
+    :param top_k: release exactly N items (the N largest noisy values) whenever N pass the threshold
+    :param seed: reproducible noise, NOT secret (experiments only)
+    :param public_length: treat the exact stream length as public (replace-one neighbours)
+    :param length_epsilon: ε spent on the noisy length (default ε/10)
+    :param length_delta: δ spent on the noisy length's bound: unused by PMG, an error without ``k``
+    :param allow_repeat: release again although the summary was released before (the loss composes)
+    :param budget: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn
+    """
     kk = None if k is None else check_int("k", k, 1, 2**63 - 1)
     n_top = None if top_k is None else check_top_k(top_k)
     if kk is not None and n_top is not None:

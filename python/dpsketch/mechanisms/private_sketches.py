@@ -485,7 +485,12 @@ def prefix_heavy_hitter_threshold(noisy_total: float, k: int, node_metadata) -> 
     the variance of a leaf-level estimate summed over the prefix's nodes -- each node's largest
     per-level noise variance ``sigma2`` (its published metadata; docs/algorithms.md §4 and §6), the
     nodes' noises independent, so their variances add. A function of published values only
-    (post-processing): it spends nothing."""
+    (post-processing): it spends nothing.
+
+    :param noisy_total: the prefix's noisy total n̂
+    :param k: the frequency cut's k
+    :param node_metadata: the published metadata of the prefix's nodes (their ``levels``)
+    """
     import math
 
     sigma2 = sum(max(lv.get("sigma2", 0.0) for lv in meta["levels"]) for meta in node_metadata)
