@@ -268,7 +268,7 @@ def test_cli_top_k_usage_errors(capsys, stream_file, argv, match):
 
 
 def test_cli_help_separates_frequency_k_show_and_top_k(capsys):
-    code, out, _ = run(capsys, "top", "--help")
+    code, out, _ = run(capsys, "top", "--help-all")
     text = " ".join(out.split())
     assert code == 0
     assert "--frequency-k K, --k K, -k K" in text and "NOT 'the top K'" in text

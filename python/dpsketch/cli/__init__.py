@@ -527,7 +527,7 @@ def _build_parser() -> _Parser:
     a.add_argument("--delta", "-d", type=_delta, default=1e-6, help="delta of the epsilon pairs (default 1e-6)")
     a.add_argument("--label-delta", type=_param("label_delta"), default=0.2,
                    help="delta of the unstable-label pairs, large so the event is measurable (default 0.2)")
-    a.add_argument("--trials", type=_param("trials", _at_least(int, 10, 10**8)), metavar="N",
+    a.add_argument("--trials", type=_param("trials", _at_least(int, 10, 100_000_000)), metavar="N",
                    help="runs per side of each pair (default 200000; --quick: 10000)")
     a.add_argument("--quick", action="store_true", help="small, fast audit for CI")
     a.add_argument("--miscalibrated", action="store_true",
