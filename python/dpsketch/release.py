@@ -273,6 +273,51 @@ def with_intervals(mechanism: str, items: list, meta: dict, level: float | None 
     return intervals, (lv if intervals is not None else None)
 
 
+def mechanism_release(items: list, *, threshold, epsilon, delta, mechanism: str, n, metadata: dict,
+                      rho=None, sketch=None, level: float | None = None) -> Release:
+    """A Release whose guarantee and record a mechanism module computed (ε, δ, ρ as the mechanism
+    reports them; ``metadata`` its record), with the intervals of :func:`with_intervals` at ``level``
+    (default 95 %) and their rule in ``metadata['interval']``. The one constructor of releases the
+    distributed routes use (docs/mechanisms/distributed.md)."""
+    intervals, lv = with_intervals(mechanism, items, metadata, level)
+    return Release(items=items, threshold=threshold, epsilon=epsilon, delta=delta, mechanism=mechanism, n=n,
+                   metadata=metadata, rho=rho, sketch=sketch, intervals=intervals, interval_level=lv)
+
+
+def sketch_quantiles_release(published: Release, qs: list, *, level: float | None = None, **extra) -> Release:
+    """The quantiles ``qs`` of a published private dyadic sketch (``published``, a sketch release)
+    as a Release: items (q, value) in the order of ``qs``, the sketch's record and guarantee, the
+    published sketch in ``sketch`` (further queries are post-processing), and per value the
+    interval of the sketch's ``quantile_intervals`` (the true rank range of the value meets
+    [low, high], simultaneously, docs/privacy.md §Intervals) where the hierarchy has exact levels
+    only; otherwise no interval and the reason in ``metadata['interval']``. ``extra`` joins the
+    record (front end, bounding)."""
+    from .intervals import DEFAULT_LEVEL
+
+    lv = DEFAULT_LEVEL if level is None else level
+    sk = published.sketch
+    meta = {**published.metadata, "qs": list(qs), **extra}
+    try:
+        ivs = sk.quantile_intervals(qs, level=lv)
+    except ParameterError as e:
+        intervals, out_level = None, None
+        meta["interval"] = {"coverage": "none", "reason": str(e)}
+        values = [v.item() if hasattr(v, "item") else v for v in sk.quantiles(qs)]
+    else:
+        values = [v for v, _, _ in ivs]
+        intervals, out_level = [(lo, hi) for _, lo, hi in ivs], lv
+        meta["interval"] = {"coverage": "simultaneous", "level": lv,
+                            "bounds": "the true rank range of the value: (items < value) <= high and "
+                                      "(items <= value) >= low",
+                            "noise": "a bound uniform over all positions of the exact noise sums of a rank "
+                                     "(PrivateDyadicCountSketch.quantile_intervals)",
+                            "summary_error": "none (exact levels only)",
+                            "reference": "docs/privacy.md §Intervals"}
+    return Release(items=list(zip(list(qs), values)), threshold=None, epsilon=published.epsilon,
+                   delta=published.delta, mechanism=published.mechanism, n=None, metadata=meta, rho=published.rho,
+                   sketch=sk, intervals=intervals, interval_level=out_level)
+
+
 def sketch_release(published, metadata: dict) -> Release:
     """The Release of a published private sketch: the sketch itself, its metadata record, and the
     guarantee read from that record (ε and δ of the noise as drawn; ε None for ρ-zCDP without a
