@@ -284,38 +284,48 @@ def mechanism_release(items: list, *, threshold, epsilon, delta, mechanism: str,
                    metadata=metadata, rho=rho, sketch=sketch, intervals=intervals, interval_level=lv)
 
 
-def sketch_quantiles_release(published: Release, qs: list, *, level: float | None = None, **extra) -> Release:
-    """The quantiles ``qs`` of a published private dyadic sketch (``published``, a sketch release)
-    as a Release: items (q, value) in the order of ``qs``, the sketch's record and guarantee, the
-    published sketch in ``sketch`` (further queries are post-processing), and per value the
-    interval of the sketch's ``quantile_intervals`` (the true rank range of the value meets
-    [low, high], simultaneously, docs/privacy.md §Intervals) where the hierarchy has exact levels
-    only; otherwise no interval and the reason in ``metadata['interval']``. ``extra`` joins the
-    record (front end, bounding)."""
+def quantiles_release(noisy, qs: list, *, mechanism: str, epsilon, delta, rho, metadata: dict, published=None,
+                      level: float | None = None) -> Release:
+    """The quantiles ``qs`` of a noisy dyadic hierarchy ``noisy`` (a PrivateDyadicCountSketch) as a
+    Release: items (q, value) in the order of ``qs``, the guarantee and record the mechanism
+    computed, ``published`` (the publishable sketch, or None where the hierarchy stays inside) in
+    ``sketch``, and per value the interval of ``noisy.quantile_intervals``: with probability at
+    least ``level`` (default 95 %), for every q at once, the true rank range of the value meets
+    [low, high] (docs/privacy.md §Intervals). A hierarchy with CountSketch levels has none: the
+    reason is in ``metadata['interval']``."""
     from .intervals import DEFAULT_LEVEL
 
     lv = DEFAULT_LEVEL if level is None else level
-    sk = published.sketch
-    meta = {**published.metadata, "qs": list(qs), **extra}
+    meta = dict(metadata)
     try:
-        ivs = sk.quantile_intervals(qs, level=lv)
+        ivs = noisy.quantile_intervals(qs, level=lv)
     except ParameterError as e:
         intervals, out_level = None, None
         meta["interval"] = {"coverage": "none", "reason": str(e)}
-        values = [v.item() if hasattr(v, "item") else v for v in sk.quantiles(qs)]
+        values = [v.item() if hasattr(v, "item") else v for v in noisy.quantiles(qs)]
     else:
         values = [v for v, _, _ in ivs]
         intervals, out_level = [(lo, hi) for _, lo, hi in ivs], lv
         meta["interval"] = {"coverage": "simultaneous", "level": lv,
                             "bounds": "the true rank range of the value: (items < value) <= high and "
-                                      "(items <= value) >= low",
+                                      "(items <= value) >= low (with bounds, ranks count buckets)",
                             "noise": "a bound uniform over all positions of the exact noise sums of a rank "
                                      "(PrivateDyadicCountSketch.quantile_intervals)",
                             "summary_error": "none (exact levels only)",
                             "reference": "docs/privacy.md §Intervals"}
-    return Release(items=list(zip(list(qs), values)), threshold=None, epsilon=published.epsilon,
-                   delta=published.delta, mechanism=published.mechanism, n=None, metadata=meta, rho=published.rho,
-                   sketch=sk, intervals=intervals, interval_level=out_level)
+    return Release(items=list(zip(list(qs), values)), threshold=None, epsilon=epsilon, delta=delta,
+                   mechanism=mechanism, n=None, metadata=meta, rho=rho, sketch=published, intervals=intervals,
+                   interval_level=out_level)
+
+
+def sketch_quantiles_release(published: Release, qs: list, *, level: float | None = None, **extra) -> Release:
+    """The quantiles ``qs`` of a published private dyadic sketch (``published``, a sketch release)
+    as a :func:`quantiles_release`: the sketch's record and guarantee, the published sketch in
+    ``sketch`` (further queries are post-processing). ``extra`` joins the record (front end)."""
+    return quantiles_release(published.sketch, list(qs), mechanism=published.mechanism, epsilon=published.epsilon,
+                             delta=published.delta, rho=published.rho,
+                             metadata={**published.metadata, "qs": list(qs), **extra}, published=published.sketch,
+                             level=level)
 
 
 def sketch_release(published, metadata: dict) -> Release:

@@ -161,3 +161,24 @@ def test_windows_carry_the_counters_route_intervals():
     assert [r.interval_level for r in rels] == [0.95] * 3
     assert all(r.intervals is not None and len(r.intervals) == len(r.items) for r in rels)
     assert len(rels[0].items) == 32 and rels[1].items == []
+
+
+def test_unit_quantile_intervals_cover_the_kept_rows():
+    """The unit-level quantiles (the Spark route's mechanism, release_unit_quantiles) carry the
+    noisy hierarchy's rank intervals: the true rank range, among the rows the per-unit bound kept,
+    of every released value meets its interval (simultaneously)."""
+    from dpsketch.mechanisms.unit_level import bound_rows_per_unit, unit_quantiles
+
+    rng = np.random.default_rng(12)
+    values, ids = rng.integers(0, 256, 3000), rng.integers(0, 400, 3000)
+    qs = [0.1, 0.5, 0.9]
+    hits = 0
+    for s in range(150):
+        rel = unit_quantiles(values, ids, qs, max_rows_per_unit=3, universe_bits=8, rho=0.5, seed=s)
+        kept = np.sort(values[bound_rows_per_unit(values, ids, max_rows_per_unit=3, seed=s)])
+        below = np.searchsorted(kept, rel.values(), side="left")
+        upto = np.searchsorted(kept, rel.values(), side="right")
+        hits += all(b <= hi and u >= lo for b, u, (lo, hi) in zip(below, upto, rel.intervals))
+    assert not significantly_below(hits, 150, LEVEL), f"coverage {hits}/150"
+    wide = unit_quantiles(values, ids, qs, max_rows_per_unit=3, universe_bits=16, rho=0.5, seed=1)
+    assert wide.intervals is None and "every level exact" in wide.metadata["interval"]["reason"]

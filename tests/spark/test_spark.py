@@ -141,6 +141,8 @@ def test_counters_route_equals_by_hand(spark, int_df, zipf_ints, summary):
     rel = dps.heavy_hitters(int_df, "x", k=20, epsilon=2.0, delta=1e-6, route="counters", summary=summary, seed=5)
     want = _by_hand_counter_route(spark, int_df, "x", 20, 2.0, 1e-6, 5, summary)
     assert rel.items == want.items and rel.threshold == want.threshold
+    assert rel.intervals == want.intervals and rel.interval_level == want.interval_level == 0.95  # the same rule
+    assert rel.metadata["interval"]["coverage"] == "simultaneous"
     assert rel.epsilon == pytest.approx(2.0) and rel.delta == pytest.approx(1e-6)
     assert rel.metadata["length"] == "private" and rel.n != len(zipf_ints)
     assert rel.metadata["route"] == "counters" and "parallel" in rel.metadata["composition"]
@@ -159,6 +161,7 @@ def test_counters_route_top_k_releases_exactly_n(spark, int_df, zipf_ints, summa
     want = _by_hand_counter_route(spark, int_df, "x", cap, 2.0, 1e-6, 5, summary, capacity=cap,
                                   cut=None if summary == "spacesaving" else "n/k", top_k=12)
     assert len(rel) == 12 and rel.items == want.items and rel.metadata["qualified"] >= 12
+    assert rel.intervals == want.intervals and len(rel.intervals) == 12
     assert rel.metadata["top_k"] == 12 and rel.epsilon == pytest.approx(2.0)
     exact = Counter(zipf_ints.tolist())
     assert len(set(rel.keys()) & {x for x, _ in exact.most_common(12)}) >= 10
@@ -275,6 +278,41 @@ def test_sketch_route_string_keys_at_delta_1e6_uses_128_bit_fingerprints(str_df,
     assert rel.delta == pytest.approx(1e-6)
     # the released values are noisy counts of rows grouped by the 128-bit fingerprint
     assert all(abs(v - exact[x]) <= 40 for x, v in rel.items)
+
+
+# -- intervals: the Spark release's equal the single-process one's -----------------------------------
+
+@pytest.mark.parametrize("noise, cut", [("gaussian", "n/k"), ("laplace", None)])
+def test_exact_route_intervals_equal_the_single_process_release(int_df, zipf_ints, noise, cut):
+    rel = dps.heavy_hitters(int_df, "x", k=20, epsilon=1.0, delta=1e-6, noise=noise, cut=cut, seed=4)
+    keys, counts = np.unique(zipf_ints, return_counts=True)
+    want = dpd.release_exact_counts(keys, counts, k=20, epsilon=1.0, delta=1e-6, noise=noise, cut=cut, seed=4)
+    assert rel.items == want.items and rel.intervals == want.intervals and rel.interval_level == 0.95
+    exact = Counter(zipf_ints.tolist())
+    assert all(lo <= exact[x] <= hi for (x, _), (lo, hi) in zip(rel.items, rel.intervals))
+
+
+def test_quantile_release_equals_the_single_process_release(spark):
+    import pandas as pd
+
+    vals = np.random.default_rng(11).normal(50, 10, size=5000)
+    df = spark.createDataFrame(pd.DataFrame({"v": vals})).repartition(3)
+    qs = [0.1, 0.5, 0.9]
+    rel = dps.quantiles(df, "v", qs, rho=1.0, bounds=(0, 100), universe_bits=8, seed=2)
+    local = dp.PrivateDyadicCountSketch(8, rho=1.0, bounds=(0, 100), seed=2)
+    local.update_many(vals)
+    want = dp.release.sketch_quantiles_release(local.release(), qs, front_end="spark")
+    assert isinstance(rel, dp.Release) and rel.mechanism == want.mechanism == "PrivateDyadicCountSketch"
+    assert rel.items == want.items and rel.intervals == want.intervals and rel.interval_level == 0.95
+    assert rel.metadata == want.metadata and (rel.epsilon, rel.delta, rel.rho) == (want.epsilon, want.delta, want.rho)
+    assert rel.values() == rel.sketch.quantiles(qs).tolist()
+
+
+def test_sketch_route_string_intervals_cover_the_lookup_counts(str_df, words):
+    rel = dps.heavy_hitters(str_df, "w", k=10, epsilon=2.0, delta=1e-6, route="sketch", seed=3)
+    exact = Counter(words)
+    assert rel.items and rel.interval_level == 0.95 and len(rel.intervals) == len(rel.items)
+    assert all(lo <= exact[x] <= hi for (x, _), (lo, hi) in zip(rel.items, rel.intervals))
 
 
 # -- quantiles ---------------------------------------------------------------------------------------
