@@ -413,8 +413,8 @@ def _selected(items, meta, alpha):
         "coverage": "simultaneous",
         "bounds": "the item's bounded count (each unit's at most m keys and c rows per key)",
         "noise": f"{noise} given selection: per item, the f accepted by an equal-tailed test at level "
-                 f"(1 - level)/R of f + Z conditioned on f + Z > tau, R = {r} released items (union bound "
-                 "given the released set)",
+                 f"(1 - level)/R of f + Z conditioned on f + Z > tau, R = {r} (the released items, or the keys "
+                 "above tau before a cut that read the values; union bound given that set)",
         "summary_error": "none (exact bounded counts)",
         "reference": "docs/privacy.md §Intervals",
     }

@@ -681,7 +681,15 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
     ties by value and j), then the same sketch, noised once on the driver by
     :func:`dpsketch.privacy_unit.release_unit_quantiles` for a unit of r rows (docs/privacy.md
     §Privacy unit). ``delta`` then converts ρ to (ε, δ), or with ``epsilon`` asks for Gaussian
-    noise at (ε, δ). The result's ``sketch`` is None and ``privacy`` states the unit's guarantee."""
+    noise at (ε, δ).
+
+    Returns a :class:`dpsketch.Release` (as :func:`dpsketch.quantiles` does): ``items`` are the
+    (q, value) pairs in the order of ``qs`` (``values()`` the values), the guarantee in ``epsilon``,
+    ``delta``, ``rho`` and ``metadata``, and ``intervals`` the rank intervals of the noisy hierarchy
+    at ``interval_level`` where every level is exact (docs/mechanisms/distributed.md §Accuracy;
+    otherwise None, the reason in ``metadata["interval"]``). ``sketch`` is the published noisy
+    hierarchy (further queries are post-processing), None with ``privacy_id`` (the unit-level
+    hierarchy is not published). A single-process release of the same data and seed is equal."""
     from pyspark.sql import functions as F
 
     _require_spark()

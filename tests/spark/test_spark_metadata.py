@@ -24,7 +24,7 @@ pytestmark = pytest.mark.spark
 
 # Fields computed from the noise (the noisy length, its bounds, cuts read off it, how many noisy
 # values qualified): they differ between data sets by design. Every other field must not.
-NOISY = {"n_used", "n_lower", "n_upper", "final_cut", "descent_threshold", "delta_fingerprint",
+NOISY = {"n_used", "n_lower", "n_upper", "final_cut", "descent_threshold", "delta_fingerprint", "lookup_threshold_strict",
          "threshold_inclusive", "qualified"}
 
 # Interval rule fields read off the released values (post-processing: the length bound, the
