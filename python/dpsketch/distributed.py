@@ -18,11 +18,10 @@ per-key counts of the whole data set (an engine aggregated them), no length read
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
 from .accounting.budget import Budget, DisjointScope, charging
-from .release import Release
+from .release import Release, with_metadata
 from .sketches.counters import MisraGries, SpaceSaving
 from ._validation import check_int
 from .mechanisms.dpss import check_cut
@@ -204,11 +203,10 @@ def release_windows(parts: Mapping[int, Sequence[tuple[int, SpaceSaving | MisraG
                                  length_epsilon=length_epsilon, length_delta=length_delta,
                                  seed=window_seed(seed, i), budget=None if scope is None else scope.part(i),
                                  partition_ids=[p for p, _ in got], cut=cut)
-        meta = dict(rel.metadata)
-        meta["window"] = window_record(i, period_ns, origin_ns)
-        meta["composition"] = composition_record(
-            "input", epsilon, delta, period_ns, origin_ns,
-            reason="each row lies in exactly one event-time window, and inside it in the one key partition of "
-                   "its key (docs/privacy.md §Windows \"On Spark\")")
-        out.append(replace(rel, metadata=meta))
+        out.append(with_metadata(rel, {
+            "window": window_record(i, period_ns, origin_ns),
+            "composition": composition_record(
+                "input", epsilon, delta, period_ns, origin_ns,
+                reason="each row lies in exactly one event-time window, and inside it in the one key partition "
+                       "of its key (docs/privacy.md §Windows \"On Spark\")")}))
     return out

@@ -273,6 +273,22 @@ def with_intervals(mechanism: str, items: list, meta: dict, level: float | None 
     return intervals, (lv if intervals is not None else None)
 
 
+def with_metadata(rel: Release, updates: dict, *, base: dict | None = None, **fields) -> Release:
+    """``rel`` with its metadata extended by ``updates`` (a copy of ``base``, default
+    ``rel.metadata``, then ``updates``) and the Release ``fields`` given replaced: how a series
+    (windows, cumulative nodes) records a release's place and composition without building a
+    Release or its metadata by hand. Items, values and intervals are kept as they are."""
+    from dataclasses import fields as _fields, replace
+
+    known = {f.name for f in _fields(Release)} - {"metadata", "items", "intervals"}
+    bad = sorted(set(fields) - known)
+    if bad:
+        raise ParameterError(f"with_metadata: cannot replace {bad}; it replaces {sorted(known)}")
+    meta = dict(rel.metadata if base is None else base)
+    meta.update(updates)
+    return replace(rel, metadata=meta, **fields)
+
+
 def mechanism_release(items: list, *, threshold, epsilon, delta, mechanism: str, n, metadata: dict,
                       rho=None, sketch=None, level: float | None = None) -> Release:
     """A Release whose guarantee and record a mechanism module computed (ε, δ, ρ as the mechanism

@@ -62,7 +62,7 @@ def release_partition(summary: str, part, *, cal: dict, k: int, length, seed: in
     (docs/privacy.md §DPSS "Two passes")."""
     rng, _ = _seeds.rng(seed, f"partition/{partition_id}")
     if keys is not None:
-        got, _, _, meta = two_pass_release(keys, counts, epsilon=cal["epsilon_mechanism"], delta=cal["delta_mechanism"],
+        got, _, _, meta = two_pass_release(keys, list(counts or ()), epsilon=cal["epsilon_mechanism"], delta=cal["delta_mechanism"],
                                            k=k, capacity=part.capacity, length=length, rng=rng)
         return got, meta
     native = _core.release.dpss if summary == "spacesaving" else _core.release.pmg
