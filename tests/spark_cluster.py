@@ -296,12 +296,12 @@ def run_suite(spark) -> dict:
 
     qs = [0.1, 0.5, 0.9]
     q = dps.quantiles(int_df.where("x >= 0"), "x", qs, rho=0.5, universe_bits=12, seed=17)
-    out["quantiles.int"] = [int(v) for v in q.values]
+    out["quantiles.int"] = [int(v) for v in q.values()]
     out["quantiles.int.sketch"] = _digest(q.sketch.to_bytes())
     out["quantiles.bounds"] = [float(v) for v in dps.quantiles(fl_df, "f", qs, epsilon=1.0, bounds=(0.0, 100.0),
-                                                               seed=18).values]
+                                                               seed=18).values()]
     out["quantiles.privacy_id"] = [float(v) for v in dps.quantiles(
-        fl_df, "f", qs, rho=0.5, bounds=(0.0, 100.0), privacy_id="u", max_rows_per_unit=2, seed=19).values]
+        fl_df, "f", qs, rho=0.5, bounds=(0.0, 100.0), privacy_id="u", max_rows_per_unit=2, seed=19).values()]
     return out
 
 

@@ -389,7 +389,9 @@ def _selected(items, meta, alpha):
     num, den = meta["noise_param"]
     log_tail = noise_log_tail(noise, num / den)
     tau = int(math.ceil(float(meta["threshold"])))
-    r = len(items)
+    # R: the released items, or the keys above τ before a cut that read the values (the exact route's
+    # n/k cut keeps a prefix of them: covering all of them covers the prefix on the same event)
+    r = max(len(items), int(meta.get("above_threshold", 0)))
     half = alpha / max(r, 1) / 2 * (1 - 1e-6)  # a hair below a/2: rounding only widens
 
     def up_p(v, f):  # P_f(V >= v | V > τ) = P(Z > v − f − 1)/P(Z > τ − f); increasing in f
@@ -408,11 +410,66 @@ def _selected(items, meta, alpha):
         "coverage": "simultaneous",
         "bounds": "the item's bounded count (each unit's at most m keys and c rows per key)",
         "noise": f"{noise} given selection: per item, the f accepted by an equal-tailed test at level "
-                 f"(1 - level)/R of f + Z conditioned on f + Z > tau, R = {r} released items (union bound "
-                 "given the released set)",
+                 f"(1 - level)/R of f + Z conditioned on f + Z > tau, R = {r} (the released items, or the keys "
+                 "above tau before a cut that read the values; union bound given that set)",
         "summary_error": "none (exact bounded counts)",
         "reference": "docs/privacy.md §Intervals",
     }
+
+
+def _partitioned(items, meta, alpha, inner):
+    """The counters route over key partitions (docs/mechanisms/distributed.md §Accuracy): partition p
+    released DPSS or PMG on its own summary of capacity m_p, every noise term independent, all
+    thresholds reading one length; a key lives in one partition, so its count there is its true
+    count. The union bound runs over the public number of counters M = Σ_p m_p (every partition's,
+    an empty one included: an over-count) and the summary's one-sided error is bounded with the
+    smallest capacity and n_p <= n <= n_bound. ``inner`` is "DPSS", "DPSS[two-pass]" or "PMG"."""
+    eps = float(meta["epsilon_used"])
+    total, m_min = int(meta["counters_total"]), int(meta["capacity_min"])
+    two_pass = inner == "DPSS[two-pass]"
+    if two_pass:
+        n_up, alpha_len, summary_err = None, 0.0, 0
+    else:
+        n_up, alpha_len = _length_upper(meta, LENGTH_SHARE * alpha if meta.get("length") == "private" else 0.0)
+        summary_err = math.floor(max(n_up, 0.0) / (m_min + (inner == "PMG")))
+    per = (alpha - alpha_len) / total
+    if inner == "PMG":  # v = c + η_p + Z_x: the shared and the per-key draw
+        s = smallest_width(lambda t: dlap_sum_abs_tail_gt(eps, t), per)
+        iv = [(max(0, v - s), v + s + summary_err) for _, v in items]
+        noise = f"eta_p + Z_x, both DLap(1/epsilon_used)"
+        err = f"Misra-Gries underestimates by at most floor(n_bound/(capacity_min+1)) = {summary_err}"
+    else:
+        s = smallest_width(lambda t: dlap_abs_tail_gt(eps, t), per)
+        iv = [(max(0, v - s - summary_err), v + s) for _, v in items]
+        noise = "Z ~ DLap(1/epsilon_used)"
+        err = ("none (exact counts of the second pass)" if two_pass else
+               f"SpaceSaving overestimates by at most floor(n_bound/capacity_min) = {summary_err}")
+    rule = {
+        "coverage": "simultaneous",
+        "bounds": "the item's true count in the data set (its count in its own key partition)",
+        "noise": f"{noise} on each of the {total} counters of all partitions: |noise| <= {s} for all, each "
+                 f"failing w.p. <= {per:.3g} (union bound over the public number of counters)",
+        "noise_halfwidth": s,
+        "summary_error": err,
+        "reference": "docs/mechanisms/distributed.md §Accuracy",
+    }
+    if not two_pass:
+        rule.update(n_bound=n_up, length_miss_probability=alpha_len)
+    return iv, rule
+
+
+def _lookup(items, meta, alpha):
+    """The sketch route's label lookup for string keys (docs/mechanisms/distributed.md §Accuracy): a
+    released label's value is c + Z, c the exact count of its 128-bit fingerprint's rows (one label:
+    u == 1), Z ~ DLap independent per fingerprint, released iff c + Z >= tau_lookup. Given the
+    released set the values are independent draws of f + Z conditioned on the threshold: the rule
+    of the exact route (:func:`_selected`) at the lookup's noise and strict threshold."""
+    iv, rule = _selected(items, {"noise": meta["lookup_noise"], "noise_param": meta["lookup_noise_param"],
+                                 "threshold": meta["lookup_threshold_strict"]}, alpha)
+    rule.update(bounds="the label's true count (its 128-bit fingerprint's rows, one label among them)",
+                summary_error="none (exact counts of the lookup pass; the sketch only chose the candidates)",
+                reference="docs/mechanisms/distributed.md §Accuracy")
+    return iv, rule
 
 
 def for_release(mechanism: str, items: list, meta: dict, level: float) -> tuple[list | None, dict]:
@@ -434,6 +491,18 @@ def for_release(mechanism: str, items: list, meta: dict, level: float) -> tuple[
         iv, rule = _selected(items, meta, alpha)
     elif mechanism.startswith("SketchHeavyHitters["):
         iv, rule = _envelope(items, meta, alpha)
+    elif mechanism.startswith("spark.counters["):
+        iv, rule = _partitioned(items, meta, alpha, mechanism[len("spark.counters["):-1])
+    elif mechanism.startswith("exact["):  # the exact route for one row: the unit-level rule with m = c = 1
+        iv, rule = _selected(items, meta, alpha)
+        rule.update(bounds="the item's exact count in the data set", reference="docs/mechanisms/distributed.md §Accuracy")
+    elif mechanism == "spark.sketch[DyadicCountSketch+lookup]":
+        iv, rule = _lookup(items, meta, alpha)
+    elif mechanism == "spark.sketch[DyadicCountSketch]":
+        return None, {"coverage": "none", "reason": "int64 keys are released with their noisy CountSketch leaf "
+                      "estimate: its hash-collision error is two-sided and no published quantity bounds it for "
+                      "keys the noise selected (docs/mechanisms/distributed.md §Accuracy); use route='exact' or "
+                      "string keys (exact lookup counts) for intervals"}
     else:
         return None, {"coverage": "none", "reason": f"no interval rule for {mechanism} yet (docs/privacy.md §Intervals)"}
     if unit and iv is not None:

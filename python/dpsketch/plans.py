@@ -447,7 +447,7 @@ def plan_quantiles(qs: Any, *, bounds: Any = None, epsilon: Optional[float] = No
     """The :class:`Plan` of :func:`dpsketch.quantiles` with these arguments, without data. The
     guarantee and the noise are stated for every method; no rank-error bound is stated (the
     exponential mechanisms' depend on the gaps between the data points; the person-level release
-    carries no intervals yet): ``interval`` says so."""
+    carries rank intervals only on a hierarchy of exact levels): ``interval`` says so."""
     u = as_unit(unit)
     from .front import route_quantiles
 
@@ -484,7 +484,12 @@ def plan_quantiles(qs: Any, *, bounds: Any = None, epsilon: Optional[float] = No
                    depth=cost["depth"])
         fig = dict(mechanism=f"unit.quantiles[{cost['noise']}]", epsilon=cost["epsilon"], delta=cost["delta"],
                    rho=cost["rho"], neighbours="add_remove_unit", noise=law,
-                   interval="the person-level quantile release carries no intervals yet (docs/privacy.md §Intervals)",
+                   interval=("each value carries a rank interval: the true rank range among the kept rows meets "
+                             "q·n̂ ± s, s uniform over all positions (exact levels only; docs/privacy.md §Intervals)"
+                             if cost["exact_levels"] >= cost["universe_bits"] else
+                             f"none at this shape: {cost['universe_bits'] - cost['exact_levels']} CountSketch levels add "
+                             "a collision error no published quantity bounds (universe_bits <= "
+                             f"{cost['exact_levels']} for rank intervals; docs/privacy.md §Intervals)"),
                    notes=(f"each person's first {u.max_rows} values enter the sketch; resolution "
                           f"{cost['resolution']:.6g}",))
     return Plan(question="quantiles", method=m, unit=u.describe(), threshold=None, threshold_rule=None, n=nn,

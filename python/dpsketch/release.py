@@ -289,6 +289,61 @@ def with_metadata(rel: Release, updates: dict, *, base: dict | None = None, **fi
     return replace(rel, metadata=meta, **fields)
 
 
+def mechanism_release(items: list, *, threshold, epsilon, delta, mechanism: str, n, metadata: dict,
+                      rho=None, sketch=None, level: float | None = None) -> Release:
+    """A Release whose guarantee and record a mechanism module computed (ε, δ, ρ as the mechanism
+    reports them; ``metadata`` its record), with the intervals of :func:`with_intervals` at ``level``
+    (default 95 %) and their rule in ``metadata['interval']``. The one constructor of releases the
+    distributed routes use (docs/mechanisms/distributed.md)."""
+    intervals, lv = with_intervals(mechanism, items, metadata, level)
+    return Release(items=items, threshold=threshold, epsilon=epsilon, delta=delta, mechanism=mechanism, n=n,
+                   metadata=metadata, rho=rho, sketch=sketch, intervals=intervals, interval_level=lv)
+
+
+def quantiles_release(noisy, qs: list, *, mechanism: str, epsilon, delta, rho, metadata: dict, published=None,
+                      level: float | None = None) -> Release:
+    """The quantiles ``qs`` of a noisy dyadic hierarchy ``noisy`` (a PrivateDyadicCountSketch) as a
+    Release: items (q, value) in the order of ``qs``, the guarantee and record the mechanism
+    computed, ``published`` (the publishable sketch, or None where the hierarchy stays inside) in
+    ``sketch``, and per value the interval of ``noisy.quantile_intervals``: with probability at
+    least ``level`` (default 95 %), for every q at once, the true rank range of the value meets
+    [low, high] (docs/privacy.md §Intervals). A hierarchy with CountSketch levels has none: the
+    reason is in ``metadata['interval']``."""
+    from .intervals import DEFAULT_LEVEL
+
+    lv = DEFAULT_LEVEL if level is None else level
+    meta = dict(metadata)
+    try:
+        ivs = noisy.quantile_intervals(qs, level=lv)
+    except ParameterError as e:
+        intervals, out_level = None, None
+        meta["interval"] = {"coverage": "none", "reason": str(e)}
+        values = [v.item() if hasattr(v, "item") else v for v in noisy.quantiles(qs)]
+    else:
+        values = [v for v, _, _ in ivs]
+        intervals, out_level = [(lo, hi) for _, lo, hi in ivs], lv
+        meta["interval"] = {"coverage": "simultaneous", "level": lv,
+                            "bounds": "the true rank range of the value: (items < value) <= high and "
+                                      "(items <= value) >= low (with bounds, ranks count buckets)",
+                            "noise": "a bound uniform over all positions of the exact noise sums of a rank "
+                                     "(PrivateDyadicCountSketch.quantile_intervals)",
+                            "summary_error": "none (exact levels only)",
+                            "reference": "docs/privacy.md §Intervals"}
+    return Release(items=list(zip(list(qs), values)), threshold=None, epsilon=epsilon, delta=delta,
+                   mechanism=mechanism, n=None, metadata=meta, rho=rho, sketch=published, intervals=intervals,
+                   interval_level=out_level)
+
+
+def sketch_quantiles_release(published: Release, qs: list, *, level: float | None = None, **extra) -> Release:
+    """The quantiles ``qs`` of a published private dyadic sketch (``published``, a sketch release)
+    as a :func:`quantiles_release`: the sketch's record and guarantee, the published sketch in
+    ``sketch`` (further queries are post-processing). ``extra`` joins the record (front end)."""
+    return quantiles_release(published.sketch, list(qs), mechanism=published.mechanism, epsilon=published.epsilon,
+                             delta=published.delta, rho=published.rho,
+                             metadata={**published.metadata, "qs": list(qs), **extra}, published=published.sketch,
+                             level=level)
+
+
 def sketch_release(published, metadata: dict) -> Release:
     """The Release of a published private sketch: the sketch itself, its metadata record, and the
     guarantee read from that record (ε and δ of the noise as drawn; ε None for ρ-zCDP without a

@@ -26,18 +26,18 @@ data draw from too. It is charged on the driver, before any noise is drawn; a re
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from . import _core
 from .accounting.budget import Budget, charging
-from .accounting.calibration import calibrate, check_privacy_params
+from .accounting.calibration import check_privacy_params
 from .distributed import SketchRoute, charge_windows, check_windows, release_partitions, release_windows
+from .mechanisms.partitioned import counters_calibration
 from .mechanisms.dpss import check_cut
 from .sketches.dyadic import DyadicCountSketch, PrivateDyadicCountSketch
-from .release import Release
+from .release import Release, sketch_quantiles_release
 from .sketches.linear import CountMin, CountSketch
 from .sketches.counters import MisraGries, SpaceSaving
 from ._validation import check_int, validate_params
@@ -45,7 +45,7 @@ from .time.windows import NS, WallClockReleaser, Windowed, assign, parse_duratio
 from .errors import InternalError, MissingDependencyError, ParameterError, ParameterTypeError
 from .mechanisms.top_k import check_top_k, top_k_capacity
 
-__all__ = ["summarize", "heavy_hitters", "quantiles", "QuantileRelease", "windowed_heavy_hitters",
+__all__ = ["summarize", "heavy_hitters", "quantiles", "windowed_heavy_hitters",
            "stream_heavy_hitters", "WindowedStream"]
 
 _MERGEABLE = (MisraGries, SpaceSaving, CountMin, CountSketch, DyadicCountSketch)
@@ -506,8 +506,8 @@ def _counters_route(df, column, kind, k, eps, dlt, summary, capacity, num_partit
     if summary == "spacesaving" and kt < k:
         raise ParameterError(f"DPSS needs capacity >= k (got {kt} < {k}); the default is 2k")
     # Every parameter is checked (and the budget asked) before Spark reads a row.
-    calibrate(eps, dlt, "bounds" if summary == "spacesaving" else "estimate", public_length=public_length,
-              length_epsilon=length_epsilon, length_delta=length_delta)
+    counters_calibration(summary, eps, dlt, public_length=public_length, length_epsilon=length_epsilon,
+                         length_delta=length_delta)
     parts_n = (_counters_partitions(df.sparkSession) if num_partitions is None
                else check_int("num_partitions", num_partitions, 1, 1 << 20))
     col = F.col(column)
@@ -676,21 +676,7 @@ def _dyadic_parts(keyed, proto_bytes) -> list:
 
 # -- quantiles ------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class QuantileRelease:
-    """Private quantiles: ``values[i]`` answers ``qs[i]``; ``sketch`` is the published noisy
-    hierarchy (further queries are post-processing), None for the unit-level route (whose noisy
-    hierarchy is not published: its bytes record only the row-level neighbour relation, which the
-    row-bounded data do not satisfy); ``privacy`` the guarantee.
-
-    :ivar qs: the quantile levels asked for
-    :ivar values: the released value of each level
-    """
-
-    qs: list
-    values: list
-    sketch: Any
-    privacy: dict = field(default_factory=dict)
+QuantileRelease = Release  # deprecated: quantiles return a dpsketch.Release (CHANGELOG, Unreleased)
 
 
 @validate_params(["rho", "epsilon", "bounds", "universe_bits", "seed", "max_rows_per_unit"])
@@ -713,7 +699,15 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
     ties by value and j), then the same sketch, noised once on the driver by
     :func:`dpsketch.privacy_unit.release_unit_quantiles` for a unit of r rows (docs/privacy.md
     §Privacy unit). ``delta`` then converts ρ to (ε, δ), or with ``epsilon`` asks for Gaussian
-    noise at (ε, δ). The result's ``sketch`` is None and ``privacy`` states the unit's guarantee.
+    noise at (ε, δ).
+
+    Returns a :class:`dpsketch.Release` (as :func:`dpsketch.quantiles` does): ``items`` are the
+    (q, value) pairs in the order of ``qs`` (``values()`` the values), the guarantee in ``epsilon``,
+    ``delta``, ``rho`` and ``metadata``, and ``intervals`` the rank intervals of the noisy hierarchy
+    at ``interval_level`` where every level is exact (docs/mechanisms/distributed.md §Accuracy;
+    otherwise None, the reason in ``metadata["interval"]``). ``sketch`` is the published noisy
+    hierarchy (further queries are post-processing), None with ``privacy_id`` (the unit-level
+    hierarchy is not published). A single-process release of the same data and seed is equal.
 
     :param df: a Spark DataFrame
     :param column: the numeric column
@@ -758,9 +752,7 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
     priv = PrivateDyadicCountSketch.from_sketch(merged, rho=rho, epsilon=epsilon, seed=seed,
                                                 budget=budget)
     del merged  # exact; never published
-    out = priv.release().sketch
-    vals = [v.item() if hasattr(v, "item") else v for v in out.quantiles(qlist)]
-    return QuantileRelease(qs=qlist, values=vals, sketch=out, privacy=priv.privacy())
+    return sketch_quantiles_release(priv.release(), qlist, front_end="spark")
 
 
 def _unit_bounded_values(df, column, privacy_id, kind, r, salt):
@@ -805,8 +797,7 @@ def _unit_quantiles(df, column, kind, qlist, proto, privacy_id, r, rho, epsilon,
                                  bounding="Spark: per unit the r rows with the smallest xxhash64(salt, unit, value, "
                                           "index among the unit's equal values), ties by value and index")
     del merged  # exact; never published
-    return QuantileRelease(qs=qlist, values=[v for _, v in rel.items], sketch=None,
-                           privacy=dict(rel.metadata, mechanism=rel.mechanism))
+    return rel
 
 
 # -- releases over time ---------------------------------------------------------------------------

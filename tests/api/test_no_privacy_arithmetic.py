@@ -3,6 +3,11 @@ plans and releases; every threshold, sensitivity, tail bound, noise scale and ca
 the mechanism modules (python/dpsketch/mechanisms/, accounting/calibration.py, intervals.py, the
 C++ release/ layer). This test parses each wiring module (AST) and fails on privacy arithmetic.
 
+A second rule (``privacy_internals``, below) flags what wiring must not reach for at all: imports
+of ``accounting.calibration`` other than ``CALIBRATION_ALLOWLIST``, the C++ core's thresholds and
+noise (``_core.release``, ``_core.noise``), and guarantee records built by hand (a dict literal or a
+subscript store with a guarantee key such as ``epsilon`` or ``privacy_unit``).
+
 The rule (``privacy_arithmetic``) flags, in a module's code (docstrings and strings are not code):
 
 1. a call of a transcendental or rounding function a calibration needs -- ``sqrt``, ``log*``,
@@ -43,8 +48,9 @@ import dpsketch
 PACKAGE = pathlib.Path(dpsketch.__file__).resolve().parent
 
 # The modules that wire mechanisms together and must hold no privacy arithmetic (paths under
-# python/dpsketch/). Another branch adds "spark.py" and "distributed.py" to the same list.
-WIRING_MODULES = ["cli/__init__.py", "cli/commands.py", "time/windows.py", "time/cumulative.py"]
+# python/dpsketch/): Spark and the distributed routes, the command line, windows and cumulative.
+WIRING_MODULES = ["spark.py", "distributed.py", "cli/__init__.py", "cli/commands.py", "time/windows.py",
+                  "time/cumulative.py"]
 
 MATH_FUNCTIONS = {"sqrt", "isqrt", "cbrt", "log", "log1p", "log2", "log10", "exp", "exp2", "expm1", "pow",
                   "erf", "erfc", "erfinv", "erfcinv", "ceil", "lgamma", "gamma", "logsumexp",
@@ -286,3 +292,122 @@ def test_rule_catches_the_old_cli_threshold(tmp_path):
 def test_wiring_modules_exist_and_are_checked():
     for module in WIRING_MODULES:
         assert (PACKAGE / module).is_file(), module
+
+
+# -- what wiring must not reach for: calibration internals, the core's thresholds, records --------
+
+# What a wiring module may import from accounting.calibration, and why it is not arithmetic.
+CALIBRATION_ALLOWLIST = {
+    "check_privacy_params": "validates (epsilon, delta) and returns them unchanged, before any data is read",
+}
+GUARANTEE_KEYS = {"epsilon", "delta", "rho", "privacy_unit", "neighbours", "epsilon_requested", "delta_requested",
+                  "epsilon_used", "epsilon_mechanism", "delta_mechanism", "epsilon_total", "delta_total", "threshold",
+                  "threshold_inclusive", "reproducible_not_secret", "length", "assumes_public_length", "mechanism"}
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def privacy_internals(path) -> list[str]:
+    """Imports of calibration internals (not in CALIBRATION_ALLOWLIST), uses of ``_core.release`` /
+    ``_core.noise``, and guarantee records built by hand, in the module at ``path``."""
+    p = pathlib.Path(path)
+    if not p.is_absolute():
+        p = PACKAGE / p
+    tree = ast.parse(p.read_text(encoding="utf-8"))
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.endswith("calibration"):
+            out += [f"{p.name}:{node.lineno}: imports {a.name} from accounting.calibration (not allowlisted)"
+                    for a in node.names if a.name not in CALIBRATION_ALLOWLIST]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.endswith("accounting"):
+            out += [f"{p.name}:{node.lineno}: imports accounting.calibration" for a in node.names
+                    if a.name == "calibration"]
+        elif isinstance(node, ast.Import):
+            out += [f"{p.name}:{node.lineno}: imports {a.name}" for a in node.names if a.name.endswith("calibration")]
+        elif isinstance(node, ast.Attribute) and node.attr in ("release", "noise") and _dotted(node.value) == "_core":
+            out.append(f"{p.name}:{node.lineno}: uses _core.{node.attr} (the core's thresholds, calibration, noise)")
+        elif isinstance(node, ast.Dict):
+            keys = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            if keys & GUARANTEE_KEYS:
+                out.append(f"{p.name}:{node.lineno}: a guarantee record built by hand {sorted(keys & GUARANTEE_KEYS)}")
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            key = node.slice
+            if isinstance(key, ast.Constant) and key.value in GUARANTEE_KEYS:
+                out.append(f"{p.name}:{node.lineno}: sets the guarantee field {key.value!r} by hand")
+    return out
+
+
+# The stricter rule holds for Spark and the distributed routes. The command line, windows and
+# cumulative still import two calibration helpers and write their own records of the composition
+# they report (parallel composition over windows, the tree's per-node split); moving those records
+# into their mechanisms is the next step, and the list grows as it happens.
+INTERNALS_CHECKED = ["spark.py", "distributed.py"]
+
+
+@pytest.mark.parametrize("module", INTERNALS_CHECKED)
+def test_no_privacy_internals(module):
+    found = privacy_internals(module)
+    assert not found, "call the mechanism module instead:\n" + "\n".join(found)
+
+
+INTERNALS_CAUGHT = [
+    "from .accounting.calibration import zcdp_rho_for",
+    "from .accounting.calibration import calibrate, check_privacy_params",
+    "from .accounting import calibration",
+    "import dpsketch.accounting.calibration",
+    "g = _core.release.dpss_gamma(e, d)",
+    "z = _core.noise.discrete_laplace(rng, 1, 1, 5)",
+    "meta = {'route': 'counters', 'epsilon_requested': 1.0}",
+    "meta['neighbours'] = 'add_remove'",
+]
+INTERNALS_PASS = [
+    "from .accounting.calibration import check_privacy_params",
+    "from .mechanisms.partitioned import release_union",
+    "cap = _core.MAX_CAPACITY",
+    "parts = {'pid': 1, 'part': b''}",
+]
+
+
+@pytest.mark.parametrize("snippet", INTERNALS_CAUGHT)
+def test_internals_rule_catches(tmp_path, snippet):
+    f = tmp_path / "snippet.py"
+    f.write_text(snippet + "\n", encoding="utf-8")
+    assert privacy_internals(f), f"not caught: {snippet}"
+
+
+@pytest.mark.parametrize("snippet", INTERNALS_PASS)
+def test_internals_rule_passes_wiring(tmp_path, snippet):
+    f = tmp_path / "snippet.py"
+    f.write_text(snippet + "\n", encoding="utf-8")
+    assert privacy_internals(f) == []
+
+
+def test_rule_catches_the_old_distributed_thresholds():
+    """The counters route's union threshold and the sketch route's length bound as they stood in
+    distributed.py before the move are caught."""
+    old = textwrap.dedent('''
+        def release(length, kk, g, cal, sigma2, n_hat, delta):
+            threshold = length.n_lo / kk - g
+            n_up = n_hat + 2.0 * math.sqrt(sigma2 * math.log(3.0 / delta))
+            eps_lookup = _core.release.epsilon_used(cal["epsilon"] - cal["epsilon_sketch"])
+            return Release(items=[], threshold=threshold, epsilon=1, delta=0, mechanism="x", n=None)
+    ''')
+    found = privacy_arithmetic_in_source(old)
+    assert any("sqrt" in f for f in found) and any("threshold" in f for f in found), found
+    assert any("epsilon" in f for f in found), found
+
+
+@pytest.mark.parametrize("module", ["mechanisms/partitioned.py", "mechanisms/sketch_route.py"])
+def test_the_rules_find_the_arithmetic_where_it_moved(module):
+    """The distributed mechanisms' thresholds, tails and records moved to these modules: the same
+    rules find them there (a mechanism module may compute them; a wiring module may not)."""
+    assert privacy_arithmetic(module) and privacy_internals(module)
+

@@ -141,6 +141,8 @@ def test_counters_route_equals_by_hand(spark, int_df, zipf_ints, summary):
     rel = dps.heavy_hitters(int_df, "x", k=20, epsilon=2.0, delta=1e-6, route="counters", summary=summary, seed=5)
     want = _by_hand_counter_route(spark, int_df, "x", 20, 2.0, 1e-6, 5, summary)
     assert rel.items == want.items and rel.threshold == want.threshold
+    assert rel.intervals == want.intervals and rel.interval_level == want.interval_level == 0.95  # the same rule
+    assert rel.metadata["interval"]["coverage"] == "simultaneous"
     assert rel.epsilon == pytest.approx(2.0) and rel.delta == pytest.approx(1e-6)
     assert rel.metadata["length"] == "private" and rel.n != len(zipf_ints)
     assert rel.metadata["route"] == "counters" and "parallel" in rel.metadata["composition"]
@@ -159,6 +161,7 @@ def test_counters_route_top_k_releases_exactly_n(spark, int_df, zipf_ints, summa
     want = _by_hand_counter_route(spark, int_df, "x", cap, 2.0, 1e-6, 5, summary, capacity=cap,
                                   cut=None if summary == "spacesaving" else "n/k", top_k=12)
     assert len(rel) == 12 and rel.items == want.items and rel.metadata["qualified"] >= 12
+    assert rel.intervals == want.intervals and len(rel.intervals) == 12
     assert rel.metadata["top_k"] == 12 and rel.epsilon == pytest.approx(2.0)
     exact = Counter(zipf_ints.tolist())
     assert len(set(rel.keys()) & {x for x, _ in exact.most_common(12)}) >= 10
@@ -277,6 +280,41 @@ def test_sketch_route_string_keys_at_delta_1e6_uses_128_bit_fingerprints(str_df,
     assert all(abs(v - exact[x]) <= 40 for x, v in rel.items)
 
 
+# -- intervals: the Spark release's equal the single-process one's -----------------------------------
+
+@pytest.mark.parametrize("noise, cut", [("gaussian", "n/k"), ("laplace", None)])
+def test_exact_route_intervals_equal_the_single_process_release(int_df, zipf_ints, noise, cut):
+    rel = dps.heavy_hitters(int_df, "x", k=20, epsilon=1.0, delta=1e-6, noise=noise, cut=cut, seed=4)
+    keys, counts = np.unique(zipf_ints, return_counts=True)
+    want = dpd.release_exact_counts(keys, counts, k=20, epsilon=1.0, delta=1e-6, noise=noise, cut=cut, seed=4)
+    assert rel.items == want.items and rel.intervals == want.intervals and rel.interval_level == 0.95
+    exact = Counter(zipf_ints.tolist())
+    assert all(lo <= exact[x] <= hi for (x, _), (lo, hi) in zip(rel.items, rel.intervals))
+
+
+def test_quantile_release_equals_the_single_process_release(spark):
+    import pandas as pd
+
+    vals = np.random.default_rng(11).normal(50, 10, size=5000)
+    df = spark.createDataFrame(pd.DataFrame({"v": vals})).repartition(3)
+    qs = [0.1, 0.5, 0.9]
+    rel = dps.quantiles(df, "v", qs, rho=1.0, bounds=(0, 100), universe_bits=8, seed=2)
+    local = dp.PrivateDyadicCountSketch(8, rho=1.0, bounds=(0, 100), seed=2)
+    local.update_many(vals)
+    want = dp.release.sketch_quantiles_release(local.release(), qs, front_end="spark")
+    assert isinstance(rel, dp.Release) and rel.mechanism == want.mechanism == "PrivateDyadicCountSketch"
+    assert rel.items == want.items and rel.intervals == want.intervals and rel.interval_level == 0.95
+    assert rel.metadata == want.metadata and (rel.epsilon, rel.delta, rel.rho) == (want.epsilon, want.delta, want.rho)
+    assert rel.values() == rel.sketch.quantiles(qs).tolist()
+
+
+def test_sketch_route_string_intervals_cover_the_lookup_counts(str_df, words):
+    rel = dps.heavy_hitters(str_df, "w", k=10, epsilon=2.0, delta=1e-6, route="sketch", seed=3)
+    exact = Counter(words)
+    assert rel.items and rel.interval_level == 0.95 and len(rel.intervals) == len(rel.items)
+    assert all(lo <= exact[x] <= hi for (x, _), (lo, hi) in zip(rel.items, rel.intervals))
+
+
 # -- quantiles ---------------------------------------------------------------------------------------
 
 def test_quantiles(spark):
@@ -286,8 +324,9 @@ def test_quantiles(spark):
     df = spark.createDataFrame(pd.DataFrame({"v": vals})).repartition(3)
     out = dps.quantiles(df, "v", [0.1, 0.5, 0.9], rho=1.0, bounds=(0, 100), universe_bits=12, seed=2)
     want = np.quantile(vals, [0.1, 0.5, 0.9])
-    assert np.all(np.abs(np.array(out.values) - want) < 1.5)
-    assert out.privacy["rho"] == 1.0
+    assert isinstance(out, dp.Release) and [q for q, _ in out.items] == [0.1, 0.5, 0.9]
+    assert np.all(np.abs(np.array(out.values()) - want) < 1.5)
+    assert out.metadata["rho"] == 1.0 and out.rho == 1.0 and out.sketch is not None
 
 
 # -- bad input and failures -------------------------------------------------------------------------
@@ -530,10 +569,10 @@ def test_quantiles_skip_nan_and_answer_on_empty_data(spark):
     vals = np.r_[np.random.default_rng(5).normal(50, 10, size=2000), [np.nan, np.inf, -np.inf]]
     df = spark.createDataFrame(pd.DataFrame({"v": vals}))
     out = dps.quantiles(df, "v", [0.5], rho=1.0, bounds=(0, 100), universe_bits=10, seed=2)
-    assert abs(out.values[0] - 50) < 3
+    assert abs(out.values()[0] - 50) < 3
     empty = spark.createDataFrame([], T.StructType([T.StructField("v", T.DoubleType())]))
     out = dps.quantiles(empty, "v", [0.1, 0.9], rho=1.0, bounds=(0, 100), universe_bits=10, seed=2)
-    assert all(isinstance(v, float) for v in out.values)  # noisy answers, never a None for n = 0
+    assert all(isinstance(v, float) for v in out.values())  # noisy answers, never a None for n = 0
 
 
 def test_quantiles_clamp_out_of_range_integers_row_by_row(spark):
@@ -551,7 +590,7 @@ def test_quantiles_clamp_out_of_range_integers_row_by_row(spark):
     for kw in ({}, {"privacy_id": "user", "max_rows_per_unit": 2}):
         got = dps.quantiles(dirty_df, "q", qs, rho=1.0, universe_bits=8, seed=3, **kw)
         want = dps.quantiles(clean_df, "q", qs, rho=1.0, universe_bits=8, seed=3, **kw)
-        assert got.values == want.values
+        assert got.values() == want.values()
 
 
 # -- user-level privacy (docs/privacy.md §Privacy unit) ----------------------------------------------
@@ -629,8 +668,8 @@ def test_unit_quantiles_on_spark_state_the_unit_guarantee(event_df):
     budget = dp.Budget(2.0, 1e-5)
     out = dps.quantiles(df, "q", qs, epsilon=1.0, delta=1e-6, universe_bits=14, privacy_id="user",
                         max_rows_per_unit=5, seed=2, budget=budget)
-    m = out.privacy
-    assert out.sketch is None and out.qs == qs and len(out.values) == 3
+    m = out.metadata
+    assert out.sketch is None and [q for q, _ in out.items] == qs and len(out.values()) == 3
     assert m["privacy_unit"] == "privacy_id" and m["neighbours"] == "add_remove_unit" and m["front_end"] == "spark"
     assert m["route"] == "row_bounded_sketch" and m["max_rows_per_unit"] == 5
     assert m["epsilon"] <= 1.0 and m["delta"] == 1e-6 and "n" not in m
@@ -640,7 +679,7 @@ def test_unit_quantiles_on_spark_state_the_unit_guarantee(event_df):
     local = dp.mechanisms.unit_level.unit_quantiles(keys, users, qs, epsilon=1.0, delta=1e-6, universe_bits=14, max_rows_per_unit=5, seed=2)
     assert local.metadata["noise_param"] == m["noise_param"]
     kept = np.sort(keys[dp.mechanisms.unit_level.bound_rows_per_unit(keys, users, max_rows_per_unit=5, seed=2)])
-    for q, v in zip(qs, out.values):
+    for q, v in zip(qs, out.values()):
         lo, hi = np.searchsorted(kept, v, side="left") / len(kept), np.searchsorted(kept, v, side="right") / len(kept)
         assert lo - 0.03 <= q <= hi + 0.03, (q, v, lo, hi)
     with pytest.raises(ValueError, match="privacy_id"):
@@ -661,7 +700,7 @@ def test_unit_quantiles_on_spark_skip_nan_and_take_floats(spark):
     assert sum(full.values()) == 2 * 300 and not any(np.isnan(x) for _, x in full)
     assert not any(math.copysign(1.0, x) < 0 for _, x in full)  # −0.0 is 0.0
     out = dps.quantiles(df, "q", [0.5], rho=1.0, bounds=(0, 100), privacy_id="user", max_rows_per_unit=2, seed=1)
-    assert 0 <= out.values[0] <= 100 and out.privacy["max_rows_per_unit"] == 2
+    assert 0 <= out.values()[0] <= 100 and out.metadata["max_rows_per_unit"] == 2
 
 
 def test_keys_differing_by_trailing_nuls_are_distinct_keys(spark):

@@ -38,7 +38,7 @@ from .. import _core, _seeds
 from ..accounting.budget import Budget, charging
 from ..accounting.calibration import (check_privacy_params, dgauss_tail_gt, unit_cell_sensitivities, unit_group_guarantee, unit_group_privacy, used_value, zcdp_epsilon, zcdp_rho_for)
 from ..errors import InternalError, ParameterError, ParameterTypeError
-from ..release import Release, with_intervals
+from ..release import Release, quantiles_release, with_intervals
 from ..sketches.counters import MisraGries, SpaceSaving
 from .top_k import gumbel_top_k
 from .._validation import check_int, validate_params
@@ -1262,7 +1262,6 @@ def release_unit_quantiles(sketch, qs, *, max_rows_per_unit: int, rho=None, epsi
     # Query object only: its own guarantee fields are never set nor read, and it is not returned.
     noisy = PrivateDyadicCountSketch.__new__(PrivateDyadicCountSketch)
     noisy._impl = native
-    values = noisy.quantiles(q).tolist()
     meta = {
         "privacy_unit": PRIVACY_UNIT_ID,
         "neighbours": "add_remove_unit",
@@ -1286,8 +1285,9 @@ def release_unit_quantiles(sketch, qs, *, max_rows_per_unit: int, rho=None, epsi
         "reproducible_not_secret": bool(seeded),
         "reference": "docs/privacy.md §Privacy unit",
     }
-    return Release(items=list(zip(q.tolist(), values)), threshold=None, epsilon=eps_used, delta=dlt,
-                   mechanism=mechanism, n=None, metadata=meta, rho=rho_used)
+    # the values and their rank intervals (exact levels only) from the noisy hierarchy, which stays inside
+    return quantiles_release(noisy, q.tolist(), mechanism=mechanism, epsilon=eps_used, delta=dlt, rho=rho_used,
+                             metadata=meta)
 
 
 @validate_params(["max_rows_per_unit", "bounds", "universe_bits", "rho", "epsilon", "delta", "seed"])
