@@ -7,4 +7,4 @@ privacy unit: contribution bounding and its releases)."""
 
 from .._lazy import attach
 
-__getattr__, __dir__ = attach(__name__, ("dpss", "pmg", "top_k", "private_sketches", "quantiles", "unit_level"), {})
+__getattr__, __dir__ = attach(__name__, ("dpss", "pmg", "top_k", "private_sketches", "quantiles", "unit_level", "partitioned", "sketch_route"), {})
