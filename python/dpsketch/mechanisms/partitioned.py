@@ -37,14 +37,27 @@ def counters_calibration(summary: str, epsilon: float, delta: float, *, public_l
                          length_epsilon: float | None = None, length_delta: float | None = None) -> dict:
     """How the counters route spends (ε, δ) (docs/privacy.md §Counters route, §Stream length): DPSS
     reads length bounds in its thresholds, PMG an estimate for its cut n̂/k; the length's share
-    (default ε/10, δ/10) or the public n (replace-one neighbours). Raises on every bad parameter."""
+    (default ε/10, δ/10) or the public n (replace-one neighbours). Raises on every bad parameter.
+
+    :param summary: "spacesaving" (DPSS: reads length bounds) or "misragries" (PMG: reads the estimate n̂)
+    :param epsilon: total ε of the release, the length's share included
+    :param delta: total δ of the release, in (0, 1), the length's share included
+    :param public_length: treat the exact total n as public (replace-one neighbours; no length share)
+    :param length_epsilon: ε spent on the noisy length (default ε/10; below ``epsilon``)
+    :param length_delta: δ spent on the noisy length's bounds (DPSS only, default δ/10; below ``delta``)
+    """
     return calibrate(epsilon, delta, "bounds" if summary == "spacesaving" else "estimate",
                      public_length=public_length, length_epsilon=length_epsilon, length_delta=length_delta)
 
 
 def counters_length(cal: dict, n: int, seed: int | None):
     """The one length all partitions read: n̂ = n + DLap(1/ε_n) from the seed's "length" stream, or
-    the public n (docs/privacy.md §Counters route: never an exact per-partition length)."""
+    the public n (docs/privacy.md §Counters route: never an exact per-partition length).
+
+    :param cal: the calibration of :func:`counters_calibration`
+    :param n: the exact total length Σ n_p of all partitions (enters only n̂, or the opted-in public n)
+    :param seed: reproducible noise, NOT secret (None: keyed from the operating system)
+    """
     return make_length(cal, n, _seeds.rng(seed, "length")[0])
 
 
@@ -59,7 +72,18 @@ def release_partition(summary: str, part, *, cal: dict, k: int, length, seed: in
     """One key partition's (items, native metadata): DPSS τ_p = max(n_lo/k − γ, n_up/k̃_p + 1 + γ)
     or PMG (v >= 1 + 2t) on its own summary at the mechanism's share of (ε, δ), the noise from the
     seed's "partition/{id}" stream; with ``keys``/``counts`` the exact counts of the second pass
-    (docs/privacy.md §DPSS "Two passes")."""
+    (docs/privacy.md §DPSS "Two passes").
+
+    :param summary: "spacesaving" (DPSS) or "misragries" (PMG): the class of ``part``
+    :param part: the partition's own unmerged SpaceSaving or MisraGries summary
+    :param cal: the calibration of :func:`counters_calibration`; the partition runs at its mechanism share
+    :param k: the threshold's k (frequency cut n/k)
+    :param length: the one Length of the whole data set (:func:`counters_length`)
+    :param seed: reproducible noise, NOT secret (None: keyed from the operating system)
+    :param partition_id: the partition's non-negative id: names its noise stream "partition/{id}"
+    :param keys: DPSS second pass only: the keys ``part`` tracks after the first pass (None: one pass)
+    :param counts: the exact counts of ``keys``, aligned with them
+    """
     rng, _ = _seeds.rng(seed, f"partition/{partition_id}")
     if keys is not None:
         got, _, _, meta = two_pass_release(keys, list(counts or ()), epsilon=cal["epsilon_mechanism"], delta=cal["delta_mechanism"],
@@ -78,7 +102,25 @@ def release_union(summary: str, items: list, *, cal: dict, k: int, length, gamma
     docs/privacy.md §DPSS "The n/k cut"), its threshold otherwise n_lo/k − γ (every τ_p is at least
     that); PMG's threshold is max(1 + 2t, n̂/k). ``top_k`` keeps the N largest (§Exact-k). The
     record states the partitions, the one length and the interval rule's inputs (the public
-    number of counters Σ capacities, the smallest capacity)."""
+    number of counters Σ capacities, the smallest capacity).
+
+    :param summary: "spacesaving" (DPSS) or "misragries" (PMG)
+    :param items: the (key, noisy value) pairs of all the partitions' releases
+    :param cal: the calibration of :func:`counters_calibration`
+    :param k: the threshold's k (frequency cut n/k)
+    :param length: the one Length all partitions read (:func:`counters_length`)
+    :param gamma: DPSS's γ as the partitions' metadata reports it (None: computed from the mechanism share)
+    :param epsilon_used: the ε the partitions report as used (None: the calibration's mechanism ε); recorded only
+    :param cut: "n/k" or None (DPSS only; PMG always cuts at n̂/k)
+    :param top_k: keep only the N largest noisy values of the union (None: no top-k cut)
+    :param passes: 1, or 2 for the two-pass (exact counts) release; recorded for DPSS
+    :param partitions: the number of partitions, recorded in the metadata
+    :param capacities: every partition's summary capacity (public; the interval rule's inputs)
+    :param epsilon: the ε asked for, recorded as requested (the Release's ε is the calibration's total)
+    :param delta: the δ asked for, recorded as requested (the Release's δ is the calibration's total)
+    :param seed: only whether it is None is read: a seeded release is flagged reproducible and NOT secret
+    :param mechanism: the Release's mechanism name, e.g. "spark.counters[DPSS]"
+    """
     items = sorted(items, key=lambda kv: (-kv[1], kv[0]))
     if summary == "spacesaving":
         g = _core.release.dpss_gamma(cal["epsilon_mechanism"], cal["delta_mechanism"]) if gamma is None else int(gamma)
@@ -126,7 +168,12 @@ def release_union(summary: str, items: list, *, cal: dict, k: int, length, gamma
 def exact_counts_plan(epsilon: float, delta: float, noise: str = "gaussian") -> tuple[str, dict]:
     """(mechanism name, plan) of :func:`release_exact_counts`: the unit-level exact route's noise and
     τ for one row (m = c = 1; docs/privacy.md §Exact route, one row). Reads no data: a front end
-    charges the budget with it before it aggregates."""
+    charges the budget with it before it aggregates.
+
+    :param epsilon: ε of the release
+    :param delta: δ of the release, in (0, 1)
+    :param noise: "gaussian" (discrete Gaussian, the default) or "laplace" (discrete Laplace)
+    """
     from . import unit_level as U
 
     plan = U._exact_plan(epsilon, delta, 1, 1, noise, None, None)
@@ -148,7 +195,18 @@ def release_exact_counts(keys, counts, *, k: int | None, epsilon: float, delta: 
     of the released noisy values (post-processing; M counts only keys above τ, so the cut is at most
     about n/k and errs towards keeping); ``cut=None`` keeps every key above τ. ``seed`` makes the
     noise reproducible and NOT secret; ``budget`` is charged the reported (ε, δ) before any noise is
-    drawn."""
+    drawn.
+
+    :param keys: the distinct keys, a 1-D sequence of int64 or str
+    :param counts: each key's exact count over the whole data set (positive ints, aligned with ``keys``)
+    :param k: the cut's k (keep noisy values >= M/k); needed with cut="n/k", may be None with cut=None
+    :param epsilon: ε of the release's (ε, δ)-DP guarantee
+    :param delta: δ of the release's (ε, δ)-DP guarantee, in (0, 1)
+    :param noise: "gaussian" (discrete Gaussian, the default) or "laplace" (discrete Laplace)
+    :param cut: "n/k" (default) or None (keep every key above τ)
+    :param seed: reproducible noise, NOT secret (experiments only)
+    :param budget: a :class:`dpsketch.Budget` charged (ε, δ) before any noise is drawn
+    """
     from . import unit_level as U
 
     check_cut(cut)

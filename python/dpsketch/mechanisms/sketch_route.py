@@ -24,7 +24,11 @@ __all__ = ["SketchRoute", "lookup_labels", "lookup_t", "fingerprint_delta", "FIN
 
 def lookup_t(epsilon: float, delta: float) -> int:
     """Smallest integer t >= 1 with P(DLap(1/ε) >= t) = e^{-εt}/(1 + e^{-ε}) <= δ (§1 tails; the
-    same tail bound as the noisy length's, release/thresholds.hpp ``length_t``)."""
+    same tail bound as the noisy length's, release/thresholds.hpp ``length_t``).
+
+    :param epsilon: ε of the DLap(1/ε) noise
+    :param delta: the tail probability bound δ
+    """
     return int(_core.release.length_t(float(epsilon), float(delta)))
 
 
@@ -39,7 +43,17 @@ def lookup_labels(candidates: Sequence[int], found: Mapping[tuple[int, int], tup
     v >= τ = max(1 + t, n̂/k − t), t = :func:`lookup_t` (ε, δ): a label of count 1 is released with
     probability <= δ. A fingerprint absent from ``found`` has c = 0 and releases nothing whatever
     its draw, so only the present ones draw. ``epsilon`` is used as given (round it down first,
-    §1). Returns (items, 1 + t, τ)."""
+    §1). Returns (items, 1 + t, τ).
+
+    :param candidates: the candidate 64-bit fingerprints φ₁ (a DP output, fixed before the lookup)
+    :param found: (φ₁, φ₂) -> (exact row count c, distinct labels u, one label) for each 128-bit
+        fingerprint of the data whose φ₁ is a candidate
+    :param epsilon: ε of the lookup's DLap(1/ε) noise, used as given
+    :param delta: δ of the lookup: the tail bound of t (a label of count 1 is released w.p. <= δ)
+    :param n_hat: the noisy length n̂ of the threshold's n̂/k − t term
+    :param k: the frequency cut's k
+    :param rng: the noise generator (a ``SecureRng``)
+    """
     t = lookup_t(epsilon, delta)
     threshold = max(1 + t, n_hat / k - t)
     num, den = _core.release.laplace_scale(1, epsilon)  # one row moves one count by 1
@@ -62,7 +76,11 @@ FINGERPRINT_BITS = 128  # the lookup's fingerprint: two salted 64-bit hashes of 
 def fingerprint_delta(n_up: float, bits: int = FINGERPRINT_BITS) -> float:
     """The bound n_up²/2^(bits+1) on P(two distinct labels share a ``bits``-bit fingerprint) when
     there are at most n_up labels (docs/privacy.md §Sketch route, Collisions: U(U−1)/2 pairs, each
-    colliding with probability 2^−bits under the random-function assumption, U <= n <= n_up)."""
+    colliding with probability 2^−bits under the random-function assumption, U <= n <= n_up).
+
+    :param n_up: an upper bound on the number of distinct labels (the noisy length's upper bound)
+    :param bits: the fingerprint's width in bits (default 128, :data:`FINGERPRINT_BITS`)
+    """
     n = max(float(n_up), 0.0)
     return n * n / 2.0 ** (bits + 1)
 
@@ -84,6 +102,14 @@ class SketchRoute:
        n̂/k − noise bound, n̂ the sketch's own noisy total (post-processing);
     3. ``release()`` for int keys, or ``release(found)`` with the exact lookup counts per 128-bit
        fingerprint for strings (:func:`lookup_labels`).
+
+    :param k: the frequency cut's k (an int >= 1): candidates above n̂/k − noise bound
+    :param epsilon: total ε of the release
+    :param delta: total δ of the release, in (0, 1) (strings: a third each to the sketch, the lookup, collisions)
+    :param strings: True for string keys (fingerprints and the label lookup), False for int64 keys
+    :param rho_fraction: the sketch's share of ε, in (0, 1] (default 0.9); below 1 for string keys, whose
+        lookup gets the rest; unused for int keys (the sketch gets all of ε)
+    :param seed: reproducible salts, hash functions and noise, NOT secret (None: keyed from the operating system)
     """
 
     def __init__(self, *, k: int, epsilon: float, delta: float, strings: bool, rho_fraction: float = 0.9,
@@ -115,14 +141,22 @@ class SketchRoute:
 
     def prototype(self, *, gamma: float | None = None, width: int | None = None, depth: int | None = None):
         """The empty DyadicCountSketch every part starts from (64-bit universe: int64 keys map to
-        [0, 2^64) by two's complement, a bijection)."""
+        [0, 2^64) by two's complement, a bijection).
+
+        :param gamma: the DyadicCountSketch's shape γ (None: 0.01)
+        :param width: the sketch's width, overriding ``gamma``'s (None: from ``gamma``)
+        :param depth: the sketch's depth, overriding ``gamma``'s (None: from ``gamma``)
+        """
         from ..sketches.dyadic import DyadicCountSketch
 
         return DyadicCountSketch(64, gamma=0.01 if gamma is None else gamma, width=width, depth=depth, seed=self.seed)
 
     def candidates(self, merged) -> list[int]:
         """Noise the merged sketch once and return the candidate keys (int keys) or fingerprints
-        (strings), sorted. The exact ``merged`` sketch is not kept."""
+        (strings), sorted. The exact ``merged`` sketch is not kept.
+
+        :param merged: the merged, non-private DyadicCountSketch of all keys (built from :meth:`prototype`)
+        """
         import numpy as np
 
         from ..sketches.dyadic import PrivateDyadicCountSketch
@@ -170,7 +204,10 @@ class SketchRoute:
     def release(self, found: Mapping[tuple[int, int], tuple[int, int, Any]] | None = None) -> Release:
         """The release: int keys are their own leaves (post-processing of the noisy sketch); strings
         go through :func:`lookup_labels` with ``found[(φ₁, φ₂)] = (rows, distinct labels, a label)``
-        for the 128-bit fingerprints whose φ₁ is a candidate."""
+        for the 128-bit fingerprints whose φ₁ is a candidate.
+
+        :param found: string keys: (φ₁, φ₂) -> (rows, distinct labels, a label) of the lookup; unused for int keys
+        """
         meta = dict(self._meta)
         if not self.strings:
             items = sorted(self._cands, key=lambda kv: (-kv[1], kv[0]))
