@@ -190,6 +190,10 @@ void splitter() {
   o.on_bad = kError;
   const SplitResult e = split_lines(reinterpret_cast<const u8*>(text.data()), text.size(), o);
   CHECK(e.error == 1 && e.error_line == 4);
+  // a final block's last line without a line end is checked too (it once escaped the block check)
+  const std::string tail = "a\nb\n\xf8";
+  const SplitResult t = split_lines(reinterpret_cast<const u8*>(tail.data()), tail.size(), o);
+  CHECK(t.error == 1 && t.error_line == 2);
   o.int_keys = true;
   const std::string ints = "12\n-7\nx\n99999999999999999999\n";
   const SplitResult n = split_lines(reinterpret_cast<const u8*>(ints.data()), ints.size(), o);

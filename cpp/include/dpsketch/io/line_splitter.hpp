@@ -325,6 +325,7 @@ inline SplitResult split_lines(const u8* p, std::size_t size, const SplitOptions
     // sequence cannot span two lines); the first line, which may be a long carried one, and every
     // line of a block that fails are checked on their own, once each.
     int block_ok = -1;  // unknown until the first line is done
+    std::size_t block_checked = 0;  // block_ok covers the lines that end at or before this byte
     while (pos < size) {
       const std::size_t e = line_end(p, pos + scanned, size);
       scanned = 0;
@@ -385,8 +386,10 @@ inline SplitResult split_lines(const u8* p, std::size_t size, const SplitOptions
           std::size_t last = size;
           while (last > pos && p[last - 1] != '\n' && p[last - 1] != '\r') --last;
           block_ok = valid_utf8(p + pos, p + last) ? 1 : 0;
+          block_checked = last;
         }
-        if (block_ok != 1 && !valid_utf8(b, f)) {
+        // a final block's last line, which has no line end, lies past `last`: checked on its own
+        if ((block_ok != 1 || e > block_checked) && !valid_utf8(b, f)) {
           if (on_bad == kError) { error = 1; error_line = static_cast<std::int64_t>(lines); break; }
           ++bad;
           ++lines;
