@@ -833,7 +833,7 @@ class LogParser {
       const auto* gb = reinterpret_cast<const u8*>(g.first);
       const auto* ge = reinterpret_cast<const u8*>(g.second);
       // a group that starts or ends inside a multi-byte character is repaired in emit()
-      const bool cut = (gb > b && (*gb & 0xC0) == 0x80) || (ge < e && (*ge & 0xC0) == 0x80);
+      const bool cut = (gb > b && gb < e && (*gb & 0xC0) == 0x80) || (ge < e && (*ge & 0xC0) == 0x80);
       out[i] = Slice{gb, ge, cut, true, false, 0};
     }
     return true;
