@@ -6,6 +6,7 @@
 // that stay in their data, null counts that match the validity bits, and only valid UTF-8 strings;
 // a JSON line accepted by the parser is accepted again with every field asked for.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,25 @@ const char* const kPatterns[] = {
     "(?<a>(a|b)*c)?(?P<b>[^x]+)$",
 };
 
+LogParser make_parser(std::uint8_t mode) {
+  LogParser::Options o;
+  o.strip_query = mode & 0x10;
+  o.replace_invalid_utf8 = mode & 0x20;
+  o.max_line = (mode & 0x40) ? 24 : std::size_t{1} << 20;
+  const unsigned pick = mode & 0x0F;
+  std::vector<std::string> fields;
+  if (pick < 4) {
+    const LogFormat f = pick < 2 ? LogFormat::common : LogFormat::combined;
+    for (std::size_t i = 0; i < kLogFieldCount; ++i)
+      if (log_field_in(static_cast<LogField>(i), f)) fields.emplace_back(kLogFieldNames[i]);
+    return LogParser(f, fields, o);
+  }
+  if (pick < 10) return LogParser(LogFormat::json, {"path", "a", "", "\xC3\xA9", "user"}, o);
+  fields = pick % 3 == 0 ? std::vector<std::string>{"host", "user", "time", "request"}
+                         : std::vector<std::string>{"a", "b"};
+  return LogParser(LogFormat::regex, fields, o, kPatterns[pick % 3]);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -54,30 +74,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t mode = in.u8();
   const std::string_view rest = in.rest();
   const auto* p = reinterpret_cast<const u8*>(rest.data());
+  // parsers are built once per mode (a regex compiles slowly) and reused: parse() is const
+  static std::unique_ptr<LogParser> parsers[128];
+  std::unique_ptr<LogParser>& slot = parsers[mode & 0x7F];
+  if (!slot) slot = std::make_unique<LogParser>(make_parser(mode));
+  const LogParser& parser = *slot;
+  const std::size_t nf = parser.fields().size();
+  const LogFormat f = parser.format();
   LogParser::Options o;
   o.strip_query = mode & 0x10;
   o.replace_invalid_utf8 = mode & 0x20;
   o.max_line = (mode & 0x40) ? 24 : std::size_t{1} << 20;
-  const unsigned pick = mode & 0x0F;
-  std::vector<std::string> fields;
-  LogFormat f;
-  std::string pattern;
-  if (pick < 4) {
-    f = pick < 2 ? LogFormat::common : LogFormat::combined;
-    for (std::size_t i = 0; i < kLogFieldCount; ++i)
-      if (log_field_in(static_cast<LogField>(i), f)) fields.emplace_back(kLogFieldNames[i]);
-  } else if (pick < 10) {
-    f = LogFormat::json;
-    fields = {"path", "a", "", "\xC3\xA9", "user"};
-  } else {
-    f = LogFormat::regex;
-    pattern = kPatterns[pick % 3];
-    fields = pick % 3 == 0 ? std::vector<std::string>{"host", "user", "time", "request"}
-                           : std::vector<std::string>{"a", "b"};
-  }
-  const LogParser parser(f, fields, o, pattern);
   const LogBatch b = parser.parse(p, rest.size());
-  check_batch(b, fields.size());
+  check_batch(b, nf);
   if (f == LogFormat::json && b.rows > 0) {  // the verdict on a line does not depend on the fields
     const LogParser one(f, {"path"}, o);
     const LogBatch c = one.parse(p, rest.size());

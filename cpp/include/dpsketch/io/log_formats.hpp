@@ -108,6 +108,22 @@ inline const u8* find(const u8* b, const u8* e, u8 c) {
   return q ? static_cast<const u8*>(q) : e;
 }
 
+// The first byte equal to a or b in [p, e), or e; 16 bytes at a time.
+inline const u8* find_either(const u8* p, const u8* e, u8 a, u8 b) {
+#if defined(__SSE2__)
+  const __m128i va = _mm_set1_epi8(static_cast<char>(a));
+  const __m128i vb = _mm_set1_epi8(static_cast<char>(b));
+  for (; e - p >= 16; p += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const int hit = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, va), _mm_cmpeq_epi8(v, vb)));
+    if (hit) return p + __builtin_ctz(static_cast<unsigned>(hit));
+  }
+#endif
+  for (; p < e; ++p)
+    if (*p == a || *p == b) return p;
+  return e;
+}
+
 // A field of a line: bytes [b, e) as written; `escaped` when they hold a backslash to decode.
 struct Slice {
   const u8* b = nullptr;
@@ -468,7 +484,7 @@ class LogParser {
     LogBatch out;
     const std::size_t nf = fields_.size();
     out.columns.resize(nf);
-    const std::size_t guess = static_cast<std::size_t>(std::count(p, p + size, static_cast<u8>('\n'))) + 1;
+    const std::size_t guess = count_byte(p, p + size, static_cast<u8>('\n')) + 1;
     for (std::size_t i = 0; i < nf; ++i) {
       LogColumn& c = out.columns[i];
       c.name = fields_[i];
@@ -578,7 +594,7 @@ class LogParser {
   // A token up to the next blank; p moves past it and the blanks after it.
   static bool token(const u8*& p, const u8* e, const u8*& tb, const u8*& te) {
     tb = p;
-    while (p < e && !log_detail::is_blank(*p)) ++p;
+    p = log_detail::find_either(p, e, ' ', '\t');
     te = p;
     return te > tb;
   }
@@ -589,20 +605,21 @@ class LogParser {
     return true;
   }
   // A quoted field at p ("..." with backslash escapes); [qb, qe) its content, esc if it holds one.
+  // One pass: the next quote or backslash, 16 bytes at a time; a backslash escapes the next byte.
   static bool quoted(const u8*& p, const u8* e, const u8*& qb, const u8*& qe, bool& esc) {
     if (p == e || *p != '"') return false;
     qb = p + 1;
+    esc = false;
     const u8* q = qb;
     for (;;) {
-      q = log_detail::find(q, e, '"');
+      q = log_detail::find_either(q, e, '"', '\\');
       if (q == e) return false;
-      std::size_t backslashes = 0;
-      while (q - backslashes > qb && q[-1 - static_cast<std::ptrdiff_t>(backslashes)] == '\\') ++backslashes;
-      if (backslashes % 2 == 0) break;
-      ++q;
+      if (*q == '"') break;
+      esc = true;
+      q += 2;  // the backslash and the byte it escapes
+      if (q >= e) return false;
     }
     qe = q;
-    esc = log_detail::find(qb, qe, '\\') != qe;
     p = q + 1;
     return true;
   }
