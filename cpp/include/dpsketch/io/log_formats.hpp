@@ -108,16 +108,23 @@ inline const u8* find(const u8* b, const u8* e, u8 c) {
   return q ? static_cast<const u8*>(q) : e;
 }
 
-// The first byte equal to a or b in [p, e), or e; 16 bytes at a time.
-inline const u8* find_either(const u8* p, const u8* e, u8 a, u8 b) {
+// The first byte equal to a or b in [p, e), or e; 16 bytes at a time. Bytes up to readable (>= e,
+// the end of the block the line lies in) may be read, so a field near the line's end takes the
+// vector step too; hits at or past e are ignored.
+inline const u8* find_either(const u8* p, const u8* e, u8 a, u8 b, const u8* readable) {
 #if defined(__SSE2__)
   const __m128i va = _mm_set1_epi8(static_cast<char>(a));
   const __m128i vb = _mm_set1_epi8(static_cast<char>(b));
-  for (; e - p >= 16; p += 16) {
+  for (; p < e && readable - p >= 16; p += 16) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     const int hit = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, va), _mm_cmpeq_epi8(v, vb)));
-    if (hit) return p + __builtin_ctz(static_cast<unsigned>(hit));
+    if (hit) {
+      const u8* q = p + __builtin_ctz(static_cast<unsigned>(hit));
+      return q < e ? q : e;
+    }
   }
+#else
+  (void)readable;
 #endif
   for (; p < e; ++p)
     if (*p == a || *p == b) return p;
@@ -508,6 +515,7 @@ class LogParser {
       if (e < size) next = (p[e] == '\r' && e + 1 < size && p[e + 1] == '\n') ? e + 2 : e + 1;
       const u8* b = p + pos;
       const u8* f = p + e;
+      const u8* readable = p + size;  // what the field search may read past the line (never written)
       const auto line = static_cast<std::int64_t>(out.lines++);
       pos = next;
       if (static_cast<std::size_t>(f - b) > opt_.max_line) {
@@ -524,6 +532,7 @@ class LogParser {
         replace_invalid(b, f, scratch.fixed);
         b = scratch.fixed.data();
         f = b + scratch.fixed.size();
+        readable = f;  // a repaired copy: read nothing past it
       }
       strip(b, f);
       if (b == f) {
@@ -534,7 +543,7 @@ class LogParser {
       bool ok;
       switch (format_) {
         case LogFormat::common:
-        case LogFormat::combined: ok = parse_access(b, f, slices); break;
+        case LogFormat::combined: ok = parse_access(b, f, readable, slices); break;
         case LogFormat::json: ok = parse_json(b, f, slices, scratch); break;
         default: ok = parse_regex(b, f, slices, scratch); break;
       }
@@ -592,9 +601,9 @@ class LogParser {
   // --- common / combined ---
 
   // A token up to the next blank; p moves past it and the blanks after it.
-  static bool token(const u8*& p, const u8* e, const u8*& tb, const u8*& te) {
+  static bool token(const u8*& p, const u8* e, const u8* readable, const u8*& tb, const u8*& te) {
     tb = p;
-    p = log_detail::find_either(p, e, ' ', '\t');
+    p = log_detail::find_either(p, e, ' ', '\t', readable);
     te = p;
     return te > tb;
   }
@@ -606,13 +615,13 @@ class LogParser {
   }
   // A quoted field at p ("..." with backslash escapes); [qb, qe) its content, esc if it holds one.
   // One pass: the next quote or backslash, 16 bytes at a time; a backslash escapes the next byte.
-  static bool quoted(const u8*& p, const u8* e, const u8*& qb, const u8*& qe, bool& esc) {
+  static bool quoted(const u8*& p, const u8* e, const u8* readable, const u8*& qb, const u8*& qe, bool& esc) {
     if (p == e || *p != '"') return false;
     qb = p + 1;
     esc = false;
     const u8* q = qb;
     for (;;) {
-      q = log_detail::find_either(q, e, '"', '\\');
+      q = log_detail::find_either(q, e, '"', '\\', readable);
       if (q == e) return false;
       if (*q == '"') break;
       esc = true;
@@ -626,29 +635,30 @@ class LogParser {
 
   static bool is_dash(const u8* b, const u8* e) { return e - b == 1 && *b == '-'; }
 
-  bool parse_access(const u8* p, const u8* e, std::vector<Slice>& out) const {
+  // readable: the end of the bytes that may be read (the block's end, or e for a repaired copy).
+  bool parse_access(const u8* p, const u8* e, const u8* readable, std::vector<Slice>& out) const {
     const u8 *host_b, *host_e, *ident_b, *ident_e, *user_b, *user_e, *status_b, *status_e, *bytes_b, *bytes_e;
     const u8 *req_b, *req_e, *ref_b = nullptr, *ref_e = nullptr, *ua_b = nullptr, *ua_e = nullptr;
     bool req_esc, ref_esc = false, ua_esc = false;
-    if (!token(p, e, host_b, host_e) || !blanks(p, e, true)) return false;
-    if (!token(p, e, ident_b, ident_e) || !blanks(p, e, true)) return false;
-    if (!token(p, e, user_b, user_e) || !blanks(p, e, true)) return false;
+    if (!token(p, e, readable, host_b, host_e) || !blanks(p, e, true)) return false;
+    if (!token(p, e, readable, ident_b, ident_e) || !blanks(p, e, true)) return false;
+    if (!token(p, e, readable, user_b, user_e) || !blanks(p, e, true)) return false;
     if (p == e || *p != '[') return false;
     const u8* time_b = p + 1;
     const u8* time_e = log_detail::find(time_b, e, ']');
     if (time_e == e) return false;
     p = time_e + 1;
-    if (!blanks(p, e, true) || !quoted(p, e, req_b, req_e, req_esc) || !blanks(p, e, true)) return false;
-    if (!token(p, e, status_b, status_e)) return false;
+    if (!blanks(p, e, true) || !quoted(p, e, readable, req_b, req_e, req_esc) || !blanks(p, e, true)) return false;
+    if (!token(p, e, readable, status_b, status_e)) return false;
     std::int64_t status = 0, bytes = 0;
     const bool status_dash = is_dash(status_b, status_e);
     if (!status_dash && !log_detail::parse_digits(status_b, status_e, status)) return false;
-    if (!blanks(p, e, true) || !token(p, e, bytes_b, bytes_e)) return false;
+    if (!blanks(p, e, true) || !token(p, e, readable, bytes_b, bytes_e)) return false;
     const bool bytes_dash = is_dash(bytes_b, bytes_e);
     if (!bytes_dash && !log_detail::parse_digits(bytes_b, bytes_e, bytes)) return false;
     if (format_ == LogFormat::combined) {
-      if (!blanks(p, e, true) || !quoted(p, e, ref_b, ref_e, ref_esc)) return false;
-      if (!blanks(p, e, true) || !quoted(p, e, ua_b, ua_e, ua_esc)) return false;
+      if (!blanks(p, e, true) || !quoted(p, e, readable, ref_b, ref_e, ref_esc)) return false;
+      if (!blanks(p, e, true) || !quoted(p, e, readable, ua_b, ua_e, ua_esc)) return false;
     }
     // fields an extended format adds after these are ignored
     if (!blanks(p, e, false)) return false;
@@ -682,7 +692,11 @@ class LogParser {
           const u8* te = req_e;
           const u8* pb = nullptr;
           const u8* last = te;
-          while (last > tb && last[-1] != ' ') --last;
+          if (te - tb >= 9 && te[-9] == ' ' && std::memcmp(te - 8, "HTTP/", 5) == 0 && te[-3] != ' ' &&
+              te[-2] != ' ' && te[-1] != ' ')
+            last = te - 8;  // " HTTP/x.y", the common case: the loop below would stop there too
+          else
+            while (last > tb && last[-1] != ' ') --last;
           if (last > tb && req_e - last >= 5 && std::memcmp(last, "HTTP/", 5) == 0) {
             pb = last;
             te = last - 1;
