@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "dpsketch/common/compiler.hpp"
 #include "dpsketch/common/errors.hpp"
 #include "dpsketch/io/line_splitter.hpp"
 
@@ -94,8 +95,8 @@ struct LogBatch {
 
 namespace log_detail {
 
-inline bool is_digit(u8 c) { return static_cast<unsigned>(c - '0') < 10; }
-inline bool is_blank(u8 c) { return c == ' ' || c == '\t'; }
+DPSKETCH_ALWAYS_INLINE bool is_digit(u8 c) { return static_cast<unsigned>(c - '0') < 10; }
+DPSKETCH_ALWAYS_INLINE bool is_blank(u8 c) { return c == ' ' || c == '\t'; }
 inline int hex_value(u8 c) {
   if (is_digit(c)) return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -111,7 +112,7 @@ inline const u8* find(const u8* b, const u8* e, u8 c) {
 // The first byte equal to a or b in [p, e), or e; 16 bytes at a time. Bytes up to readable (>= e,
 // the end of the block the line lies in) may be read, so a field near the line's end takes the
 // vector step too; hits at or past e are ignored.
-inline const u8* find_either(const u8* p, const u8* e, u8 a, u8 b, const u8* readable) {
+DPSKETCH_ALWAYS_INLINE const u8* find_either(const u8* p, const u8* e, u8 a, u8 b, const u8* readable) {
 #if defined(__SSE2__)
   const __m128i va = _mm_set1_epi8(static_cast<char>(a));
   const __m128i vb = _mm_set1_epi8(static_cast<char>(b));
@@ -142,7 +143,7 @@ struct Slice {
 };
 
 // Non-negative decimal digits [b, e) (at most 18 of them, so no overflow) into v.
-inline bool parse_digits(const u8* b, const u8* e, std::int64_t& v) {
+DPSKETCH_ALWAYS_INLINE bool parse_digits(const u8* b, const u8* e, std::int64_t& v) {
   if (b == e || e - b > 18) return false;
   v = 0;
   for (; b < e; ++b) {
@@ -491,7 +492,9 @@ class LogParser {
     LogBatch out;
     const std::size_t nf = fields_.size();
     out.columns.resize(nf);
-    const std::size_t guess = count_byte(p, p + size, static_cast<u8>('\n')) + 1;
+    // room for lines of 32 bytes on average without a counting pass (untouched pages cost nothing;
+    // shorter lines grow the vectors as usual)
+    const std::size_t guess = size / 32 + 16;
     for (std::size_t i = 0; i < nf; ++i) {
       LogColumn& c = out.columns[i];
       c.name = fields_[i];
@@ -501,7 +504,7 @@ class LogParser {
         c.values.reserve(guess);
       } else {
         c.offsets.reserve(guess + 1);
-        c.data.reserve(std::min<std::size_t>(size, guess * 24));
+        c.data.reserve(std::min<std::size_t>(size, guess * 16));
       }
     }
     std::vector<log_detail::Slice> slices(nf);
@@ -601,21 +604,22 @@ class LogParser {
   // --- common / combined ---
 
   // A token up to the next blank; p moves past it and the blanks after it.
-  static bool token(const u8*& p, const u8* e, const u8* readable, const u8*& tb, const u8*& te) {
+  DPSKETCH_ALWAYS_INLINE static bool token(const u8*& p, const u8* e, const u8* readable, const u8*& tb, const u8*& te) {
     tb = p;
     p = log_detail::find_either(p, e, ' ', '\t', readable);
     te = p;
     return te > tb;
   }
-  static bool blanks(const u8*& p, const u8* e, bool required) {
+  DPSKETCH_ALWAYS_INLINE static bool blanks(const u8*& p, const u8* e, bool required) {
     if (p == e) return !required;
     if (!log_detail::is_blank(*p)) return false;
+    ++p;  // usually the only one
     while (p < e && log_detail::is_blank(*p)) ++p;
     return true;
   }
   // A quoted field at p ("..." with backslash escapes); [qb, qe) its content, esc if it holds one.
   // One pass: the next quote or backslash, 16 bytes at a time; a backslash escapes the next byte.
-  static bool quoted(const u8*& p, const u8* e, const u8* readable, const u8*& qb, const u8*& qe, bool& esc) {
+  DPSKETCH_ALWAYS_INLINE static bool quoted(const u8*& p, const u8* e, const u8* readable, const u8*& qb, const u8*& qe, bool& esc) {
     if (p == e || *p != '"') return false;
     qb = p + 1;
     esc = false;
@@ -633,7 +637,7 @@ class LogParser {
     return true;
   }
 
-  static bool is_dash(const u8* b, const u8* e) { return e - b == 1 && *b == '-'; }
+  DPSKETCH_ALWAYS_INLINE static bool is_dash(const u8* b, const u8* e) { return e - b == 1 && *b == '-'; }
 
   // readable: the end of the bytes that may be read (the block's end, or e for a repaired copy).
   bool parse_access(const u8* p, const u8* e, const u8* readable, std::vector<Slice>& out) const {
