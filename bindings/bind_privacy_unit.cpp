@@ -16,6 +16,7 @@
 
 #include "dpsketch/privacy_unit/bound_contributions.hpp"
 #include "dpsketch/privacy_unit/column_codes.hpp"
+#include "dpsketch/privacy_unit/pair_coder.hpp"
 #include "keys.hpp"
 
 namespace py = pybind11;
@@ -147,22 +148,16 @@ py::tuple bound_counts_py(const py::array& unit_codes, const py::array& key_code
 
 // One batch of a column, read with the GIL held: an int64 array, an Arrow (large_)string layout
 // given as (offsets: int32 or int64 array of n + 1, data: uint8 array), or any str sequence of
-// for_each_str (copied into the same layout as UTF-8).
+// for_each_str (copied into the same layout as UTF-8). view points into the arrays held here.
 struct Batch {
-  ColumnCodes::Kind kind = ColumnCodes::Kind::unset;
-  std::size_t n = 0;
-  const std::int64_t* ints = nullptr;
-  const std::int32_t* offsets32 = nullptr;
-  const std::int64_t* offsets64 = nullptr;
-  const char* data = nullptr;
-  std::size_t data_size = 0;
+  ColumnBatch view;
   std::vector<py::array> held;  // the arrays the pointers point into
   std::string copied;
   std::vector<std::int64_t> copied_offsets;
 };
 
-Batch read_batch(const py::object& b, const char* name) {
-  Batch out;
+void read_batch(const py::object& b, const char* name, Batch& out) {
+  ColumnBatch& v = out.view;
   if (py::isinstance<py::tuple>(b)) {
     const auto t = py::reinterpret_borrow<py::tuple>(b);
     if (t.size() != 2) throw py::value_error(std::string(name) + ": expected (offsets, data) of an Arrow string array");
@@ -170,101 +165,99 @@ Batch read_batch(const py::object& b, const char* name) {
     const auto data = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(t[1]);
     if (!py::isinstance<py::array>(t[0]) || !data || off.ndim() != 1 || data.ndim() != 1 || off.shape(0) < 1)
       throw py::value_error(std::string(name) + ": offsets and data must be 1-D arrays, offsets of length n + 1");
-    out.kind = ColumnCodes::Kind::bytes;
-    out.n = static_cast<std::size_t>(off.shape(0) - 1);
-    out.data = reinterpret_cast<const char*>(data.data());
-    out.data_size = static_cast<std::size_t>(data.shape(0));
+    v.kind = ColumnCodes::Kind::bytes;
+    v.n = static_cast<std::size_t>(off.shape(0) - 1);
+    v.data = reinterpret_cast<const char*>(data.data());
+    v.data_size = static_cast<std::size_t>(data.shape(0));
     out.held.push_back(data);
     if (off.dtype().kind() == 'i' && off.itemsize() == 4) {
       const auto o = py::array_t<std::int32_t, py::array::c_style>::ensure(off);
-      out.offsets32 = o.data();
+      v.offsets32 = o.data();
       out.held.push_back(o);
     } else if (off.dtype().kind() == 'i' && off.itemsize() == 8) {
       const auto o = py::array_t<std::int64_t, py::array::c_style>::ensure(off);
-      out.offsets64 = o.data();
+      v.offsets64 = o.data();
       out.held.push_back(o);
     } else {
       throw py::type_error(std::string(name) + ": string offsets must be int32 or int64");
     }
-    return out;
+    return;
   }
   if (py::isinstance<py::array>(b) && py::reinterpret_borrow<py::array>(b).dtype().kind() == 'i') {
     const auto a = py::reinterpret_borrow<py::array>(b);
     if (a.itemsize() != 8 || a.ndim() != 1) throw py::type_error(std::string(name) + ": int batches must be 1-D int64 arrays");
-    const auto v = IntArray::ensure(a);
-    out.kind = ColumnCodes::Kind::ints;
-    out.n = static_cast<std::size_t>(v.shape(0));
-    out.ints = v.data();
-    out.held.push_back(v);
-    return out;
+    const auto ints = IntArray::ensure(a);
+    v.kind = ColumnCodes::Kind::ints;
+    v.n = static_cast<std::size_t>(ints.shape(0));
+    v.ints = ints.data();
+    out.held.push_back(ints);
+    return;
   }
-  out.kind = ColumnCodes::Kind::bytes;
+  v.kind = ColumnCodes::Kind::bytes;
   out.copied_offsets.push_back(0);
   bindings::for_each_str(b, [&](std::string_view s) {
     out.copied.append(s.data(), s.size());
     out.copied_offsets.push_back(static_cast<std::int64_t>(out.copied.size()));
   });
-  out.n = out.copied_offsets.size() - 1;
-  out.offsets64 = out.copied_offsets.data();
-  out.data = out.copied.data();
-  out.data_size = out.copied.size();
-  return out;
+  v.n = out.copied_offsets.size() - 1;
+  v.offsets64 = out.copied_offsets.data();
+  v.data = out.copied.data();
+  v.data_size = out.copied.size();
 }
 
-void code_batch(ColumnCodes& col, const Batch& b) {
-  if (b.kind == ColumnCodes::Kind::ints)
-    col.add_ints(b.ints, b.n);
-  else if (b.offsets32)
-    col.add_strings(b.offsets32, b.data, b.data_size, b.n);
-  else
-    col.add_strings(b.offsets64, b.data, b.data_size, b.n);
-}
-
-// The key and unit columns of contribution bounding, coded batch by batch (column_codes.hpp):
-// only the codes and the code tables are kept.
-class PairCoder {
+// The Python face of dpsketch::privacy_unit::PairCoder (privacy_unit/pair_coder.hpp): batches are
+// read with the GIL held, then coded with it released.
+class PyPairCoder {
  public:
-  PairCoder(std::uint64_t key_salt, std::uint64_t unit_salt) : keys_(key_salt), units_(unit_salt) {}
+  PyPairCoder(std::uint64_t key_salt, std::uint64_t unit_salt) : coder_(key_salt, unit_salt) {}
 
   // Codes one batch of rows, the GIL released.
   void add(const py::object& keys, const py::object& ids) {
-    const Batch k = read_batch(keys, "keys");
-    const Batch u = read_batch(ids, "privacy_id");
-    if (k.n != u.n) throw ParameterError("keys and privacy_id must have the same length (one privacy id per row)");
-    check_kind(keys_, k);
-    check_kind(units_, u);
+    Batch k, u;
+    read_batch(keys, "keys", k);
+    read_batch(ids, "privacy_id", u);
     py::gil_scoped_release nogil;
-    code_batch(keys_, k);
-    code_batch(units_, u);
+    coder_.add(k.view, u.view);
   }
 
   // One column's half of add: the two columns may be coded in two threads at once (one thread per
   // column), each column's batches in row order; bound() checks that they hold the same rows.
-  void add_keys(const py::object& keys) { add_one(keys_, keys, "keys"); }
-  void add_ids(const py::object& ids) { add_one(units_, ids, "privacy_id"); }
+  void add_keys(const py::object& keys) {
+    Batch b;
+    read_batch(keys, "keys", b);
+    py::gil_scoped_release nogil;
+    coder_.add_keys(b.view);
+  }
+  void add_ids(const py::object& ids) {
+    Batch b;
+    read_batch(ids, "privacy_id", b);
+    py::gil_scoped_release nogil;
+    coder_.add_ids(b.view);
+  }
 
   py::tuple bound(std::uint64_t m, std::uint64_t c, const std::optional<HashArray>& key_rank) const {
-    if (key_rank && (key_rank->ndim() != 1 || static_cast<std::size_t>(key_rank->shape(0)) != keys_.distinct()))
-      throw ParameterError("key_rank must give one rank per key code");
-    py::array_t<std::int64_t> counts(static_cast<py::ssize_t>(keys_.distinct()));
+    if (key_rank && key_rank->ndim() != 1) throw ParameterError("key_rank must give one rank per key code");
+    coder_.check_rank(key_rank.has_value(), key_rank ? static_cast<std::size_t>(key_rank->shape(0)) : 0);
+    py::array_t<std::int64_t> counts(static_cast<py::ssize_t>(coder_.distinct_keys()));
     std::int64_t* out = counts.mutable_data();
     const std::uint64_t* rank = key_rank ? key_rank->data() : nullptr;
     bool tie;
     {
       py::gil_scoped_release nogil;
-      tie = bound_counts(units_, keys_, m, c, rank, out);
+      tie = coder_.bound(m, c, rank, out);
     }
     return py::make_tuple(counts, tie);
   }
 
   // The codes of the keys with a positive count (counts as bound() returns them), in value order.
   py::array_t<std::int64_t> positive_codes(const IntArray& counts) const {
-    if (counts.ndim() != 1 || static_cast<std::size_t>(counts.shape(0)) != keys_.distinct())
-      throw ParameterError("counts must give one count per key code");
+    if (counts.ndim() != 1) throw ParameterError("counts must give one count per key code");
     std::vector<std::uint32_t> codes;
     {
+      const std::int64_t* p = counts.data();
+      const auto n = static_cast<std::size_t>(counts.shape(0));
       py::gil_scoped_release nogil;
-      codes = positive_codes_in_value_order(keys_, counts.data());
+      codes = coder_.positive_codes(p, n);
     }
     py::array_t<std::int64_t> out(static_cast<py::ssize_t>(codes.size()));
     std::copy(codes.begin(), codes.end(), out.mutable_data());
@@ -278,16 +271,13 @@ class PairCoder {
     check_codes(codes);
     const auto n = static_cast<std::size_t>(codes.shape(0));
     const std::int64_t* p = codes.data();
-    if (keys_.kind() == ColumnCodes::Kind::ints) return key_values(codes);
+    if (coder_.key_kind() == ColumnCodes::Kind::ints) return key_values(codes);
     std::vector<std::uint32_t> points;  // every value's code points, then each value's count
-    std::vector<std::size_t> ends(n);
-    bool valid = true;
+    std::vector<std::size_t> ends;
+    bool valid;
     {
       py::gil_scoped_release nogil;
-      for (std::size_t i = 0; i < n && valid; ++i) {
-        valid = append_code_points(keys_.bytes_value(static_cast<std::uint32_t>(p[i])), points);
-        ends[i] = points.size();
-      }
+      valid = coder_.key_code_points(p, n, points, ends);
     }
     if (!valid) return py::none();
     std::size_t width = 1;
@@ -312,15 +302,16 @@ class PairCoder {
     check_codes(codes);
     const auto n = static_cast<std::size_t>(codes.shape(0));
     const std::int64_t* p = codes.data();
-    if (keys_.kind() == ColumnCodes::Kind::ints) {
+    const ColumnCodes& keys = coder_.keys();
+    if (keys.kind() == ColumnCodes::Kind::ints) {
       py::array_t<std::int64_t> out(static_cast<py::ssize_t>(n));
       auto* q = out.mutable_data();
-      for (std::size_t i = 0; i < n; ++i) q[i] = keys_.int_value(static_cast<std::uint32_t>(p[i]));
+      for (std::size_t i = 0; i < n; ++i) q[i] = keys.int_value(static_cast<std::uint32_t>(p[i]));
       return std::move(out);
     }
     py::list out(n);
     for (std::size_t i = 0; i < n; ++i) {
-      const std::string_view s = keys_.bytes_value(static_cast<std::uint32_t>(p[i]));
+      const std::string_view s = keys.bytes_value(static_cast<std::uint32_t>(p[i]));
       PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "strict");
       if (!o) throw py::error_already_set();
       PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), o);
@@ -330,61 +321,21 @@ class PairCoder {
 
   void check_codes(const IntArray& codes) const {
     if (codes.ndim() != 1) throw py::value_error("codes must be a 1-D int64 array");
-    const std::int64_t* p = codes.data();
-    for (py::ssize_t i = 0; i < codes.shape(0); ++i)
-      if (p[i] < 0 || static_cast<std::size_t>(p[i]) >= keys_.distinct()) throw ParameterError("a key code is out of range");
-  }
-
-  // Appends the code points of UTF-8 bytes; false (nothing to trust) on an invalid sequence:
-  // a bad lead or continuation byte, an overlong form, a surrogate or a point above U+10FFFF.
-  static bool append_code_points(std::string_view s, std::vector<std::uint32_t>& out) {
-    const auto* b = reinterpret_cast<const unsigned char*>(s.data());
-    const std::size_t n = s.size();
-    for (std::size_t i = 0; i < n;) {
-      const unsigned lead = b[i];
-      if (lead < 0x80) {
-        out.push_back(lead);
-        ++i;
-        continue;
-      }
-      const std::size_t len = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
-      if (len == 0 || lead > 0xF4 || i + len > n) return false;
-      std::uint32_t cp = lead & (0x7Fu >> len);
-      for (std::size_t j = 1; j < len; ++j) {
-        if ((b[i + j] & 0xC0) != 0x80) return false;
-        cp = (cp << 6) | (b[i + j] & 0x3Fu);
-      }
-      static constexpr std::uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-      if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-      out.push_back(cp);
-      i += len;
-    }
-    return true;
-  }
-
-  static void check_kind(const ColumnCodes& col, const Batch& b) {
-    if (col.kind() != ColumnCodes::Kind::unset && col.kind() != b.kind)
-      throw ParameterError("a column's batches must all hold ints or all hold strs");
-  }
-  static void add_one(ColumnCodes& col, const py::object& values, const char* name) {
-    const Batch b = read_batch(values, name);
-    check_kind(col, b);
-    py::gil_scoped_release nogil;
-    code_batch(col, b);
+    coder_.check_codes(codes.data(), static_cast<std::size_t>(codes.shape(0)));
   }
 
   py::object key_kind() const {
-    switch (keys_.kind()) {
+    switch (coder_.key_kind()) {
       case ColumnCodes::Kind::ints: return py::str("int");
       case ColumnCodes::Kind::bytes: return py::str("str");
       default: return py::none();
     }
   }
-  std::size_t rows() const noexcept { return keys_.rows(); }
-  std::size_t distinct_keys() const noexcept { return keys_.distinct(); }
+  std::size_t rows() const noexcept { return coder_.rows(); }
+  std::size_t distinct_keys() const noexcept { return coder_.distinct_keys(); }
 
  private:
-  ColumnCodes keys_, units_;
+  PairCoder coder_;
 };
 
 }  // namespace
@@ -403,26 +354,26 @@ void bind_privacy_unit(py::module_& root) {
         "(bounded count per key code, tie): per unit the max_keys_per_unit keys with the smallest pair hash, "
         "<= max_rows_per_key rows each; tie is True when a tie of the pair hash was broken by key code where it "
         "decided what a unit kept (rerun with key_rank, each key code's rank in value order).");
-  py::class_<PairCoder>(m, "PairCoder",
+  py::class_<PyPairCoder>(m, "PairCoder",
                         "The key and privacy-id columns of contribution bounding, dictionary-coded batch by batch "
                         "(codes and salted hashes as encode_ints / encode_strs give the concatenated columns).")
       .def(py::init<std::uint64_t, std::uint64_t>(), py::arg("key_salt"), py::arg("unit_salt"))
-      .def("add", &PairCoder::add, py::arg("keys"), py::arg("ids"),
+      .def("add", &PyPairCoder::add, py::arg("keys"), py::arg("ids"),
            "Code one batch of rows. Each column's batch: an int64 array, (offsets, data) of an Arrow "
            "(large_)string array, or a sequence of str.")
-      .def("bound", &PairCoder::bound, py::arg("max_keys_per_unit"), py::arg("max_rows_per_key"),
+      .def("bound", &PyPairCoder::bound, py::arg("max_keys_per_unit"), py::arg("max_rows_per_key"),
            py::arg("key_rank") = py::none(), "(bounded count per key code, tie), as bound_counts.")
-      .def("positive_codes", &PairCoder::positive_codes, py::arg("counts"),
+      .def("positive_codes", &PyPairCoder::positive_codes, py::arg("counts"),
            "The key codes with a positive count, in the order of their values (ints numerically, strs by "
            "code point).")
-      .def("key_array", &PairCoder::key_array, py::arg("codes"),
+      .def("key_array", &PyPairCoder::key_array, py::arg("codes"),
            "The key values of these codes as an int64 or 'U' numpy array (None if a value is not UTF-8).")
-      .def("key_values", &PairCoder::key_values, py::arg("codes"),
+      .def("key_values", &PyPairCoder::key_values, py::arg("codes"),
            "The key values of these codes: an int64 array or a list of str.")
-      .def("add_keys", &PairCoder::add_keys, py::arg("keys"), "add's key half (see add_ids).")
-      .def("add_ids", &PairCoder::add_ids, py::arg("ids"),
+      .def("add_keys", &PyPairCoder::add_keys, py::arg("keys"), "add's key half (see add_ids).")
+      .def("add_ids", &PyPairCoder::add_ids, py::arg("ids"),
            "add's id half: the halves may run in two threads, each column's batches in row order.")
-      .def_property_readonly("key_kind", &PairCoder::key_kind, "'int', 'str' or None (no batch yet)")
-      .def_property_readonly("rows", &PairCoder::rows)
-      .def_property_readonly("distinct_keys", &PairCoder::distinct_keys);
+      .def_property_readonly("key_kind", &PyPairCoder::key_kind, "'int', 'str' or None (no batch yet)")
+      .def_property_readonly("rows", &PyPairCoder::rows)
+      .def_property_readonly("distinct_keys", &PyPairCoder::distinct_keys);
 }

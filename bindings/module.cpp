@@ -10,6 +10,7 @@ void bind_release(py::module_& m);
 void bind_dyadic(py::module_& m);
 void bind_fast(py::module_& m);
 void bind_privacy_unit(py::module_& m);
+void bind_logs(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "dpsketch native core (header-only C++ structures compiled for Python)";
@@ -21,4 +22,5 @@ PYBIND11_MODULE(_core, m) {
   bind_dyadic(m);
   bind_fast(m);
   bind_privacy_unit(m);
+  bind_logs(m);
 }

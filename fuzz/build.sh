@@ -10,12 +10,12 @@ CXX=${FUZZ_CXX:-$(command -v clang++ || command -v clang++-14 || true)}
 OUT=${FUZZ_BUILD_DIR:-build/fuzz}
 FLAGS=(-std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
        -Icpp/include -Wall -Wextra)
-# build DIR EXTRA-FLAGS...: the three targets, the unit driver and the differential test into DIR.
+# build DIR EXTRA-FLAGS...: the six targets, the unit driver and the differential test into DIR.
 build() {
   local dir=$1 pids=() p
   shift
   mkdir -p "$dir"
-  for target in fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes; do
+  for target in fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes fuzz_line_splitter fuzz_pair_coder fuzz_log_formats; do
     "$CXX" "${FLAGS[@]}" "$@" -fsanitize=fuzzer "fuzz/$target.cpp" -o "$dir/$target" & pids+=($!)
   done
   "$CXX" "${FLAGS[@]}" "$@" fuzz/sanitized_units.cpp -o "$dir/sanitized_units" & pids+=($!)
@@ -25,8 +25,8 @@ build() {
   for p in "${pids[@]}"; do wait "$p"; done
 }
 build "$OUT"
-echo "fuzz/build.sh: built fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes sanitized_units counters_differential in $OUT"
-# Where this CPU has AVX-512 (BW and VL): the same five again with -march=native in $OUT/native (a
+echo "fuzz/build.sh: built fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes fuzz_line_splitter fuzz_pair_coder fuzz_log_formats sanitized_units counters_differential in $OUT"
+# Where this CPU has AVX-512 (BW and VL): the same eight again with -march=native in $OUT/native (a
 # user's tuned build, in which the compiler may turn the AVX2 kernels into AVX-512 code); fuzz/run.sh
 # runs them too. FUZZ_NATIVE=0 skips them.
 rm -rf "$OUT/native"

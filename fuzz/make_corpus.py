@@ -107,7 +107,49 @@ def dyadic_seeds() -> None:
     write("fuzz_dyadic_bytes", "dcs-turnstile", t._impl.to_bytes())
 
 
-TARGETS = ("fuzz_from_bytes", "fuzz_operations", "fuzz_dyadic_bytes")
+ACCESS_LINES = [
+    b'127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif?x=1 HTTP/1.0" 200 2326 '
+    b'"http://www.example.com/start.html" "Mozilla/4.08 [en] (Win98; I ;Nav)"',
+    b'2001:db8::1 - - [01/Jan/1970:00:00:00 +0000] "POST /a\\"b\\\\c\\xff HTTP/1.1" 404 - "-" "-" "extra" 0.01',
+    b'10.0.0.1 - - [bad] "-" 400 0 "-" "curl/8.0 \\"q\\""',
+    b'h - - [t] "GET /only" 2x0 1',
+]
+JSON_LINES = [
+    b'{"path": "/a\\u00e9\\"\\n", "a": -1.5e3, "user": null, "o": {"x": [1, {"y": "}"}]}}',
+    b'{"\\u00e9": "\\ud83d\\ude00 \\ud800", "path": "/b", "path": "/c"}',
+    b'{"path": 01}', b'[1]', b'{"a": [1,]}', b"{}",
+]
+
+
+def log_format_seeds() -> None:
+    """fuzz_log_formats: a mode byte (low 4 bits: 0-3 common/combined, 4-9 JSON, 10-15 regex;
+    0x10 strip_query, 0x20 replace invalid UTF-8, 0x40 a 24-byte line limit), then lines."""
+    for mode in (0, 2, 0x12, 0x42):
+        write("fuzz_log_formats", f"access-{mode:02x}", bytes([mode]) + b"\r\n".join(ACCESS_LINES) + b"\n\xff\n")
+    for mode in (4, 0x24):
+        write("fuzz_log_formats", f"json-{mode:02x}", bytes([mode]) + b"\n".join(JSON_LINES) + b"\n\n")
+    for mode in (10, 11, 12):
+        write("fuzz_log_formats", f"regex-{mode:02x}", bytes([mode]) + b"\n".join(ACCESS_LINES[:2]) + b"\nacbx\n\xc3\xa9")
+
+
+def line_splitter_seeds() -> None:
+    """fuzz_line_splitter: max_line byte, policy byte (% 3; 0x10 int keys, 0x20 hashes), cut byte, text."""
+    text = b"  a \r\nb\r\rc\n\xff\n" + b"x" * 40 + b"\n12\n-7\n99999999999999999999\n\xe2\x80\xa8 last"
+    for a, b, cut in ((0x40, 0, 7), (8, 1, 20), (8, 2, 45), (0x40, 0x10, 60), (0x40, 0x21, 3), (3, 0x22, 50)):
+        write("fuzz_line_splitter", f"lines-{a:02x}-{b:02x}-{cut}", bytes([a, b, cut]) + text)
+
+
+def pair_coder_seeds() -> None:
+    """fuzz_pair_coder: mode byte (1 str keys, 2 str ids, 4 two halves), m, c, then (key, id) pairs
+    (id bit 0x80 ends a batch)."""
+    rng = random.Random(3)
+    for mode in range(8):
+        pairs = bytes(rng.randrange(256) for _ in range(2 * 40))
+        write("fuzz_pair_coder", f"pairs-{mode}", bytes([mode, 2, 3]) + pairs)
+
+
+TARGETS = ("fuzz_from_bytes", "fuzz_operations", "fuzz_dyadic_bytes", "fuzz_line_splitter", "fuzz_pair_coder",
+           "fuzz_log_formats")
 
 if __name__ == "__main__":
     for target in TARGETS:
@@ -119,6 +161,9 @@ if __name__ == "__main__":
     from_bytes_seeds()
     operations_seeds()
     dyadic_seeds()
+    line_splitter_seeds()
+    pair_coder_seeds()
+    log_format_seeds()
     for target in TARGETS:
         files = list((ROOT / target).iterdir())
         print(f"{target}: {len(files)} files, {sum(f.stat().st_size for f in files)} bytes")

@@ -7,7 +7,8 @@
 # sanitizer report, failed check or timeout.
 #   FUZZ_SECONDS  seconds of wall time for the targets together (default 60)
 #   FUZZ_RUNS     or a number of executions per target instead (e.g. 1000000)
-#   FUZZ_TARGETS  which targets (default: fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes)
+#   FUZZ_TARGETS  which targets (default: fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes
+#                 fuzz_line_splitter fuzz_pair_coder fuzz_log_formats)
 # Crashing inputs are written to $FUZZ_BUILD_DIR/artifacts/; add each one, once fixed, to the
 # target's corpus as a regression seed.
 set -euo pipefail
@@ -18,7 +19,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p "$OUT/artifacts"
 
-targets=(${FUZZ_TARGETS:-fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes})
+targets=(${FUZZ_TARGETS:-fuzz_from_bytes fuzz_operations fuzz_dyadic_bytes fuzz_line_splitter fuzz_pair_coder fuzz_log_formats})
 # run_targets DIR LIMIT...: the targets built in DIR at the same time (one process each, sharing the
 # cores), so they take one period of wall time rather than one per target. Returns 1 if any failed.
 run_targets() {

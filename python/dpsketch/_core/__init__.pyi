@@ -10,6 +10,7 @@ from . import noise
 from . import release
 from . import dyadic
 from . import privacy_unit
+from . import logs
 class DPSketchError(Exception):
     """
     Base class of every error dpsketch raises.
@@ -50,7 +51,7 @@ class ParameterTypeError(ParameterError, TypeError):
     """
     A parameter or a data argument has the wrong type.
     """
-__all__: list[str] = ['CorruptBytesError', 'CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'DPSketchError', 'EntropyError', 'FastUpdate', 'FastUpdateState', 'InternalError', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_CELL_MASS', 'MAX_DEPTH', 'MAX_STREAM_LENGTH', 'MisraGriesInt', 'MisraGriesStr', 'NoiseRangeError', 'ObjectLock', 'ParameterError', 'ParameterTypeError', 'ReadOnlyError', 'SpaceSavingInt', 'SpaceSavingStr', 'StateError', 'StreamLimitError', 'dyadic', 'int_list_to_array', 'make_fast_state', 'noise', 'privacy_unit', 'register_fast_class', 'release', 'split_lines']
+__all__: list[str] = ['CorruptBytesError', 'CountMinInt', 'CountMinStr', 'CountSketchInt', 'CountSketchStr', 'DPSketchError', 'EntropyError', 'FastUpdate', 'FastUpdateState', 'InternalError', 'MAX_CAPACITY', 'MAX_CELLS', 'MAX_CELL_MASS', 'MAX_DEPTH', 'MAX_STREAM_LENGTH', 'MisraGriesInt', 'MisraGriesStr', 'NoiseRangeError', 'ObjectLock', 'ParameterError', 'ParameterTypeError', 'ReadOnlyError', 'SpaceSavingInt', 'SpaceSavingStr', 'StateError', 'StreamLimitError', 'dyadic', 'int_list_to_array', 'logs', 'make_fast_state', 'noise', 'privacy_unit', 'register_fast_class', 'release', 'split_lines']
 class SpaceSavingInt:
     untyped: bool
     @staticmethod
