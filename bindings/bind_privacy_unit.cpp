@@ -243,7 +243,7 @@ class PairCoder {
   void add_keys(const py::object& keys) { add_one(keys_, keys, "keys"); }
   void add_ids(const py::object& ids) { add_one(units_, ids, "privacy_id"); }
 
-  py::tuple bound(std::uint64_t m, std::uint64_t c, const std::optional<HashArray>& key_rank) const {
+  py::tuple bound(std::uint64_t m, std::uint64_t c, const std::optional<HashArray>& key_rank) {
     if (key_rank && (key_rank->ndim() != 1 || static_cast<std::size_t>(key_rank->shape(0)) != keys_.distinct()))
       throw ParameterError("key_rank must give one rank per key code");
     py::array_t<std::int64_t> counts(static_cast<py::ssize_t>(keys_.distinct()));
@@ -252,6 +252,10 @@ class PairCoder {
     bool tie;
     {
       py::gil_scoped_release nogil;
+      // the lookup tables are not needed to bound (a later batch rebuilds them): freed first, so
+      // bounding's arrays take their place
+      keys_.release_table();
+      units_.release_table();
       tie = bound_counts(units_, keys_, m, c, rank, out);
     }
     return py::make_tuple(counts, tie);
