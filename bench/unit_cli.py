@@ -8,13 +8,16 @@ Contenders, each a fresh process per run, interleaved in rounds (order rotated),
   and ids, the default);
 - ``unit_int_ids``: the same with ``--int-ids``;
 - ``unit_int``: the same with ``--int-keys --int-ids``;
-- ``row``: the row-level ``dpsketch top FILE --column query``;
+- ``row``: the row-level ``dpsketch top FILE --column query`` (text keys, the default);
+- ``row_int``: the same with ``--int-keys`` (the same release on this file: every key is a
+  canonical decimal integer);
 - ``polars``: ``scan_csv`` (both columns String, as dpsketch reads them by default) ->
   ``group_by(user_id, query).len()`` -> per user the M pairs of smallest hash, at most C rows each
   -> ``group_by(query).sum()`` -> collect.
 
-Reported: the median wall seconds and peak RSS (ru_maxrss of the child) per contender, and the
-same-run ratios of each round (medians). Run::
+Reported: the median wall seconds, CPU seconds (user + system of the child) and peak RSS
+(ru_maxrss) per contender, and the same-run ratios of each round (medians), by wall time and by CPU
+time (on a shared machine the CPU ratio is the steadier one). Run::
 
     python bench/unit_cli.py --rows 20000000 --rounds 9 --json out.json
 """
@@ -67,15 +70,15 @@ def make_csv(path: Path, rows: int, seed: int) -> None:
                    pcsv.WriteOptions(quoting_style="none"))
 
 
-def run(cmd: list[str], env: dict) -> tuple[float, float]:
-    """(wall seconds, peak RSS MB) of one child."""
+def run(cmd: list[str], env: dict) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS MB) of one child."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     if status != 0:
         sys.exit(f"failed ({status}): {' '.join(cmd)}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main(argv=None) -> int:
@@ -105,7 +108,7 @@ def main(argv=None) -> int:
     unit = top + ["--privacy-id", "user_id", "--max-keys-per-unit", str(args.m), "--max-rows-per-key", str(args.c)]
     contenders = {
         "unit": unit, "unit_int_ids": unit + ["--int-ids"], "unit_int": unit + ["--int-keys", "--int-ids"],
-        "row": top, "polars": [py, "-c", POLARS, str(path), str(args.m), str(args.c)],
+        "row": top, "row_int": top + ["--int-keys"], "polars": [py, "-c", POLARS, str(path), str(args.m), str(args.c)],
     }
     if args.only:
         contenders = {k: v for k, v in contenders.items() if k in args.only.split(",")}
@@ -118,34 +121,44 @@ def main(argv=None) -> int:
 
     names = list(contenders)
     walls = {n: [] for n in names}
+    cpus = {n: [] for n in names}
     rss = {n: [] for n in names}
     for r in range(args.rounds):
         order = names[r % len(names):] + names[: r % len(names)]
         for n in order:
-            w, m = run(contenders[n], envs[n])
+            w, c, m = run(contenders[n], envs[n])
             walls[n].append(w)
+            cpus[n].append(c)
             rss[n].append(m)
         print(f"round {r + 1}: " + " ".join(f"{n}={walls[n][-1]:.2f}" for n in names), file=sys.stderr, flush=True)
 
-    def ratio(a, b):
-        return statistics.median(x / y for x, y in zip(walls[a], walls[b]))
+    def ratio(a, b, t=None):
+        t = walls if t is None else t
+        return statistics.median(x / y for x, y in zip(t[a], t[b]))
 
     out = {"host": cpu_model(), "machine": platform.node(), "rows": args.rows, "rounds": args.rounds,
            "loadavg": os.getloadavg(),
            "seconds": {n: statistics.median(walls[n]) for n in names},
+           "cpu_seconds": {n: statistics.median(cpus[n]) for n in names},
            "peak_rss_mb": {n: statistics.median(rss[n]) for n in names},
            "bytes_per_row": {n: statistics.median(rss[n]) * 2**20 / args.rows for n in names},
-           "ratios": {}}
+           "ratios": {}, "cpu_ratios": {}}
+    pairs = []
     for n in names:
         if n.startswith("unit"):
             for peer in ("polars", "row"):
                 if peer in walls:
-                    out["ratios"][f"{n}/{peer}"] = ratio(n, peer)
+                    pairs.append((n, peer))
             base = n.split("@")[0]
             if "@" in n and base in walls:
-                out["ratios"][f"{n}/{base}"] = ratio(n, base)
+                pairs.append((n, base))
             if n.startswith("unit_int_ids") and n.replace("unit_int_ids", "unit") in walls:
-                out["ratios"][f"{n}/{n.replace('unit_int_ids', 'unit')}"] = ratio(n, n.replace("unit_int_ids", "unit"))
+                pairs.append((n, n.replace("unit_int_ids", "unit")))
+    if "row" in walls and "row_int" in walls:
+        pairs.append(("row", "row_int"))
+    for a, b in pairs:
+        out["ratios"][f"{a}/{b}"] = ratio(a, b)
+        out["cpu_ratios"][f"{a}/{b}"] = ratio(a, b, cpus)
     print(json.dumps(out, indent=1))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")

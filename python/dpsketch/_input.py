@@ -208,6 +208,11 @@ def _plain_ints(arr):
     offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
     if data_buf is None or not len(arr):
         return None
+    from . import _core
+
+    fast = _core.plain_ints(offsets, np.frombuffer(data_buf, dtype=np.uint8))  # items of <= 18 digits, in C++
+    if fast is not None:
+        return fast
     data = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]]
     if not _DIGIT[data].all():
         minus = np.flatnonzero(data == 45)  # '-'
