@@ -6,9 +6,11 @@
     with bounds, the native call given their precomputed buckets), and the private sketch likewise;
     Zipf(1.1) over 10^5 keys, interleaved rounds, medians.
   * ``strlist``: SpaceSaving(256) / CountMin(2048, 5) update_many of a list of "user:<id>" str,
-    and of the same keys as a polars String Series (when polars is installed), against the same
-    keys as a pyarrow string array (interleaved rounds, medians), and the peak resident memory a
-    list or Series batch adds, each measured in a fresh process (VmHWM reset first).
+    of the same keys as a polars String Series (when polars is installed) and as a pyarrow
+    large_string array, against the same keys as a pyarrow string array (interleaved rounds,
+    medians); the list also against ``pyarrow.compute.value_counts`` of the same list and of the
+    pyarrow string array; and the peak
+    resident memory each batch adds, measured in a fresh process (VmHWM reset first).
 
     python bench/bench_item_paths.py dyadic [--items 65536] [--rounds 9]
     python bench/bench_item_paths.py strlist [--items 2000000] [--mem-items 10000000]
@@ -78,6 +80,10 @@ def strlist_memory(kind: str, n: int, container: str = "list") -> float:
         import polars as pl
 
         xs = pl.Series(xs)
+    elif container in ("arrow", "large_arrow"):  # pa.string() (int32 offsets) / pa.large_string()
+        import pyarrow as pa
+
+        xs = pa.array(xs, type=pa.string() if container == "arrow" else pa.large_string())
     s = dpsketch.SpaceSaving(256) if kind == "spacesaving" else dpsketch.CountMin(2048, 5, seed=1)
     s.update_many(xs[:10])
 
@@ -96,8 +102,10 @@ def strlist(args) -> None:
     import pyarrow as pa
 
     xs = [f"user:{i}" for i in zipf_ids(args.items).tolist()]
+    import pyarrow.compute as pc
+
     arr = pa.array(xs, type=pa.string())
-    sources = [("list", xs), ("arrow", arr)]
+    sources = [("list", xs), ("arrow", arr), ("large_arrow", arr.cast(pa.large_string()))]
     try:
         import polars as pl
 
@@ -112,6 +120,9 @@ def strlist(args) -> None:
             for src, data in sources:
                 s = make()
                 times.setdefault(f"{name} {src}", []).append(timed(lambda: s.update_many(data)) / args.items * 1e9)
+        # the peer of a list of str: pyarrow's exact count of the same list (conversion included)
+        times.setdefault("value_counts list", []).append(timed(lambda: pc.value_counts(xs)) / args.items * 1e9)
+        times.setdefault("value_counts arrow", []).append(timed(lambda: pc.value_counts(arr)) / args.items * 1e9)
     print(f"| update_many of {args.items} str keys (median of {args.rounds}) | source | ns/item | / Arrow (per-round ratios) |")
     print("|---|---|---:|---:|")
     for name in makers:
@@ -120,8 +131,12 @@ def strlist(args) -> None:
             a = times[f"{name} {src}"]
             ratio = statistics.median(x / y for x, y in zip(a, b))
             print(f"| {name} | {src} | {statistics.median(a):.1f} | {ratio:.2f} |")
+        for peer in ("list", "arrow"):
+            a, b = times[f"{name} list"], times[f"value_counts {peer}"]
+            print(f"| {name} | list / pyarrow.compute.value_counts({peer}) ({statistics.median(b):.1f} ns) | "
+                  f"| {statistics.median(x / y for x, y in zip(a, b)):.2f} |")
     for kind in ("spacesaving", "countmin"):
-        for container in [src for src, _ in sources if src != "arrow"]:
+        for container in [src for src, _ in sources]:
             out = subprocess.run([sys.executable, __file__, "_mem", kind, str(args.mem_items), container], check=True,
                                  capture_output=True, text=True).stdout.strip()
             print(f"peak RSS added by update_many({container} of {args.mem_items} str), {kind}: {out} MB (fresh process)")

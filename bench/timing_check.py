@@ -66,8 +66,13 @@ PY_TEXT_READER_PATHS = {"python_text_reader_int": "int", "python_text_reader_str
 # the exact Spark route's driver step: noise and threshold on the aggregated (key, count) rows
 # (dpsketch.distributed.release_exact_counts; no Spark), per aggregated row
 PY_EXACT_DRIVER_PATH = "python_spark_exact_driver_int"
+PY_STR_ARROW_PATH = "python_str_arrow_k256"  # SpaceSaving(256).update_many(pa.string() array), int32 offsets in place
+# the privacy unit's exact route (ContributionBounder, top --privacy-id): coding a batch of text keys
+# and text ids from pa.string() arrays (per row), and bounding the coded rows (per row)
+PY_UNIT_CODE_PATH = "python_unit_code_str"
+PY_UNIT_BOUND_PATH = "python_unit_bound"
 PY_PATHS = [PY_PATH, PY_ITEM_PATH, PY_DYADIC_INT_PATH, PY_DYADIC_FLOAT_PATH, PY_STR_LIST_PATH,
-            *PY_TEXT_READER_PATHS, PY_EXACT_DRIVER_PATH]
+            *PY_TEXT_READER_PATHS, PY_EXACT_DRIVER_PATH, PY_STR_ARROW_PATH, PY_UNIT_CODE_PATH, PY_UNIT_BOUND_PATH]
 
 
 def cpu_model() -> str:
@@ -238,6 +243,44 @@ def python_paths(stream_file: Path, tmp: Path, names: list[str]) -> dict[str, Py
             return len(rows[j][0])
         return PyPath(work, len(rows), prepass=False)
     add(PY_EXACT_DRIVER_PATH, make_driver)
+
+    def arrow_strs(values):
+        import pyarrow as pa
+        return pa.array([str(v) for v in values.tolist()], type=pa.string())
+
+    # SpaceSaving(256).update_many(pa.string() array of "user:<id>"): the offsets read as int32
+    def make_str_arrow():
+        import pyarrow as pa
+        xs = pa.array([f"user:{v}" for v in ints[: 1 << 17].tolist()], type=pa.string())
+        return batch(dpsketch.SpaceSaving(256), [xs.slice(i, 1 << 14) for i in range(0, len(xs), 1 << 14)])
+    add(PY_STR_ARROW_PATH, make_str_arrow)
+    # ContributionBounder coding: keys = the stream's values as decimal text, ids = a second stream
+    # of decimal text (the values mixed, 2^15 distinct); each pass codes one chunk of 2^14 rows of
+    # both columns into one bounder (the tables warm: lookups and appends, as most batches see them)
+    unit_ids = (ints * 2654435761) % (1 << 15)
+
+    def make_unit_code():
+        keys = arrow_strs(ints[: 1 << 17])
+        ids = arrow_strs(unit_ids[: 1 << 17])
+        chunks = [(keys.slice(i, 1 << 14), ids.slice(i, 1 << 14)) for i in range(0, len(keys), 1 << 14)]
+        bounder = dpsketch.ContributionBounder(max_keys_per_unit=10, seed=1)
+
+        def work(j):
+            bounder.add_keys(chunks[j][0])
+            bounder.add_ids(chunks[j][1])
+            return len(chunks[j][0])
+        return PyPath(work, len(chunks))
+    add(PY_UNIT_CODE_PATH, make_unit_code)
+    # bounding (m = 10, c = 1) of 2^16 coded rows and listing the kept keys (bounded()), per row
+    def make_unit_bound():
+        bounder = dpsketch.ContributionBounder(max_keys_per_unit=10, seed=1)
+        bounder.add(arrow_strs(ints[: 1 << 16]), arrow_strs(unit_ids[: 1 << 16]))
+
+        def work(_j):
+            bounder.bounded()
+            return 1 << 16
+        return PyPath(work, 1)
+    add(PY_UNIT_BOUND_PATH, make_unit_bound)
     return paths
 
 

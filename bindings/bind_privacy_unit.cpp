@@ -235,7 +235,7 @@ class PyPairCoder {
     coder_.add_ids(b.view);
   }
 
-  py::tuple bound(std::uint64_t m, std::uint64_t c, const std::optional<HashArray>& key_rank) const {
+  py::tuple bound(std::uint64_t m, std::uint64_t c, const std::optional<HashArray>& key_rank) {
     if (key_rank && key_rank->ndim() != 1) throw ParameterError("key_rank must give one rank per key code");
     coder_.check_rank(key_rank.has_value(), key_rank ? static_cast<std::size_t>(key_rank->shape(0)) : 0);
     py::array_t<std::int64_t> counts(static_cast<py::ssize_t>(coder_.distinct_keys()));

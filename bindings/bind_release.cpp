@@ -106,7 +106,7 @@ void bind_envelope(py::module_& m, const char* name) {
     c.def("update_many", [room](T& s, const py::object& items) {
       for_each_str(items, [&](std::string_view x) { s.update(x); }, room(s));
     });
-    c.def("update_many_utf8", [room](T& s, const py::array_t<std::uint8_t, py::array::c_style>& data, const IntArray& off) {
+    c.def("update_many_utf8", [room](T& s, const py::array_t<std::uint8_t, py::array::c_style>& data, const py::array& off) {
       for_each_utf8_offsets(data, off, [&](std::string_view x) { s.update(x); }, room(s));
     });
     c.def("estimate", [](const T& s, std::string_view x) { return s.estimate(x); });

@@ -356,14 +356,11 @@ void for_each_utf8_view(const py::array_t<std::uint8_t, py::array::c_style>& vie
   }
 }
 
-// Arrow-style batch: UTF-8 bytes plus n+1 int64 offsets (pyarrow string arrays pass their buffers).
-template <class F, class Room = NoRoomCheck>
-void for_each_utf8_offsets(const py::array_t<std::uint8_t, py::array::c_style>& data, const IntArray& offsets, F&& f,
-                           Room&& room = Room{}) {
-  if (data.ndim() != 1 || offsets.ndim() != 1 || offsets.shape(0) < 1)
-    throw py::value_error("expected 1-D data bytes and at least one offset");
-  const auto m = static_cast<std::size_t>(offsets.shape(0));
-  const std::int64_t* off = offsets.data();
+// Arrow-style batch: UTF-8 bytes plus n+1 offsets, int64 (large_string) or int32 (string), read in
+// place either way (pyarrow string arrays pass their buffers).
+template <class Offset, class F, class Room>
+void for_each_utf8_offsets_of(const py::array_t<std::uint8_t, py::array::c_style>& data, const Offset* off,
+                              std::size_t m, F&& f, Room&& room) {
   const auto size = static_cast<std::int64_t>(data.shape(0));
   for (std::size_t i = 0; i < m; ++i)
     if (off[i] < 0 || off[i] > size || (i > 0 && off[i] < off[i - 1]))
@@ -373,6 +370,23 @@ void for_each_utf8_offsets(const py::array_t<std::uint8_t, py::array::c_style>& 
   py::gil_scoped_release nogil;
   for (std::size_t i = 0; i + 1 < m; ++i)
     f(std::string_view(p + off[i], static_cast<std::size_t>(off[i + 1] - off[i])));
+}
+
+template <class F, class Room = NoRoomCheck>
+void for_each_utf8_offsets(const py::array_t<std::uint8_t, py::array::c_style>& data, const py::array& offsets, F&& f,
+                           Room&& room = Room{}) {
+  if (data.ndim() != 1 || offsets.ndim() != 1 || offsets.shape(0) < 1)
+    throw py::value_error("expected 1-D data bytes and at least one offset");
+  const auto m = static_cast<std::size_t>(offsets.shape(0));
+  if (offsets.dtype().kind() == 'i' && offsets.itemsize() == 4) {
+    const auto o = py::array_t<std::int32_t, py::array::c_style>::ensure(offsets);  // a view when contiguous
+    if (!o) throw py::error_already_set();
+    for_each_utf8_offsets_of(data, o.data(), m, f, room);
+    return;
+  }
+  const auto o = IntArray::ensure(offsets);
+  if (!o) throw py::error_already_set();
+  for_each_utf8_offsets_of(data, o.data(), m, f, room);
 }
 
 inline py::str to_py(const std::string& s) { return py::str(s.data(), s.size()); }
@@ -479,7 +493,7 @@ void def_keyed(Cls& c) {
           },
           py::arg("items"));
     c.def("update_many_utf8",
-          [room](T& s, const py::array_t<std::uint8_t, py::array::c_style>& data, const IntArray& offsets) {
+          [room](T& s, const py::array_t<std::uint8_t, py::array::c_style>& data, const py::array& offsets) {
             for_each_utf8_offsets(data, offsets, [&](std::string_view x) { s.update(x); }, room(s));
           },
           py::arg("data"), py::arg("offsets"));
@@ -494,7 +508,7 @@ void def_keyed(Cls& c) {
       // key's table hash cannot corrupt memory, but would track the key twice: only split_lines'
       // own output is passed here.
       c.def("update_many_utf8_hashed",
-            [room](T& s, const py::array_t<std::uint8_t, py::array::c_style>& data, const IntArray& offsets,
+            [room](T& s, const py::array_t<std::uint8_t, py::array::c_style>& data, const py::array& offsets,
                    const py::array_t<std::uint64_t, py::array::c_style>& hashes) {
               if (hashes.ndim() != 1 || offsets.ndim() != 1 || hashes.shape(0) + 1 != offsets.shape(0))
                 throw py::value_error("expected one table hash per key");

@@ -150,6 +150,55 @@ int main() {
     expect(ok && one.size() == seen.size(), "string codes name equal strings");
   }
 
+  // BytesCodes::hash (looked-up starting states, one masked word for short values read in place)
+  // gives salted_bytes_hash's bits at every length.
+  {
+    BytesCodes codes(salt);
+    std::string buf(200, '\0');
+    bool equal = true;
+    for (int rep = 0; rep < 50; ++rep) {
+      for (auto& ch : buf) ch = static_cast<char>(g());
+      for (std::size_t len = 0; len <= 70; ++len) {
+        const std::string_view v(buf.data() + rep, len);
+        equal = equal && codes.hash(v, true) == salted_bytes_hash(v, salt) && codes.hash(v, false) == salted_bytes_hash(v, salt);
+      }
+    }
+    expect(equal, "BytesCodes::hash equals salted_bytes_hash");
+  }
+
+  // Chunks and released tables: a column of more rows than a chunk, in batches that straddle the
+  // chunks, its lookup tables released between batches, gets the codes of the whole column.
+  {
+    const std::size_t n = 2 * ColumnCodes::kChunk + 12345;
+    std::vector<std::int64_t> ints(n);
+    std::string data;
+    std::vector<std::int64_t> off{0};
+    for (std::size_t i = 0; i < n; ++i) {
+      ints[i] = static_cast<std::int64_t>(g() % 50000);
+      data += (i % 5 ? std::to_string(ints[i]) : "a longer value " + std::to_string(ints[i]));
+      off.push_back(static_cast<std::int64_t>(data.size()));
+    }
+    BytesCodes whole_s(salt);
+    IntCodes whole_i(salt);
+    std::vector<std::uint32_t> want_s(n), want_i(n);
+    for (std::size_t i = 0; i < n; ++i) want_s[i] = whole_s.code(std::string_view(data).substr(off[i], off[i + 1] - off[i]));
+    whole_i.encode(ints.data(), n, want_i.data());
+    ColumnCodes cs(salt), ci(salt);
+    std::size_t at = 0;
+    for (const std::size_t len : {std::size_t{100000}, ColumnCodes::kChunk, std::size_t{7}, std::size_t{50000}}) {
+      cs.add_strings(off.data() + at, data.data(), data.size(), len);
+      ci.add_ints(ints.data() + at, len);
+      cs.release_table();
+      ci.release_table();
+      at += len;
+    }
+    cs.add_strings(off.data() + at, data.data(), data.size(), n - at);
+    ci.add_ints(ints.data() + at, n - at);
+    expect(cs.codes() == want_s && cs.hashes() == whole_s.hashes() && ci.codes() == want_i &&
+               ci.hashes() == whole_i.hashes() && cs.rows() == n,
+           "codes across chunks and released tables are those of the whole column");
+  }
+
   // Batches: ColumnCodes over Arrow-layout slices (32- and 64-bit offsets, not starting at 0) and
   // int64 slices gives the codes and hashes of the whole column, and bounding over them the counts.
   {

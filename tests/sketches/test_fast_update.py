@@ -264,3 +264,21 @@ def test_dyadic_fast_path_follows_copies_and_restored_objects():
         assert other._fast.impl is other._impl and other._impl is not s._impl
         other.update(9)
         assert other.n == 2 and s.n == 1
+
+
+def test_arrow_string_offsets_read_in_place():
+    """A pa.string() array (int32 offsets), sliced or not, counts as the same keys as
+    large_string; its offsets go to C++ as they are (int32) and bad ones are refused."""
+    pa = pytest.importorskip("pyarrow")
+    keys = [f"k{i % 37}" for i in range(5000)] + ["", "é"]
+    small = pa.array(keys, type=pa.string()).slice(3, 4000)
+    large = pa.array(keys, type=pa.large_string()).slice(3, 4000)
+    for make in (lambda: d.SpaceSaving(16), lambda: d.CountMin(256, 4, seed=1)):
+        a, b = make(), make()
+        a.update_many(small)
+        b.update_many(large)
+        assert a.to_bytes() == b.to_bytes()
+    typed = d.SpaceSaving(8)
+    typed.update_many(["a"])
+    with pytest.raises(ValueError):
+        typed._impl.update_many_utf8(np.frombuffer(b"abc", np.uint8), np.array([0, 2, 1], np.int32))

@@ -908,16 +908,13 @@ def _top_units(args, out) -> int:
         except (ValueError, TypeError) as exc:
             raise RunError(f"release failed: {first_line(exc)}") from None
 
-    def code_keys(keys, ids):  # in the reader thread
-        coded(bounder.add_keys, keys)
-        return len(keys), ids
-
     rows = 0
     progress = Progress(_show_progress(args), src.total, src.unit)
     try:
-        for n_rows, ids in src.pairs(in_reader=code_keys):
+        for keys, ids in src.pairs():
+            coded(bounder.add_keys, keys)
             coded(bounder.add_ids, ids)
-            rows += n_rows
+            rows += len(keys)
             _advance(progress, src, rows)
     finally:
         progress.close()

@@ -214,6 +214,11 @@ def _plain_ints(arr):
         first = first[1:]
     if not first.size or not _DIGIT[first].all():  # the first item already is not a plain integer
         return None
+    from .. import _core
+
+    fast = _core.plain_ints(offsets, np.frombuffer(data_buf, dtype=np.uint8))  # items of <= 18 digits, in C++
+    if fast is not None:
+        return fast
     if not _DIGIT[data].all():
         minus = np.flatnonzero(data == 45)  # '-'
         starts = np.zeros(len(data) + 1, dtype=bool)

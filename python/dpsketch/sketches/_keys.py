@@ -325,12 +325,11 @@ def feed_str_batch(impl, items) -> None:
             impl.update_many_utf8_views(views, data)
             return
         _validity, offsets_buf, data_buf = items.buffers()
-        # string arrays have int32 offsets: widen those (n values), never copy the character data
+        # string arrays have int32 offsets, large_string int64: both read in place, no copy
         width = np.int32 if pa.types.is_string(items.type) else np.int64
         offsets = np.frombuffer(offsets_buf, dtype=width)[items.offset : items.offset + len(items) + 1]
-        offsets = offsets.astype(np.int64) if width is np.int32 else offsets
         data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-        impl.update_many_utf8(data, np.ascontiguousarray(offsets))
+        impl.update_many_utf8(data, offsets)
         return
     impl.update_many(items)
 

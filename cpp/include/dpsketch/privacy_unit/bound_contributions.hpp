@@ -60,7 +60,9 @@ class ZeroedArray {
 
  public:
   ZeroedArray() = default;
-  explicit ZeroedArray(std::size_t n) : n_(n) {
+  // zero = false leaves the elements unset (for an array every element of which is written before
+  // it is read): the kernel's fresh pages are zero anyway, and a memset would touch them twice.
+  explicit ZeroedArray(std::size_t n, bool zero = true) : n_(n) {
     if (n == 0) return;
     if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_alloc();
     const std::size_t bytes = n * sizeof(T);
@@ -74,7 +76,7 @@ class ZeroedArray {
 #endif
     if (!p_) p_ = static_cast<T*>(std::malloc(bytes));
     if (!p_) throw std::bad_alloc();
-    std::memset(static_cast<void*>(p_), 0, bytes);
+    if (zero) std::memset(static_cast<void*>(p_), 0, bytes);
   }
   ZeroedArray(const ZeroedArray&) = delete;
   ZeroedArray& operator=(const ZeroedArray&) = delete;
@@ -206,6 +208,25 @@ class ValueCodes {
   const std::vector<std::uint64_t>& hashes() const noexcept { return hashes_; }
   std::size_t memory_bytes() const noexcept { return slots_.size() * sizeof(Slot) + hashes_.capacity() * 8; }
 
+  // Frees the table (the codes' hashes stay); find_or_insert, peek and prefetch need ensure_table first.
+  void release_table() noexcept {
+    if (slots_.size() == 0) return;
+    released_ = slots_.size();
+    slots_ = detail::ZeroedArray<Slot>();
+    mask_ = 0;
+  }
+  // Rebuilds a released table, of the size it had, from the hashes and tag_of(code).
+  template <class TagOf>
+  void ensure_table(TagOf&& tag_of) {
+    if (slots_.size() != 0) return;
+    resize_table(released_);
+    for (std::size_t c = 0; c < hashes_.size(); ++c) {
+      std::size_t pos = static_cast<std::size_t>(hashes_[c]) & mask_;
+      while (slots_[pos].code_plus_one != 0) pos = (pos + 1) & mask_;
+      slots_[pos] = Slot{hashes_[c], static_cast<std::uint32_t>(c + 1), tag_of(static_cast<std::uint32_t>(c))};
+    }
+  }
+
  private:
   struct Slot {
     std::uint64_t hash;
@@ -236,6 +257,7 @@ class ValueCodes {
 
   detail::ZeroedArray<Slot> slots_;
   std::size_t mask_ = 0;
+  std::size_t released_ = 0;  // the size of a released table
   std::vector<std::uint64_t> hashes_;  // per code
 };
 
@@ -251,6 +273,7 @@ class IntCodes {
   template <class Code>
   void encode(const std::int64_t* values, std::size_t n, Code* out) {
     static_assert(std::is_integral_v<Code> && sizeof(Code) >= 4, "codes are at least 32-bit integers");
+    codes_.ensure_table([](std::uint32_t) { return std::uint32_t{0}; });
     // Row i + kAhead's hash is computed and its slot prefetched while row i is probed, so a
     // window of misses is always in flight.
     constexpr std::size_t kAhead = 16;
@@ -273,6 +296,7 @@ class IntCodes {
 
   const std::vector<std::int64_t>& values() const noexcept { return values_; }  // per code
   const std::vector<std::uint64_t>& hashes() const noexcept { return codes_.hashes(); }
+  void release_table() noexcept { codes_.release_table(); }  // rebuilt by the next encode
 
  private:
   std::uint64_t salt_;
@@ -290,10 +314,101 @@ class BytesCodes {
   static constexpr std::size_t kBlock = 32;
   static constexpr std::size_t kWord = 8;
 
-  explicit BytesCodes(std::uint64_t salt) : salt_(salt) { ends_.reserve(1024); }
+  explicit BytesCodes(std::uint64_t salt) : salt_(salt) {
+    ends_.reserve(1024);
+    for (std::size_t len = 0; len < kSeeds; ++len)
+      seed_[len] = mix64(salt ^ (static_cast<std::uint64_t>(len) * 0x9E3779B97F4A7C15ULL));
+  }
+
+  // salted_bytes_hash(s, salt), the same bits: the length's starting state is looked up, and a value of
+  // at most kWord bytes with 8 bytes readable from its start (readable8) is read as one word and
+  // masked to its length instead of being copied byte by byte.
+  std::uint64_t hash(std::string_view s, bool readable8) const noexcept {
+    const std::size_t len = s.size();
+    if (len >= kSeeds) return salted_bytes_hash(s, salt_);
+    std::uint64_t h = seed_[len];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (len <= kWord && readable8) {
+      if (len == 0) return h;
+      std::uint64_t w;
+      std::memcpy(&w, s.data(), 8);
+      if (len < 8) w &= (std::uint64_t{1} << (8 * len)) - 1;  // the value's bytes, zero-padded
+      return mix64(h ^ w);
+    }
+#else
+    (void)readable8;
+#endif
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    std::size_t rest = len;
+    while (rest >= 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p, 8);
+      h = mix64(h ^ w);
+      p += 8;
+      rest -= 8;
+    }
+    if (rest > 0) {
+      std::uint64_t w = 0;
+      std::memcpy(&w, p, rest);
+      h = mix64(h ^ w);
+    }
+    return h;
+  }
+
+  // The codes of n values in Arrow's (large_)string layout (value i: data[offsets[i], offsets[i + 1]),
+  // offsets checked against [0, data_size] and for order as each value is reached), in order. One
+  // pass, software-pipelined: a value's hash is computed and its home slot prefetched kSlotAhead values
+  // before it is coded; for values longer than kWord, the code its hash names (a guess) and that
+  // value's end are prefetched kGuessAhead values before, its bytes kBytesAhead before. The exact
+  // lookups alone decide the codes (as encode_block).
+  template <class Offset, class Code>
+  void encode_arrow(const Offset* offsets, const char* data, std::size_t data_size, std::size_t n, Code* out) {
+    static_assert(std::is_integral_v<Offset>, "offsets are integers");
+    constexpr std::size_t kRing = 32, kSlotAhead = 24, kGuessAhead = 12, kBytesAhead = 6;
+    struct Pending {
+      std::uint64_t h;
+      const char* p;
+      std::size_t len;
+      std::uint32_t guess;
+    };
+    Pending ring[kRing];
+    ensure_table();
+    auto hash_ahead = [&](std::size_t i) {
+      const Offset begin = offsets[i], end = offsets[i + 1];
+      bool bad = end < begin || static_cast<std::uint64_t>(end) > data_size;
+      if constexpr (std::is_signed_v<Offset>) bad = bad || begin < 0;
+      if (bad) throw ParameterError("string offsets must be non-decreasing and within the data buffer");
+      const auto b = static_cast<std::size_t>(begin);
+      const std::string_view v(data + b, static_cast<std::size_t>(end - begin));
+      Pending& e = ring[i % kRing];
+      e = Pending{hash(v, data_size - b >= 8), v.data(), v.size(), ValueCodes::kNone};
+      codes_.prefetch(e.h);
+    };
+    auto guess_ahead = [&](std::size_t i) {
+      Pending& e = ring[i % kRing];
+      if (e.len <= kWord) return;
+      e.guess = codes_.peek(e.h);
+      if (e.guess != ValueCodes::kNone) detail::prefetch(&ends_[e.guess]);
+    };
+    auto bytes_ahead = [&](std::size_t i) {
+      const Pending& e = ring[i % kRing];
+      if (e.guess != ValueCodes::kNone) detail::prefetch(bytes_.data() + begin_of(e.guess));
+    };
+    for (std::size_t i = 0; i < std::min(kSlotAhead, n); ++i) hash_ahead(i);
+    for (std::size_t i = 0; i < std::min(kGuessAhead, n); ++i) guess_ahead(i);
+    for (std::size_t i = 0; i < std::min(kBytesAhead, n); ++i) bytes_ahead(i);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i + kSlotAhead < n) hash_ahead(i + kSlotAhead);
+      if (i + kGuessAhead < n) guess_ahead(i + kGuessAhead);
+      if (i + kBytesAhead < n) bytes_ahead(i + kBytesAhead);
+      const Pending& e = ring[i % kRing];
+      out[i] = static_cast<Code>(code_hashed(std::string_view(e.p, e.len), e.h, [] {}));
+    }
+  }
 
   template <class OnNew>
   std::uint32_t code(std::string_view s, OnNew&& on_new) {
+    ensure_table();
     return code_hashed(s, salted_bytes_hash(s, salt_), on_new);
   }
   std::uint32_t code(std::string_view s) {
@@ -309,8 +424,9 @@ class BytesCodes {
     std::uint64_t h[kBlock];
     std::uint32_t guess[kBlock];
     count = std::min(count, kBlock);
+    ensure_table();
     for (std::size_t j = 0; j < count; ++j) {
-      h[j] = salted_bytes_hash(values[j], salt_);
+      h[j] = hash(values[j], false);
       codes_.prefetch(h[j]);
     }
     for (std::size_t j = 0; j < count; ++j) {
@@ -329,13 +445,20 @@ class BytesCodes {
   }
   std::size_t size() const noexcept { return codes_.size(); }
   const std::vector<std::uint64_t>& hashes() const noexcept { return codes_.hashes(); }
+  void release_table() noexcept { codes_.release_table(); }  // rebuilt by the next lookup
 
  private:
   std::size_t begin_of(std::uint32_t c) const noexcept { return c == 0 ? 0 : ends_[c - 1]; }
+  void ensure_table() {
+    codes_.ensure_table([this](std::uint32_t c) { return tag_of(ends_[c] - begin_of(c)); });
+  }
+  static std::uint32_t tag_of(std::size_t len) noexcept {
+    return static_cast<std::uint32_t>(std::min<std::size_t>(len, std::numeric_limits<std::uint32_t>::max()));
+  }
 
   template <class OnNew>
   std::uint32_t code_hashed(std::string_view s, std::uint64_t h, OnNew&& on_new) {
-    const auto tag = static_cast<std::uint32_t>(std::min<std::size_t>(s.size(), std::numeric_limits<std::uint32_t>::max()));
+    const std::uint32_t tag = tag_of(s.size());
     return codes_.find_or_insert(
         h, tag, [&](std::uint32_t c) { return s.size() <= kWord || value(c) == s; },
         [&] {
@@ -345,7 +468,10 @@ class BytesCodes {
         });
   }
 
+  static constexpr std::size_t kSeeds = 64;  // lengths whose starting state is kept
+
   std::uint64_t salt_;
+  std::uint64_t seed_[kSeeds];  // salted_bytes_hash's state before the first word, by length
   ValueCodes codes_;
   std::string bytes_;
   std::vector<std::size_t> ends_;
@@ -358,8 +484,9 @@ namespace detail {
 inline constexpr std::size_t kAhead = 32;
 
 // bound_counts with Offset (32 or 64 bits, holding n) for the per-unit row offsets.
-template <class Offset, class UnitCode, class KeyCode>
-bool bound_counts_impl(const UnitCode* unit_code, const KeyCode* key_code, std::size_t n,
+// UnitCodes, KeyCodes: pointers to integer codes, or anything else whose [i] gives row i's code.
+template <class Offset, class UnitCodes, class KeyCodes>
+bool bound_counts_impl(UnitCodes unit_code, KeyCodes key_code, std::size_t n,
                        const std::uint64_t* unit_hash, std::size_t n_units, const std::uint64_t* key_hash,
                        std::size_t n_keys, std::uint64_t m, std::uint64_t c, const std::uint64_t* key_rank,
                        std::int64_t* counts) {
@@ -382,7 +509,7 @@ bool bound_counts_impl(const UnitCode* unit_code, const KeyCode* key_code, std::
     largest = std::max<std::size_t>(largest, end[u]);
     end[u] += end[u - 1];
   }
-  detail::ZeroedArray<std::uint32_t> grouped(n);
+  detail::ZeroedArray<std::uint32_t> grouped(n, /*zero=*/false);  // every element is written below
   for (std::size_t i = 0; i < n; ++i) {
     // two stages: a unit's offset 2·kAhead rows ahead, then where its row will go kAhead ahead
     if (i + 2 * kAhead < n) prefetch(&end[static_cast<std::size_t>(unit_code[i + 2 * kAhead])]);
@@ -451,19 +578,32 @@ bool bound_counts_impl(const UnitCode* unit_code, const KeyCode* key_code, std::
 // null the key code breaks them. Writes counts[0, n_keys). Returns true iff a tie was broken by
 // code where it decided which keys a unit kept (only possible without key_rank): the caller must
 // then rerun with key_rank. Throws ParameterError for m or c < 1 and for a code out of range.
+namespace detail {
+
+// bound_counts over codes read as unit_code[i], key_code[i] (pointers, or a chunked column's codes).
+template <class UnitCodes, class KeyCodes>
+bool bound_counts_indexed(UnitCodes unit_code, KeyCodes key_code, std::size_t n, const std::uint64_t* unit_hash,
+                          std::size_t n_units, const std::uint64_t* key_hash, std::size_t n_keys, std::uint64_t m,
+                          std::uint64_t c, const std::uint64_t* key_rank, std::int64_t* counts) {
+  if (m < 1 || c < 1) throw ParameterError("max_keys_per_unit and max_rows_per_key must be >= 1");
+  if (n_keys > ValueCodes::kMaxDistinct) throw ParameterError("more than 2^32 - 2 distinct keys");
+  std::fill(counts, counts + n_keys, std::int64_t{0});
+  if (n <= std::numeric_limits<std::uint32_t>::max())
+    return bound_counts_impl<std::uint32_t>(unit_code, key_code, n, unit_hash, n_units, key_hash, n_keys, m, c,
+                                            key_rank, counts);
+  return bound_counts_impl<std::size_t>(unit_code, key_code, n, unit_hash, n_units, key_hash, n_keys, m, c, key_rank,
+                                        counts);
+}
+
+}  // namespace detail
+
 template <class UnitCode, class KeyCode>
 bool bound_counts(const UnitCode* unit_code, const KeyCode* key_code, std::size_t n, const std::uint64_t* unit_hash,
                   std::size_t n_units, const std::uint64_t* key_hash, std::size_t n_keys, std::uint64_t m,
                   std::uint64_t c, const std::uint64_t* key_rank, std::int64_t* counts) {
   static_assert(std::is_integral_v<UnitCode> && std::is_integral_v<KeyCode>, "codes are integers");
-  if (m < 1 || c < 1) throw ParameterError("max_keys_per_unit and max_rows_per_key must be >= 1");
-  if (n_keys > ValueCodes::kMaxDistinct) throw ParameterError("more than 2^32 - 2 distinct keys");
-  std::fill(counts, counts + n_keys, std::int64_t{0});
-  if (n <= std::numeric_limits<std::uint32_t>::max())
-    return detail::bound_counts_impl<std::uint32_t>(unit_code, key_code, n, unit_hash, n_units, key_hash, n_keys, m,
-                                                    c, key_rank, counts);
-  return detail::bound_counts_impl<std::size_t>(unit_code, key_code, n, unit_hash, n_units, key_hash, n_keys, m, c,
-                                                key_rank, counts);
+  return detail::bound_counts_indexed(unit_code, key_code, n, unit_hash, n_units, key_hash, n_keys, m, c, key_rank,
+                                      counts);
 }
 
 }  // namespace dpsketch::privacy_unit

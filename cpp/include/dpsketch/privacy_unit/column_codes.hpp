@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <memory>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -26,13 +27,19 @@ class ColumnCodes {
   // The value type of the column, fixed by its first batch (an empty batch fixes it too).
   enum class Kind : std::uint8_t { unset, ints, bytes };
 
+  // Codes are kept in chunks of kChunk rows, allocated as rows arrive: no copy when the column
+  // grows and no spare capacity beyond the last chunk.
+  static constexpr std::size_t kChunkBits = 18, kChunk = std::size_t{1} << kChunkBits;
+
   explicit ColumnCodes(std::uint64_t salt) : salt_(salt) {}
 
   void add_ints(const std::int64_t* values, std::size_t n) {
     begin_batch(Kind::ints, n);
     if (!ints_) ints_.emplace(salt_);
-    ints_->encode(values, n, codes_.data() + (codes_.size() - n));
-    failed_ = false;
+    for_each_segment(n, [&](std::size_t first, std::size_t count, std::uint32_t* out) {
+      ints_->encode(values + first, count, out);
+    });
+    finish_batch(n);
   }
 
   // Byte strings in Arrow's (large_)string layout: value i is data[offsets[i], offsets[i + 1]), for
@@ -43,30 +50,25 @@ class ColumnCodes {
     static_assert(std::is_integral_v<Offset>, "offsets are integers");
     begin_batch(Kind::bytes, n);
     if (!bytes_) bytes_.emplace(salt_);
-    std::uint32_t* out = codes_.data() + (codes_.size() - n);
-    constexpr std::size_t kBlock = BytesCodes::kBlock;
-    std::string_view views[kBlock];
-    for (std::size_t first = 0; first < n; first += kBlock) {
-      const std::size_t count = std::min(kBlock, n - first);
-      for (std::size_t j = 0; j < count; ++j) {
-        const Offset begin = offsets[first + j], end = offsets[first + j + 1];
-        bool bad = end < begin || static_cast<std::uint64_t>(end) > data_size;
-        if constexpr (std::is_signed_v<Offset>) bad = bad || begin < 0;
-        if (bad)
-          throw ParameterError("string offsets must be non-decreasing and within the data buffer");
-        views[j] = std::string_view(data + begin, static_cast<std::size_t>(end - begin));
-      }
-      bytes_->encode_block(views, count, out + first, [](std::size_t) {});
-    }
-    failed_ = false;
+    for_each_segment(n, [&](std::size_t first, std::size_t count, std::uint32_t* out) {
+      bytes_->encode_arrow(offsets + first, data, data_size, count, out);
+    });
+    finish_batch(n);
   }
 
   Kind kind() const noexcept { return kind_; }
   // A batch threw part-way: the codes are no longer those of the batches added.
   bool failed() const noexcept { return failed_; }
-  std::size_t rows() const noexcept { return codes_.size(); }
+  std::size_t rows() const noexcept { return rows_; }
   std::size_t distinct() const noexcept { return ints_ ? ints_->values().size() : bytes_ ? bytes_->size() : 0; }
-  const std::vector<std::uint32_t>& codes() const noexcept { return codes_; }
+  // Row i's code (i < rows()).
+  std::uint32_t code(std::size_t i) const noexcept { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
+  // Every row's code, in a new vector.
+  std::vector<std::uint32_t> codes() const {
+    std::vector<std::uint32_t> out(rows_);
+    for (std::size_t i = 0; i < rows_; ++i) out[i] = code(i);
+    return out;
+  }
   const std::vector<std::uint64_t>& hashes() const noexcept {
     static const std::vector<std::uint64_t> none;
     return ints_ ? ints_->hashes() : bytes_ ? bytes_->hashes() : none;
@@ -74,6 +76,13 @@ class ColumnCodes {
   // The value of code c (c < distinct(); the column's kind decides which one applies).
   std::int64_t int_value(std::uint32_t c) const { return ints_->values()[c]; }
   std::string_view bytes_value(std::uint32_t c) const { return bytes_->value(c); }
+
+  // Frees the lookup table of the distinct values (about 32 bytes per distinct value); the next batch
+  // rebuilds it from the values' hashes. Codes, hashes and values stay.
+  void release_table() noexcept {
+    if (ints_) ints_->release_table();
+    if (bytes_) bytes_->release_table();
+  }
 
  private:
   // Makes room for n codes. A batch that threw part-way has coded some of its values and not
@@ -85,7 +94,22 @@ class ColumnCodes {
       throw ParameterError("a column's batches must all hold ints or all hold strs");
     kind_ = kind;
     failed_ = true;
-    codes_.resize(codes_.size() + n);
+    while (chunks_.size() * kChunk < rows_ + n) chunks_.emplace_back(new std::uint32_t[kChunk]);
+  }
+  void finish_batch(std::size_t n) noexcept {
+    rows_ += n;
+    failed_ = false;
+  }
+  // f(first, count, out) over the batch's rows [first, first + count) that share a chunk, in order;
+  // out: where row first's code goes.
+  template <class F>
+  void for_each_segment(std::size_t n, F&& f) {
+    for (std::size_t first = 0; first < n;) {
+      const std::size_t at = rows_ + first;
+      const std::size_t count = std::min(n - first, kChunk - (at & (kChunk - 1)));
+      f(first, count, chunks_[at >> kChunkBits].get() + (at & (kChunk - 1)));
+      first += count;
+    }
   }
 
   std::uint64_t salt_;
@@ -93,7 +117,8 @@ class ColumnCodes {
   bool failed_ = false;
   std::optional<IntCodes> ints_;
   std::optional<BytesCodes> bytes_;
-  std::vector<std::uint32_t> codes_;  // one per row added
+  std::vector<std::unique_ptr<std::uint32_t[]>> chunks_;  // the rows' codes, kChunk a chunk
+  std::size_t rows_ = 0;
 };
 
 // bound_counts (bound_contributions.hpp) over the rows of two columns coded batch by batch: row i
@@ -102,8 +127,12 @@ inline bool bound_counts(const ColumnCodes& units, const ColumnCodes& keys, std:
                          const std::uint64_t* key_rank, std::int64_t* counts) {
   if (units.failed() || keys.failed()) throw ParameterError("a batch failed part-way; code the columns again");
   if (units.rows() != keys.rows()) throw ParameterError("the unit and key columns hold different numbers of rows");
-  return bound_counts(units.codes().data(), keys.codes().data(), keys.rows(), units.hashes().data(),
-                      units.distinct(), keys.hashes().data(), keys.distinct(), m, c, key_rank, counts);
+  struct Codes {  // a column's codes as bound_counts reads them: codes[i]
+    const ColumnCodes& col;
+    std::uint32_t operator[](std::size_t i) const noexcept { return col.code(i); }
+  };
+  return detail::bound_counts_indexed(Codes{units}, Codes{keys}, keys.rows(), units.hashes().data(), units.distinct(),
+                      keys.hashes().data(), keys.distinct(), m, c, key_rank, counts);
 }
 
 // The codes c < col.distinct() with counts[c] > 0, in the order of their values: ints

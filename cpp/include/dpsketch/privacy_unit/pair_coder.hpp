@@ -62,7 +62,11 @@ class PairCoder {
 
   // Writes the bounded count of each key code to out[0, distinct_keys()); returns whether a tie of
   // the pair hash was broken by key code (bound_counts in column_codes.hpp).
-  bool bound(std::uint64_t m, std::uint64_t c, const std::uint64_t* key_rank, std::int64_t* out) const {
+  // The lookup tables are not needed to bound (a later batch rebuilds them): they are freed first,
+  // so that bounding's arrays take their place.
+  bool bound(std::uint64_t m, std::uint64_t c, const std::uint64_t* key_rank, std::int64_t* out) {
+    keys_.release_table();
+    units_.release_table();
     return bound_counts(units_, keys_, m, c, key_rank, out);
   }
 
