@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections import Counter
 from typing import Any
@@ -26,9 +27,11 @@ from ..sketches._keys import Utf8Lines, batch_key_type, int_batch, normalize_bat
 from .._validation import Options, check, check_int
 from ..release import Release, build_release
 from .top_k import check_top_k, select_top_k, top_k_capacity
+from ..intervals import dlap_tail_gt, for_release
+from ._planning import RELEASE_PROBABILITIES, _length_law, _mixture_probability, _smallest
 
 __all__ = ["CUTS", "DEFAULT_CUT", "CandidateCounts", "apply_cut", "frequency_cut", "heavy_hitters",
-           "release_exact_counts", "release_space_saving",
+           "plan_figures", "release_exact_counts", "release_space_saving",
            "two_pass_release"]
 
 _R = _core.release
@@ -398,3 +401,97 @@ def release_exact_counts(summary: Any, counts: list[int], *, epsilon: float, del
         raw = select_top_k(raw, n_top)  # post-processing (docs/privacy.md §Exact-k)
     return build_release(raw, mechanism=TWO_PASS_MECHANISM, cal=cal, epsilon=float(epsilon), delta=float(delta),
                          seeded=seeded, extra=extra)
+
+
+# -- the plan: the guarantee and the accuracy before any data (docs/routes.md, Plans) ---------------
+
+def plan_figures(epsilon, delta, *, k, top_k, capacity, cut, public_length, length_epsilon, length_delta, two_pass,
+          n, level) -> dict:
+    """DPSS in one or two passes (docs/privacy.md §DPSS): the checks of dpss.heavy_hitters, the
+    calibration of the release, τ at the planning n by the core's ``dpss_threshold``, the n/k cut
+    by ``dpss.apply_cut`` and the interval rule of intervals.py.
+
+    :param epsilon: ε of the (ε, δ)-DP guarantee asked for
+    :param delta: δ of the guarantee asked for
+    :param k: the frequency cut's k (None with ``top_k``)
+    :param top_k: exactly N items (None with ``k``)
+    :param capacity: the summary's counters (None: the front door's default)
+    :param cut: "n/k" or None, as the release takes it
+    :param public_length: the exact stream length is public (replace-one neighbours)
+    :param length_epsilon: ε of the noisy length (default ε/10)
+    :param length_delta: δ of the noisy length's bound
+    :param two_pass: the two-pass release (exact counts of the candidates)
+    :param n: the number of rows to assume (a public planning figure), or None
+    :param level: the level of the interval half-width
+    """
+
+    kk, n_top, cut = _k_or_top_k(k, top_k, capacity, cut)
+    cap = kk if n_top is not None else 2 * kk if capacity is None else check_int("capacity", capacity, 1,
+                                                                                   _core.MAX_CAPACITY)
+    if cap < kk:
+        raise ParameterError(f"DPSS needs capacity >= k, got capacity={cap} < k={kk}")
+    check_cut(cut)
+    cal = calibrate(epsilon, delta, "bounds", public_length=public_length, length_epsilon=length_epsilon,
+                    length_delta=length_delta)
+    eps_used = float(_R.epsilon_used(cal["epsilon_mechanism"]))
+    gamma = int(_R.dpss_gamma(eps_used, cal["delta_mechanism"]))
+    num, den = _R.laplace_scale(1, cal["epsilon_mechanism"])
+    private = cal["length"] == "private"
+    eps_n = float(_R.epsilon_used(cal["length_epsilon"])) if private else 0.0
+    t_n = int(_R.length_t(eps_n, cal["length_delta"])) if private else 0
+
+    def threshold_at(nh: int) -> tuple[float, bool]:
+        length = (_R.Length.from_bounds(float(nh), t_n, eps_n, cal["length_delta"]) if private
+                  else _R.Length.fixed(nh))
+        tau = float(_R.dpss_threshold(length.n_lo, length.n_up, kk, cap, gamma))
+        _, thr, inclusive, _ = apply_cut(([], tau, False, {"n_used": float(nh)}), kk, cut)
+        return thr, inclusive
+
+    def smallest_value(nh: int) -> int:  # the smallest noisy value released at n̂
+        thr, inclusive = threshold_at(nh)
+        return math.ceil(thr) if inclusive else math.floor(thr) + 1
+
+    nn = "n̂" if private else "n"
+    lo_term = f"({nn} - {t_n})/{kk} - {gamma}" if private else f"{nn}/{kk} - {gamma}"
+    hi_term = f"({nn} + {t_n})/{cap} + 1 + {gamma}" if private else f"{nn}/{cap} + 1 + {gamma}"
+    formula = f"max({lo_term}, {hi_term})" + (f", and noisy value >= {nn}/{kk} (the n/k cut)" if cut else "")
+    notes = []
+    threshold: Any
+    if n is None:
+        threshold, rule = f"tau = {formula}", "noisy value > tau"
+        notes.append("the threshold depends on the stream length: give n= (a public planning assumption) for "
+                     "figures")
+    else:
+        threshold, inclusive = threshold_at(n)
+        rule = ("noisy value >= threshold (the n/k cut)" if inclusive else "noisy value > threshold") + (
+            f"; at n̂ = n (the release reads n̂ = n + DLap(1/{eps_n:.4g}))" if private else "")
+    if n_top is not None:
+        notes.append(f"top_k={n_top}: of the keys above the threshold the {n_top} largest noisy values are "
+                     "released; the counts below are for passing the threshold")
+    mechanism = "DPSS[two-pass]" if two_pass else "DPSS"
+    meta = {"epsilon_used": eps_used, "capacity": cap, "length": cal["length"], "n_used": float(n or 0),
+            "length_epsilon": eps_n}
+    _, rule_iv = for_release(mechanism, [], meta, level)
+    s = int(rule_iv["noise_halfwidth"])
+    interval = f"DLap(1/epsilon_used) on each of the {cap} counters, all at once"
+    if not two_pass:
+        err = f" = {math.floor(rule_iv['n_bound'] / cap)} at n" if n is not None else ""
+        interval += f"; one pass: the low end also subtracts SpaceSaving's overestimate floor(n_bound/{cap}){err}"
+    counts = prob = None
+    if n is not None:
+        prob = _mixture_probability(n, _length_law(cal["length"], n, eps_n), smallest_value,
+                                    lambda u: dlap_tail_gt(eps_used, u - 1))
+        counts = {p: _smallest(prob, p) for p in RELEASE_PROBABILITIES}
+    means = ("the exact count (two passes: the release noises the exact counts of the candidates)" if two_pass else
+             "the key's SpaceSaving count; it is >= the true count for a tracked key, and every key of true count "
+             f"> n/{cap} is tracked, so a true count at these figures (when above n/{cap}) is released at least as "
+             "often")
+    if n is not None and private:
+        means += "; over the noise of the counts and of n̂"
+    return dict(mechanism=mechanism, epsilon=cal["epsilon_total"], delta=cal["delta_total"], rho=None,
+                neighbours=cal["neighbours"], threshold=threshold, threshold_rule=rule,
+                noise={"law": "discrete_laplace", "scale": num / den, "epsilon_used": eps_used,
+                       "sensitivity": "l1 = 1 (one count)", "gamma": gamma, "capacity": cap},
+                interval_half_width=s, interval=interval, smallest_count_released=counts,
+                released_count_means=means if n is not None else "give n= (the threshold depends on it)",
+                notes=tuple(notes), _probability=prob)

@@ -464,3 +464,29 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
     meta["interval"] = interval_record(chosen)
     return Release(items=items, threshold=None, epsilon=eps_used, delta=0.0, mechanism=_MECHANISM[chosen],
                    n=None, metadata=meta)
+
+
+# -- the plan: the guarantee before any data (docs/routes.md, Plans) --------------------------------
+
+def plan_figures(m: str, qs, *, bounds, epsilon, method, scale, relative_accuracy, integer) -> dict:
+    """The figures of a :class:`dpsketch.Plan` of these quantiles by method ``m`` (the routed
+    method), without data: the guarantee and the exponential mechanism's record; no rank interval
+    (docs/mechanisms/quantiles.md, Accuracy).
+
+    :param m: the method the front door routes to (exp, joint or recursive)
+    :param qs: the quantile levels
+    :param bounds: the public value range (lo, hi)
+    :param epsilon: ε of the pure-DP guarantee
+    :param method: the method asked for ("auto" or one of the three)
+    :param scale: "linear" or "log"
+    :param relative_accuracy: the log scale's relative accuracy
+    :param integer: the values are integers
+    """
+    levels, (lo, hi), eps, _alpha = check_params(qs, bounds=bounds, epsilon=epsilon, method=method, scale=scale,
+                                                 relative_accuracy=relative_accuracy, integer=integer)
+    eps_used = float(used_value(eps))
+    record = method_record(m, eps_used, len(np.unique(levels)))
+    return dict(mechanism=mechanism_name(m), epsilon=eps_used, delta=0.0, rho=None, neighbours="add_remove",
+               noise={"law": "exponential_mechanism", "epsilon_used": eps_used, **record},
+               interval=interval_record(m)["reason"],
+               notes=(f"bounds=({lo:g}, {hi:g}) are public; values outside are clamped",))

@@ -41,6 +41,8 @@ from ..errors import InternalError, ParameterError, ParameterTypeError
 from ..release import Release, quantiles_release, with_intervals
 from ..sketches.counters import MisraGries, SpaceSaving
 from .top_k import gumbel_top_k
+from ..intervals import noise_log_tail
+from ._planning import RELEASE_PROBABILITIES, _smallest
 from .._validation import check_int, validate_params
 
 __all__ = ["PRIVACY_UNIT_ID", "BoundedContributions", "ContributionBounder", "UnitRowLimiter", "UnitStream", "bound_contributions",
@@ -1343,3 +1345,92 @@ def unit_quantiles(values, privacy_id, qs, *, max_rows_per_unit: int, bounds=Non
 
 
 _QUANTILE_BOUNDING = "per unit: the r rows with the smallest h(salt, unit, value, index among the unit's equal values)"
+
+
+# -- the plans of the person-level routes (docs/routes.md, Plans) -----------------------------------
+
+def plan_exact(u: Any, epsilon, delta, *, top_k, noise) -> dict:
+    """The person-level exact route (docs/privacy.md §Privacy unit): _exact_plan is
+    the release's own calibration; released iff bounded count + Z > τ."""
+    selection = None if top_k is None else "gumbel"
+    kk = None if top_k is None else check_int("k", top_k, 1, 2**31)
+    p = _exact_plan(epsilon, delta, u.max_keys, u.max_rows_per_key, noise, selection, kk)
+    num, den = p["noise_param"]
+    log_tail = noise_log_tail(p["noise"], num / den)
+    tau = int(p["threshold"])
+
+    def prob(c: int) -> float:  # P(c + Z > τ)
+        return math.exp(log_tail(tau - c))
+
+    if p["noise"] == "discrete_gaussian":
+        law = {"law": "discrete_gaussian", "sigma": p["sigma"], "sigma2": p["sigma2"],
+               "sensitivity": f"l2 = {p['l2_sensitivity']:.6g} (max_rows_per_key*sqrt(max_keys))"}
+    else:
+        law = {"law": "discrete_laplace", "scale": p["laplace_scale"],
+               "sensitivity": f"l1 = {p['l1_sensitivity']} (max_keys*max_rows_per_key)"}
+    notes = []
+    if selection:
+        law["gumbel_scale"] = p["gumbel_scale"]
+        notes.append(f"top_k={kk}: half of epsilon ranks the keys above the threshold by Gumbel noise on their "
+                     "bounded counts; the counts below are for passing the threshold")
+    return dict(mechanism=f"unit.exact[{p['noise']}{'+gumbel' if selection else ''}]", epsilon=p["epsilon"],
+                delta=p["delta"], rho=p.get("rho"), neighbours="add_remove_unit", threshold=float(tau),
+                threshold_rule="noisy bounded count > threshold", noise=law, interval_half_width=None,
+                interval="this route's intervals are conditional on the released set (they depend on the released "
+                         "value and on how many keys are released, docs/privacy.md §Intervals): no data-free "
+                         "half-width",
+                smallest_count_released={q: _smallest(prob, q) for q in RELEASE_PROBABILITIES},
+                released_count_means="the key's bounded count (each person's at most max_keys keys and "
+                                     "max_rows_per_key rows of each)",
+                notes=tuple(notes), _probability=prob)
+
+
+def plan_bounded_memory(u: Any, epsilon, delta, *, k, capacity, n, level) -> dict:
+    """The person-level bounded-memory route (docs/privacy.md §Privacy unit): DPSS at the per-row
+    (ε', δ') of _bounded_memory_plan, reported at the unit-level (ε, δ)."""
+    from .dpss import plan_figures as dpss_plan
+
+    bm = _bounded_memory_plan(epsilon, delta, int(u.max_rows))
+    out = dpss_plan(bm["epsilon_row"], bm["delta_row"], k=k, top_k=None, capacity=capacity, cut="n/k",
+                public_length=False, length_epsilon=None, length_delta=None, two_pass=False, n=n, level=level)
+    out.update(mechanism="unit.bounded_memory[DPSS]", epsilon=bm["epsilon"], delta=bm["delta"],
+               neighbours="add_remove_unit")
+    out["noise"] = {**out["noise"], "epsilon_per_row": bm["epsilon_row"], "delta_per_row": bm["delta_row"]}
+    out["notes"] = out["notes"] + (f"each person's first {u.max_rows} rows reach SpaceSaving; n and the counts are "
+                                   "those of the kept rows",)
+    return out
+
+
+def plan_quantiles(u: Any, qs, *, bounds, universe_bits, gamma, rho, epsilon, delta) -> dict:
+    """The figures of a :class:`dpsketch.Plan` of person-level quantiles (the dyadic sketch of each
+    person's first ``max_rows`` values), without data.
+
+    :param u: the privacy unit (a :class:`dpsketch.Person` with ``max_rows``)
+    :param qs: the quantile levels
+    :param bounds: the public value range (lo, hi), or None for integers in [0, 2^universe_bits)
+    :param universe_bits: L of the dyadic sketch
+    :param gamma: the target rank error of the sketch's shape
+    :param rho: ρ of a ρ-zCDP guarantee
+    :param epsilon: ε of the guarantee (pure DP, or (ε, δ) with ``delta``)
+    :param delta: δ of an (ε, δ) guarantee
+    """
+    _check_qs(qs)
+    cost = unit_quantiles_cost(max_rows_per_unit=int(u.max_rows), bounds=bounds, universe_bits=universe_bits,
+                               gamma=gamma, rho=rho, epsilon=epsilon, delta=delta)
+    gaussian = cost["noise"] == "discrete_gaussian"
+    law = ({"law": "discrete_gaussian", "sigma": math.sqrt(cost["sigma2"]), "sigma2": cost["sigma2"],
+            "sensitivity": f"l2^2 = {cost['l2_sensitivity_squared_total']} over all levels"} if gaussian else
+           {"law": "discrete_laplace", "scale": cost["laplace_scale"],
+            "sensitivity": f"l1 = {cost['l1_sensitivity_total']} over all levels"})
+    law.update(universe_bits=cost["universe_bits"], exact_levels=cost["exact_levels"], width=cost["width"],
+               depth=cost["depth"])
+    return dict(mechanism=f"unit.quantiles[{cost['noise']}]", epsilon=cost["epsilon"], delta=cost["delta"],
+               rho=cost["rho"], neighbours="add_remove_unit", noise=law,
+               interval=("each value carries a rank interval: the true rank range among the kept rows meets "
+                         "q·n̂ ± s, s uniform over all positions (exact levels only; docs/privacy.md §Intervals)"
+                         if cost["exact_levels"] >= cost["universe_bits"] else
+                         f"none at this shape: {cost['universe_bits'] - cost['exact_levels']} CountSketch levels add "
+                         "a collision error no published quantity bounds (universe_bits <= "
+                         f"{cost['exact_levels']} for rank intervals; docs/privacy.md §Intervals)"),
+               notes=(f"each person's first {u.max_rows} values enter the sketch; resolution "
+                      f"{cost['resolution']:.6g}",))
