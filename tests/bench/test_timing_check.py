@@ -39,7 +39,7 @@ def test_update_refuses_a_slowdown():
     assert r.returncode == 2 and "DPSKETCH_TIMING_SLOWDOWN" in r.stderr, r.stdout + r.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.timing  # CI stage "timing": measured with nothing else running beside it
 def test_a_twice_slower_path_fails_and_the_others_pass():
     pytest.importorskip("dpsketch")
     slowed = ["spacesaving_int_k256", "python_update_int_k256"]
@@ -72,7 +72,7 @@ def table(stdout: str) -> dict[str, list[str]]:
     return rows
 
 
-@pytest.mark.slow
+@pytest.mark.timing
 def test_an_unknown_slowdown_path_is_refused():
     r = run_check(slowdown="no_such_path=2")
     assert r.returncode == 2 and "unknown paths no_such_path" in r.stderr, r.stdout + r.stderr
