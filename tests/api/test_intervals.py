@@ -20,31 +20,10 @@ from dpsketch import _core
 from dpsketch.errors import ParameterError
 from dpsketch.mechanisms.unit_level import release_bounded_counts
 
+from coverage_checks import covered, halved, significantly_below
+
 LEVEL = 0.95
 RUNS = 300
-
-
-def _binom_cdf(k: int, n: int, p: float) -> float:
-    """P(Binom(n, p) <= k), summed exactly."""
-    return math.fsum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
-
-
-def significantly_below(hits: int, runs: int, level: float) -> bool:
-    """True if `hits` of `runs` is implausible for a coverage >= level (one-sided, p < 1e-4)."""
-    return _binom_cdf(hits, runs, level) < 1e-4
-
-
-def covered(release, truth, intervals=None) -> bool:
-    ivs = release.intervals if intervals is None else intervals
-    assert ivs is not None and len(ivs) == len(release.items)
-    return all(lo <= truth[k] <= hi for (k, _), (lo, hi) in zip(release.items, ivs))
-
-
-def halved(release) -> list:
-    """The release's intervals with the noise half-width s halved (the summary's error kept)."""
-    s = release.metadata["interval"]["noise_halfwidth"]
-    h = s // 2
-    return [(lo + (s - h), hi - (s - h)) for lo, hi in release.intervals]
 
 
 def _check(releases, truth, *, narrowing=True):

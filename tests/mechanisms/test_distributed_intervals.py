@@ -8,7 +8,6 @@ its item's true count must not be significantly below the level (one-sided exact
 from __future__ import annotations
 
 import hashlib
-import math
 from collections import Counter
 
 import numpy as np
@@ -17,29 +16,10 @@ import pytest
 import dpsketch
 from dpsketch import distributed as D
 
+from coverage_checks import covered, halved as halved_noise, significantly_below
+
 LEVEL = 0.95
 RUNS = 200
-
-
-def _binom_cdf(k: int, n: int, p: float) -> float:
-    return math.fsum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
-
-
-def significantly_below(hits: int, runs: int, level: float) -> bool:
-    return _binom_cdf(hits, runs, level) < 1e-4
-
-
-def covered(release, truth, intervals=None) -> bool:
-    ivs = release.intervals if intervals is None else intervals
-    assert ivs is not None and len(ivs) == len(release.items)
-    return all(lo <= truth[k] <= hi for (k, _), (lo, hi) in zip(release.items, ivs))
-
-
-def halved_noise(release) -> list:
-    """The intervals with the noise half-width s halved on both sides (the summary's error kept)."""
-    s = release.metadata["interval"]["noise_halfwidth"]
-    h = s // 2
-    return [(lo + (s - h), hi - (s - h)) for lo, hi in release.intervals]
 
 
 def halved_around_value(release) -> list:
