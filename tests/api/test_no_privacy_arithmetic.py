@@ -345,11 +345,9 @@ def privacy_internals(path) -> list[str]:
     return out
 
 
-# The stricter rule holds for Spark and the distributed routes. The command line, windows and
-# cumulative still import two calibration helpers and write their own records of the composition
-# they report (parallel composition over windows, the tree's per-node split); moving those records
-# into their mechanisms is the next step, and the list grows as it happens.
-INTERNALS_CHECKED = ["spark.py", "distributed.py"]
+# The stricter rule holds for every wiring module: the series' composition records come from
+# dpsketch.mechanisms.series, the command line's JSON documents from io.output.document.
+INTERNALS_CHECKED = WIRING_MODULES
 
 
 @pytest.mark.parametrize("module", INTERNALS_CHECKED)

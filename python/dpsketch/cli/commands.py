@@ -20,7 +20,7 @@ import numpy as np
 
 from ..io import input as _input
 from ..io.input import RunError, UsageError, display, first_line
-from ..io.output import Column, Output, Progress, caps, json_default, label, num, totals
+from ..io.output import Column, Output, Progress, caps, document, json_default, label, num, totals
 from . import DEFAULT_K, DEFAULT_TOP, DEMO_DEFAULT_K
 
 __all__ = ["top", "quantiles", "budget", "docs", "completion", "audit"]
@@ -730,9 +730,8 @@ def _top_cumulative(args, out) -> int:
     import csv
 
     from ..accounting.budget import Budget
-    from ..accounting.calibration import zcdp_rho_for
+    from ..mechanisms.series import series_rho
     from ..time.cumulative import MAX_HORIZON, Cumulative
-    from ..sketches.dyadic import DyadicCountSketch
     from ..time.windows import iso, parse_duration, parse_instant
 
     if args.privacy_id is not None:
@@ -768,14 +767,13 @@ def _top_cumulative(args, out) -> int:
 
     capacity = oversampled_capacity(k, args.oversample or 2.0)
     width, depth = max(16, 2 * capacity), 3
-    rho = zcdp_rho_for(args.epsilon, args.delta)
+    rho = series_rho(args.epsilon, args.delta)
     budget_file = _BudgetFile(args, "dpsketch top --window --cumulative (binary tree, zCDP)",
                               epsilon=args.epsilon, delta=args.delta)
     budget = Budget(args.epsilon, args.delta, zcdp_delta=args.delta)
     # one public hash seed for every window's sketch (derived from --seed, else random)
-    public_hash = DyadicCountSketch(64, width=width, depth=depth, seed=args.seed).hash_seed
     cumulative = _checked(lambda: Cumulative(
-        horizon=horizon, make=lambda: DyadicCountSketch(64, width=width, depth=depth, hash_seed=public_hash),
+        horizon=horizon, sketch="dyadic", universe_bits=64, width=width, depth=depth,
         rho=rho, delta=args.delta, schedule=args.schedule or "auto", seed=args.seed, budget=budget))
     if args.format is None and _input.detect_format(args.file) != "parquet":
         args.format = "csv"
@@ -818,14 +816,14 @@ def _print_cumulative(out, writer, step, cumulative, top_n, k, source_desc) -> N
     items = [(int(x) - _SIGN, v) for x, v in found]
     shown = items[:top_n] if top_n and out.fmt == "table" else items  # --show cuts the table only
     if out.fmt == "json":
-        obj = {"mechanism": cumulative.mechanism, "step": step.step, "window": window,
-               "threshold": threshold, "noisy_total": total,
-               "items": [[key, v] for key, v in shown], "rho": cumulative.rho, "epsilon": cumulative.epsilon,
-               "delta": cumulative.delta, "nodes_in_prefix": len(prefix),
-               "nodes_published": [n.metadata["node"] for n in step.nodes],
-               "composition": step.nodes[0].metadata["composition"] if step.nodes else None,
-               "cli": {"k": k, "source": source_desc, "top": top_n, "released": len(items),
-                       "exact_counts_withheld": True}}
+        obj = document(cumulative.mechanism, step=step.step, window=window,
+                       threshold=threshold, noisy_total=total,
+                       items=[[key, v] for key, v in shown], rho=cumulative.rho, epsilon=cumulative.epsilon,
+                       delta=cumulative.delta, nodes_in_prefix=len(prefix),
+                       nodes_published=[n.metadata["node"] for n in step.nodes],
+                       composition=step.nodes[0].metadata["composition"] if step.nodes else None,
+                       cli={"k": k, "source": source_desc, "top": top_n, "released": len(items),
+                            "exact_counts_withheld": True})
         sys.stdout.write(json.dumps(obj, default=json_default) + "\n")
     elif writer is not None:
         for rank, (key, v) in enumerate(shown, 1):
@@ -1063,7 +1061,6 @@ def _quantile_sketch(args):
     ε rounded down to a multiple of 2^-32). Returns (sketch, budget, budget file, qs, bounds,
     universe bits)."""
     from ..accounting.budget import Budget
-    from ..accounting.calibration import used_value
     from ..sketches.dyadic import PrivateDyadicCountSketch
 
     if (args.rho is None) == (args.epsilon is None):
@@ -1080,13 +1077,11 @@ def _quantile_sketch(args):
     budget_file.check()
     # the run's accountant: its cap is what was asked for (--rho as a zCDP cap, --epsilon pure)
     budget = Budget(rho=args.rho) if args.rho is not None else Budget(args.epsilon)
-    spend = {"rho": used_value(args.rho)} if args.rho is not None else {"epsilon": used_value(args.epsilon)}
-    try:
-        with budget.charging("PrivateDyadicCountSketch", **spend):
-            sketch = PrivateDyadicCountSketch(
-                bits, gamma=args.gamma, bounds=bounds, rho=args.rho, epsilon=args.epsilon,
-                noise_allocation=args.noise_allocation, seed=args.seed,
-            )
+    try:  # the sketch charges the budget what its noise uses, before drawing it
+        sketch = PrivateDyadicCountSketch(
+            bits, gamma=args.gamma, bounds=bounds, rho=args.rho, epsilon=args.epsilon,
+            noise_allocation=args.noise_allocation, seed=args.seed, budget=budget,
+        )
     except (ValueError, TypeError, OverflowError) as exc:
         raise UsageError(first_line(exc)) from None
     return sketch, budget, budget_file, qs, bounds, bits
@@ -1148,9 +1143,9 @@ def quantiles(args) -> int:
     out.spent(budget, budget_file.ledger)
     rows = [(q, float(v) if bounds is not None else int(v)) for q, v in zip(qs, levels)]
     _note_quantiles_at_a_bound(out, [v for _, v in rows], bounds, bits, res)
-    obj = {"mechanism": meta["mechanism"], "quantiles": [{"q": q, "value": v} for q, v in rows],
-           "resolution": res, "bounds": list(bounds) if bounds else None, "universe_bits": bits,
-           "noisy_total": released._total(), "privacy": meta}
+    obj = document(meta["mechanism"], meta, quantiles=[{"q": q, "value": v} for q, v in rows],
+                   resolution=res, bounds=list(bounds) if bounds else None, universe_bits=bits,
+                   noisy_total=released._total())
     real = bounds is not None
     out.release(
         [Column("q", "q", ">", lambda q: f"{q:g}", lambda q: f"{q:g}"),
@@ -1206,8 +1201,8 @@ def _quantiles_in_memory(args, out, method: str) -> int:
         out.note("seeded: reproducible_not_secret=True")
     out.spent(budget, budget_file.ledger)
     rows = list(rel.items)
-    obj = {"mechanism": meta["mechanism"], "quantiles": [{"q": q, "value": v} for q, v in rows],
-           "bounds": list(bounds), "privacy": meta}
+    obj = document(meta["mechanism"], meta, quantiles=[{"q": q, "value": v} for q, v in rows],
+                   bounds=list(bounds))
     out.release(
         [Column("q", "q", ">", lambda q: f"{q:g}", lambda q: f"{q:g}"),
          Column("value", "value", "<", lambda v: f"{v:.10g}", repr)],
@@ -1256,7 +1251,7 @@ def _quantiles_units(args, out) -> int:
     if bounds is None and bits > 63:  # the library takes int64 values
         raise UsageError("with --privacy-id and without --bounds, --universe-bits must be at most 63")
     qs = parse_qs(args.q)
-    privacy = {"rho": args.rho, "epsilon": args.epsilon, "delta": args.delta}
+    privacy = dict(rho=args.rho, epsilon=args.epsilon, delta=args.delta)  # the options as given
     cost = _checked(lambda: unit_quantiles_cost(max_rows_per_unit=args.max_rows_per_unit, bounds=bounds,
                                                 universe_bits=bits, gamma=args.gamma, **privacy))
     if args.dry_run:

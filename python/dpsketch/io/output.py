@@ -72,6 +72,16 @@ def caps(budget) -> str:
     return f"epsilon={num(budget.epsilon)}, delta={num(budget.delta)}"
 
 
+def document(mechanism: str, privacy: Any = None, **fields: Any) -> dict:
+    """A JSON document of the command line: the mechanism that ran first, then ``fields`` (the
+    answer), then ``privacy`` (the release's own metadata, as the mechanism wrote it), when given.
+    Every figure in it is read from a release, a plan or the options; none is computed here."""
+    doc: dict = {"mechanism": mechanism, **fields}
+    if privacy is not None:
+        doc["privacy"] = privacy
+    return doc
+
+
 @dataclass(frozen=True)
 class Column:
     """One column of a printed release: its table title and alignment ('<' or '>'), its CSV

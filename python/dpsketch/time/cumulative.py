@@ -48,11 +48,12 @@ import numpy as np
 
 from .. import _seeds
 from ..accounting.budget import Budget, charging
-from ..accounting.calibration import check_privacy_params, split_over_parts, zcdp_epsilon
 from ..sketches.dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from ..errors import InternalError, ParameterError, ParameterTypeError
 from ..mechanisms.private_sketches import PrivateCountMin, PrivateCountSketch
+from ..mechanisms.series import tree_series
 from ..release import Release, with_metadata
+from ..units import Row
 from ..sketches.linear import CountMin, CountSketch
 from .._validation import check_int, validate_params
 
@@ -60,6 +61,7 @@ __all__ = ["Cumulative", "Prefix", "Schedule", "Step", "SCHEDULES", "MAX_HORIZON
 
 SCHEDULES = ("auto", "binary", "smooth", "windows")
 MAX_HORIZON = 2**16  # steps; the schedule is enumerated once (O(T·log T)) at construction
+_ONE_ROW = Row().describe()  # neighbours add or remove one element of one step
 _PRIVATE: dict[type, Any] = {CountMin: PrivateCountMin, CountSketch: PrivateCountSketch, DyadicCountSketch: PrivateDyadicCountSketch}
 
 
@@ -346,15 +348,40 @@ class Prefix:
                 f"variance_factor={self.variance_factor})")
 
 
+def _sketch_factory(sketch: Any, *, width, depth, universe_bits, gamma, bounds, hash_seed, seed, key_type):
+    """Empty non-private sketches of one shape and one public hash seed, for ``sketch=``."""
+    from .._validation import Options, check
+
+    kind = check("sketch", sketch, Options(("countmin", "countsketch", "dyadic")))
+    # one public hash seed for every leaf and node: the one given, else derived from the noise seed
+    hs = check("hash_seed", hash_seed) if hash_seed is not None else _seeds.hash_seed(seed)
+    if kind == "dyadic":
+        if key_type is not None:
+            raise ParameterError("key_type is an option of sketch='countmin' and 'countsketch'; dyadic sketches "
+                                 "take numbers")
+        bits = 32 if universe_bits is None else universe_bits
+        g = 0.01 if gamma is None else gamma
+        return lambda: DyadicCountSketch(bits, gamma=g, width=width, depth=depth, bounds=bounds, hash_seed=hs)
+    if universe_bits is not None or gamma is not None or bounds is not None:
+        raise ParameterError("universe_bits, gamma and bounds are options of sketch='dyadic'")
+    if width is None or depth is None:
+        raise ParameterError(f"sketch={kind!r} needs width= and depth=")
+    cls = CountMin if kind == "countmin" else CountSketch
+    return lambda: cls(width, depth, hash_seed=hs, key_type=key_type)
+
+
 class Cumulative:
     """Cumulative releases of a linear sketch over ``horizon`` steps (module docstring;
     docs/privacy.md §Cumulative).
 
-    ``Cumulative(horizon=T, make=..., rho=... | epsilon=..., schedule="auto", seed=None, budget=None)``:
+    ``Cumulative(horizon=T, sketch="countsketch", width=..., depth=..., rho=... | epsilon=...,
+    schedule="auto", seed=None, budget=None)``:
 
-    * ``make``: returns an empty non-private :class:`~dpsketch.CountMin`, :class:`~dpsketch.CountSketch`
-      or :class:`~dpsketch.DyadicCountSketch`; every call must give the same shape and hash seed
-      (build it with a fixed ``seed=``: the hash functions are public and shared by all nodes).
+    * the sketch: ``sketch`` ('countmin', 'countsketch' or 'dyadic') with its shape (``width``,
+      ``depth``; ``universe_bits``, ``gamma``, ``bounds`` for 'dyadic') and ``hash_seed`` (public;
+      default derived from ``seed``, else random), or ``make``: a function returning an empty
+      non-private :class:`~dpsketch.CountMin`, :class:`~dpsketch.CountSketch` or
+      :class:`~dpsketch.DyadicCountSketch`, the same shape and hash seed every call.
     * ``rho`` (zCDP, discrete Gaussian noise) or ``epsilon`` (pure DP, discrete Laplace noise): the
       guarantee of the whole series for neighbours that add or remove one element; each published
       node gets ρ/L (ε/L), L = :attr:`nodes_per_element`. ``delta`` (with ``rho``) records the
@@ -367,16 +394,45 @@ class Cumulative:
       ``noise_allocation`` for dyadic sketches).
 
     Feed one step at a time with :meth:`step` ``(items, counts=None)`` or :meth:`add` ``(sketch)``
-    (the step's non-private sketch, built with the same ``make``); each returns the releases of the
-    nodes published at that step (often none or one). :meth:`prefix` ``(t)`` is the cumulative
-    answer through step t (default: the last step fed).
+    (the step's non-private sketch, of the same shape); each returns the releases of the nodes
+    published at that step (often none or one). :meth:`prefix` ``(t)`` is the cumulative answer
+    through step t (default: the last step fed).
+
+    :param horizon: T, the number of steps of the series (public, fixed before any data)
+    :param sketch: ``'countmin'``, ``'countsketch'`` or ``'dyadic'``: the linear sketch of every step
+    :param width: columns per row of the sketch (for 'dyadic', default from ``gamma``)
+    :param depth: rows of the sketch (for 'dyadic', default from ``gamma``)
+    :param universe_bits: 'dyadic': values in [0, 2^universe_bits) (default 32)
+    :param gamma: 'dyadic': the target rank accuracy that sizes the levels (default 0.01)
+    :param bounds: 'dyadic': public ``(lo, hi)`` of float values mapped onto the universe
+    :param hash_seed: the sketch's public hash seed (default derived from ``seed``, else random)
+    :param key_type: 'countmin'/'countsketch': ``'int'`` or ``'str'`` keys (default: the first batch)
+    :param rho: ρ of the whole series (zCDP, discrete Gaussian noise)
+    :param epsilon: ε of the whole series (pure DP, discrete Laplace noise)
+    :param delta: with ``rho``: δ of the (ε, δ) conversion the metadata records
+    :param schedule: ``'auto'``, ``'binary'``, ``'smooth'`` or ``'windows'``
+    :param seed: the user seed of the nodes' noise (reproducible, NOT secret)
+    :param budget: a :class:`dpsketch.Budget` charged once for the whole series
+    :param node_options: ``beta`` (and ``noise_allocation`` for dyadic sketches) of each node's release
+    :param make: instead of ``sketch`` and its shape: a function returning an empty sketch
     """
 
     @validate_params(["epsilon", "rho", "delta", "seed"])
-    def __init__(self, *, horizon: int, make: Callable[[], Any], rho: Optional[float] = None,
-                 epsilon: Optional[float] = None, delta: Optional[float] = None, schedule: str = "auto",
-                 seed: Optional[int] = None, budget: Optional[Budget] = None,
-                 node_options: Optional[dict] = None) -> None:
+    def __init__(self, *, horizon: int, sketch: Optional[str] = None, width: Optional[int] = None,
+                 depth: Optional[int] = None, universe_bits: Optional[int] = None, gamma: Optional[float] = None,
+                 bounds: Any = None, hash_seed: Optional[int] = None, key_type: Optional[str] = None,
+                 rho: Optional[float] = None, epsilon: Optional[float] = None, delta: Optional[float] = None,
+                 schedule: str = "auto", seed: Optional[int] = None, budget: Optional[Budget] = None,
+                 node_options: Optional[dict] = None, make: Optional[Callable[[], Any]] = None) -> None:
+        shaped = any(v is not None for v in (width, depth, universe_bits, gamma, bounds, hash_seed, key_type))
+        if make is None:
+            if sketch is None:
+                raise ParameterError("pass sketch='countmin' | 'countsketch' | 'dyadic' with its shape (width=, "
+                                     "depth=), or make= (a function returning an empty sketch)")
+            make = _sketch_factory(sketch, width=width, depth=depth, universe_bits=universe_bits, gamma=gamma,
+                                   bounds=bounds, hash_seed=hash_seed, seed=seed, key_type=key_type)
+        elif sketch is not None or shaped:
+            raise ParameterError("make= replaces sketch= and its shape: pass one or the other")
         if not callable(make):
             raise ParameterTypeError("make must be a function returning an empty CountMin, CountSketch or DyadicCountSketch")
         probe = make()
@@ -387,23 +443,11 @@ class Cumulative:
         if probe.n != 0:
             raise ParameterError("make must return an empty sketch (one per step)")
         self._make, self._kind, self._shape = make, kind, self._shape_of(probe)
-        if (rho is None) == (epsilon is None):
-            raise ParameterError("pass exactly one of rho= (zCDP, Gaussian noise) or epsilon= (pure DP, Laplace noise)")
-        if epsilon is not None:
-            if delta is not None:
-                raise ParameterError("delta= records the (ε, δ) conversion of rho=; epsilon= is pure DP")
-            self._epsilon, _ = check_privacy_params(epsilon, 0.5)
-            self._rho = None
-        else:
-            self._rho, _ = check_privacy_params(rho, 0.5, name="rho")
-            self._epsilon = None
-        self._delta = None if delta is None else check_privacy_params(1.0, delta)[1]
         self.schedule = schedule_for(schedule, horizon)
-        L = self.schedule.nodes_per_element
         # every node at the series' budget over L: an element's at most L nodes compose to it
-        self._node_budget, self._series_budget = split_over_parts(
-            self._rho if self._rho is not None else self._epsilon, L, what="rho/epsilon",
-            parts_name=f"the L = {L} nodes an element lies in")
+        self._plan = tree_series(schedule=self.schedule.name, horizon=self.schedule.horizon,
+                                 nodes_per_element=self.schedule.nodes_per_element, rho=rho, epsilon=epsilon,
+                                 delta=delta)
         self.seed = _seeds.check_user_seed(seed)
         self._node_options = dict(node_options or {})
         bad = set(self._node_options) - ({"beta", "noise_allocation"} if kind is DyadicCountSketch else {"beta"})
@@ -413,9 +457,7 @@ class Cumulative:
         self._t = 0  # steps fed
         self._acc: dict[int, tuple[int, Any]] = {}  # level -> (block index, exact sum of its leaves so far)
         self._published: dict[tuple[int, int], Any] = {}  # node -> its published private sketch
-        mech = self.mechanism
-        with charging(budget, mech, epsilon=0 if self._epsilon is None else self._series_budget,
-                      rho=0 if self._rho is None else self._series_budget):
+        with charging(budget, self.mechanism, **self._plan.charge()):
             pass
 
     @staticmethod
@@ -445,31 +487,29 @@ class Cumulative:
 
     @property
     def node_rho(self) -> Optional[float]:
-        return None if self._rho is None else float(self._node_budget)
+        return self._plan.node_rho
 
     @property
     def node_epsilon(self) -> Optional[float]:
-        return None if self._epsilon is None else float(self._node_budget)
+        return self._plan.node_epsilon
 
     @property
     def rho(self) -> Optional[float]:
         """The series' ρ: L·(node ρ) (None for pure DP)."""
-        return None if self._rho is None else float(self._series_budget)
+        return self._plan.rho
 
     @property
     def epsilon(self) -> Optional[float]:
         """The series' ε: L·(node ε) for pure DP; with ``delta``, the conversion of ρ; else None."""
-        if self._epsilon is not None:
-            return float(self._series_budget)
-        return None if self._delta is None else zcdp_epsilon(float(self._series_budget), self._delta)
+        return self._plan.epsilon
 
     @property
     def delta(self) -> Optional[float]:
         """The δ of the (ε, δ) conversion of ρ (``delta=``), or None."""
-        return self._delta
+        return self._plan.delta
 
     def __repr__(self) -> str:
-        p = f"rho={self.rho:g}" if self._rho is not None else f"epsilon={self.epsilon:g}"
+        p = f"rho={self.rho:g}" if self._plan.zcdp else f"epsilon={self.epsilon:g}"
         return (f"Cumulative(horizon={self.horizon}, schedule={self.schedule.name!r}, L={self.nodes_per_element}, "
                 f"{p}, steps={self._t}, kind={self._kind.__name__})")
 
@@ -531,24 +571,14 @@ class Cumulative:
         """Privatise the exact sum ``source`` of node's leaves once, with the node's own seed."""
         level, index = node
         cls = _PRIVATE[self._kind]
-        kw = {"rho": float(self._node_budget)} if self._rho is not None else {"epsilon": float(self._node_budget)}
-        private = cls.from_sketch(source, seed=node_seed(self.seed, level, index), **kw, **self._node_options)
-        rel = private.release(delta=self._delta) if self._rho is not None else private.release()
+        private = cls.from_sketch(source, seed=node_seed(self.seed, level, index), **self._plan.node_options(),
+                                  **self._node_options)
+        rel = private.release(delta=self._plan.delta) if self._plan.zcdp else private.release()
         self._published[node] = rel.sketch
         first, last = self.schedule.steps_of(node)
-        placed = {}
-        placed["node"] = {"level": level, "index": index, "leaves": [index << level, (index + 1) << level],
-                        "first_step": first, "last_step": last, "published_at_step": s}
-        placed["composition"] = {
-            "rule": "zCDP composition over the nodes an element lies in" if self._rho is not None
-            else "basic composition over the nodes an element lies in",
-            "reason": "each node is published once with fresh noise; an element lies in at most L published "
-                      "nodes (docs/privacy.md §Cumulative)",
-            "schedule": self.schedule.name, "horizon": self.horizon, "nodes_per_element": self.nodes_per_element,
-            "series_rho": self.rho, "series_epsilon": self.epsilon, "series_delta": self._delta,
-            "node_rho": self.node_rho, "node_epsilon": self.node_epsilon,
-            "neighbours": "add or remove one element",
-        }
+        placed = {"node": {"level": level, "index": index, "leaves": [index << level, (index + 1) << level],
+                           "first_step": first, "last_step": last, "published_at_step": s},
+                  "composition": self._plan.composition(), "unit": _ONE_ROW}
         return with_metadata(rel, placed)
 
     # -- answers -------------------------------------------------------------------------------

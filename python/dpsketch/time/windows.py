@@ -55,7 +55,8 @@ import numpy as np
 from .. import _seeds
 from .._prefetch import Prefetch
 from ..accounting.budget import Budget, DisjointScope
-from ..mechanisms.unit_level import PRIVACY_UNIT_ID, UnitRowLimiter, _bounded_memory_plan, _split_row_level
+from ..mechanisms.series import WindowSeries, iso, window_series
+from ..mechanisms.unit_level import UnitRowLimiter
 from ..release import Release, calibrate, with_metadata
 from ..sketches.counters import MisraGries, SpaceSaving
 from ..errors import ParameterError, ParameterTypeError
@@ -134,13 +135,6 @@ def parse_instant(value: Any) -> int:
     raise ParameterTypeError(f"a time is epoch seconds, a datetime or ISO 8601 text, got {type(value).__name__}")
 
 
-def iso(ns: int) -> str:
-    """ISO 8601 UTC text of an instant in nanoseconds (fractional digits only when needed)."""
-    sec, frac = divmod(int(ns), NS)
-    base = (_dt.datetime(1970, 1, 1) + _dt.timedelta(seconds=sec)).isoformat()
-    return base + (f".{frac:09d}".rstrip("0") if frac else "") + "Z"
-
-
 def times_ns(times: Any) -> tuple[np.ndarray, Optional[np.ndarray]]:
     """(int64 nanoseconds, None or the mask of the times that are usable). Numbers are epoch
     seconds; numpy datetime64 and pyarrow timestamp arrays are converted exactly; NaN, NaT and
@@ -184,21 +178,11 @@ def window_record(i: int, period_ns: int, origin_ns: int) -> dict:
 
 
 def composition_record(clock: str, series_epsilon: float, series_delta: float, period_ns: int, origin_ns: int,
-                       allowed_lateness_ns: int = 0, **extra: Any) -> dict:
-    """The accounting of a series of window releases (docs/privacy.md §Windows): parallel
-    composition, (``series_epsilon``, ``series_delta``) for the whole series, the clock that
-    closes the windows, and the policy for dropped events (never counted)."""
-    rec = {
-        "rule": "parallel",
-        "reason": "each event lies in exactly one event-time window (docs/privacy.md §Windows)",
-        "series_epsilon": float(series_epsilon), "series_delta": float(series_delta),
-        "neighbours": "add or remove one event", "clock": clock,
-        "period_ns": int(period_ns), "origin": iso(origin_ns),
-        "allowed_lateness_ns": int(allowed_lateness_ns),
-        "dropped_events": "late, early and out-of-range events are dropped and never counted in any output",
-    }
-    rec.update(extra)
-    return rec
+                       allowed_lateness_ns: int = 0, reason: Optional[str] = None) -> dict:
+    """The accounting of a series of window releases at (``series_epsilon``, ``series_delta``),
+    one event the unit (:meth:`dpsketch.mechanisms.series.WindowSeries.composition`)."""
+    plan = WindowSeries(series_epsilon, series_delta, series_epsilon, series_delta, series_epsilon, series_delta)
+    return plan.composition(clock, period_ns, origin_ns, allowed_lateness_ns, reason)
 
 
 def assign(t_ns: np.ndarray, period_ns: int, origin_ns: int = 0) -> np.ndarray:
@@ -208,45 +192,105 @@ def assign(t_ns: np.ndarray, period_ns: int, origin_ns: int = 0) -> np.ndarray:
     return np.floor_divide(np.asarray(t_ns, dtype=np.int64) - np.int64(origin_ns), np.int64(period_ns))
 
 
+def _series_unit(unit: Any, max_rows_per_unit: Optional[int]):
+    """The privacy unit of a window series from ``unit=`` (or the older ``max_rows_per_unit``):
+    ``Row()`` or ``Person(id, max_rows=r)``."""
+    from ..units import Person, Row
+
+    if unit is None:
+        return Row() if max_rows_per_unit is None else Person("privacy_id", max_rows=max_rows_per_unit)
+    if max_rows_per_unit is not None:
+        raise ParameterError("pass the privacy unit once: unit=dpsketch.Person(id=..., max_rows=r) or "
+                             "max_rows_per_unit=r, not both")
+    if isinstance(unit, Row):
+        if unit.public_length:
+            raise ParameterError("a window's number of events is private: Windowed takes unit=dpsketch.Row() "
+                                 "without public_length")
+        return unit
+    if isinstance(unit, Person):
+        if unit.max_rows is None:
+            raise ParameterError("Windowed keeps each person's first r rows over the series: pass "
+                                 "unit=dpsketch.Person(id=..., max_rows=r) (max_keys is the in-memory exact route)")
+        return unit
+    raise ParameterTypeError(f"unit must be dpsketch.Row(...) or dpsketch.Person(...), got {type(unit).__name__}")
+
+
+def _summary_factory(method: Any, k: Optional[int], capacity: Optional[int], key_type: Optional[str]):
+    """The per-window summary of ``method`` ('auto': DPSS with ``k``, PMG without), ``capacity``
+    counters (default 2k)."""
+    from .._validation import Options, check
+
+    m = check("method", method, Options(("auto", "dpss", "pmg")))
+    if m == "auto":
+        m = "dpss" if k is not None else "pmg"
+    if capacity is None:
+        if k is None:
+            raise ParameterError(f"method={m!r} needs capacity= (counters per window), or k to size it (2k)")
+        capacity = 2 * k
+    cls = SpaceSaving if m == "dpss" else MisraGries
+    return lambda: cls(capacity, key_type=key_type)
+
+
 class Windowed:
     """One private release per tumbling event-time window (module docstring; docs/privacy.md §Windows).
 
-    ``Windowed(period=..., make=..., epsilon=..., delta=..., k=..., start=..., end=...)``:
+    ``Windowed(period=..., epsilon=..., delta=..., k=..., method="auto", unit=..., start=..., end=...)``
+    takes the mechanism arguments of :func:`dpsketch.heavy_hitters`; each window that receives
+    events gets its own summary, released once when the window closes.
 
     * ``period``: window length (seconds, timedelta or '1h'); ``origin``: an instant where a
       window starts (default the Unix epoch), so windows are ``[origin + i·period, ...)``.
-    * ``make``: a function returning an empty :class:`~dpsketch.SpaceSaving` (released by DPSS)
-      or :class:`~dpsketch.MisraGries` (PMG); called once per window that receives events.
-    * ``epsilon``, ``delta``, ``k``, ``length_epsilon``, ``length_delta``: each window's release,
-      as the summary's ``release()`` takes them; each window pays its own noisy length out of them.
     * ``start``, ``end``: the first window is the one containing ``start``, the last the one
       containing the instant just before ``end``. ``clock="input"`` needs both; ``clock="wall"``
       defaults ``start`` to now and, without ``end``, stops at the window open when the input ends.
     * ``clock``: ``"input"`` (all windows close at :meth:`close`) or ``"wall"`` (window i closes at
       ``end_i + allowed_lateness`` on ``now()``, default ``time.time``).
-    * ``seed``: window i's release uses the user seed :func:`window_seed` ``(seed, i)``.
     * ``budget``: charged (ε, δ) once, at construction, for the whole series (:meth:`Budget.disjoint`).
-    * ``max_rows_per_unit``: r; one privacy id is the unit, :meth:`update` takes ``privacy_id``,
-      and every release reports the unit-level (ε, δ) (module docstring).
 
-    Feed with :meth:`update` ``(items, times)``, or drive the whole thing with :meth:`releases`
-    over an iterable of ``(items, times)`` batches. Each release is a :class:`~dpsketch.Release`
-    whose metadata carries its window (``window``: index, start, end) and the series' accounting
-    (``composition``).
+    Feed with :meth:`update` ``(items, times)`` (``(items, times, privacy_id)`` with a person as the
+    unit), or drive the whole thing with :meth:`releases` over an iterable of such batches. Each
+    release is a :class:`~dpsketch.Release` whose metadata carries its window (``window``: index,
+    start, end) and the series' accounting (``composition``).
 
+    :param period: the window length (seconds, a timedelta or text such as ``'1h'``)
+    :param epsilon: ε of every window's release, and of the whole series (parallel composition)
+    :param delta: δ of every window's release, and of the whole series
+    :param k: keep keys of frequency about n/k or more in each window (required by ``'dpss'``;
+        with ``'pmg'`` optional: without it every key above PMG's threshold is released)
+    :param method: ``'dpss'`` (SpaceSaving released by DPSS), ``'pmg'`` (Misra-Gries released by
+        PMG) or ``'auto'`` (``'dpss'`` when ``k`` is given, else ``'pmg'``)
+    :param capacity: counters of each window's summary (default 2k; ``'pmg'`` without ``k`` needs it)
+    :param unit: ``dpsketch.Row()`` (default: one event) or ``dpsketch.Person(id=..., max_rows=r)``:
+        a person keeps their first r rows over the whole series and :meth:`update` takes their ids
+    :param key_type: ``'int'`` or ``'str'`` keys (default: the first batch decides)
+    :param start: an instant in the first window (required with ``clock='input'``)
+    :param end: the instant just after the last window (required with ``clock='input'``)
+    :param origin: an instant where a window starts (default the Unix epoch)
+    :param clock: ``'input'`` or ``'wall'``
+    :param length_epsilon: ε share of each window's noisy length (default: the release's rule)
+    :param length_delta: δ share of each window's noisy length (``'dpss'`` only)
+    :param seed: window i's release uses the user seed :func:`window_seed` ``(seed, i)``
+        (reproducible, not secret)
+    :param budget: a :class:`dpsketch.Budget` charged once for the whole series
     :param allowed_lateness: with ``clock='wall'``: how long after its end a window still takes events
         (default 0)
     :param now: the wall clock, a function returning epoch seconds (default ``time.time``; tests pass
         their own)
+    :param make: instead of ``method``/``capacity``/``key_type``: a function returning an empty
+        :class:`~dpsketch.SpaceSaving` (DPSS) or :class:`~dpsketch.MisraGries` (PMG), called once
+        per window that receives events
+    :param max_rows_per_unit: the older spelling of ``unit=Person(id=..., max_rows=r)``
     """
 
-    @validate_params(["epsilon", "delta", "k", "length_epsilon", "length_delta", "seed", "max_rows_per_unit"])
-    def __init__(self, *, period: Any, make: Callable[[], Any], epsilon: float, delta: float,
-                 k: Optional[int] = None, start: Any = None, end: Any = None, origin: Any = 0,
+    @validate_params(["epsilon", "delta", "k", "capacity", "length_epsilon", "length_delta", "seed",
+                      "max_rows_per_unit"])
+    def __init__(self, *, period: Any, epsilon: float, delta: float, k: Optional[int] = None,
+                 method: str = "auto", capacity: Optional[int] = None, unit: Any = None,
+                 key_type: Optional[str] = None, start: Any = None, end: Any = None, origin: Any = 0,
                  clock: str = "input", allowed_lateness: Any = 0, length_epsilon: Optional[float] = None,
                  length_delta: Optional[float] = None, seed: Optional[int] = None,
                  budget: Optional[Budget] = None, now: Optional[Callable[[], float]] = None,
-                 max_rows_per_unit: Optional[int] = None) -> None:
+                 make: Optional[Callable[[], Any]] = None, max_rows_per_unit: Optional[int] = None) -> None:
         if clock not in CLOCKS:
             raise ParameterError(f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
         self.period = parse_duration(period)
@@ -260,6 +304,12 @@ class Windowed:
             raise ParameterError("allowed_lateness applies to clock='wall'; with clock='input' no event is late")
         self.clock = clock
         self._now = now if now is not None else _time.time
+        self.unit = _series_unit(unit, max_rows_per_unit)
+        max_rows_per_unit = getattr(self.unit, "max_rows", None)
+        if make is None:
+            make = _summary_factory(method, k, capacity, key_type)
+        elif method != "auto" or capacity is not None or key_type is not None:
+            raise ParameterError("make= replaces method=, capacity= and key_type=: pass one or the other")
         if not callable(make):
             raise ParameterTypeError("make must be a function returning an empty SpaceSaving or MisraGries")
         probe = make()
@@ -277,26 +327,16 @@ class Windowed:
         if len(probe.items()):
             raise ParameterError("make must return an empty summary (one per window)")
         self._make = make
-        # With a privacy unit, each window's element-level release runs at the per-row (ε', δ')
-        # whose group-privacy chain over r rows is the requested (ε, δ) (docs/privacy.md §Windows).
+        # With a person as the unit, each window's element-level release runs at the per-row
+        # (ε', δ') whose group-privacy chain over r rows is the requested (ε, δ) (the series plan).
         self._limiter: Optional[UnitRowLimiter] = None
-        self._unit_plan: Optional[dict] = None
-        self._series = self._requested = (float(epsilon), float(delta))
         if max_rows_per_unit is not None:
             self._limiter = UnitRowLimiter(max_rows_per_unit)
-            self._unit_plan = _bounded_memory_plan(epsilon, delta, self._limiter.max_rows_per_unit)
-            self._series = (self._unit_plan["epsilon"], self._unit_plan["delta"])
-            epsilon, delta = self._unit_plan["epsilon_row"], self._unit_plan["delta_row"]
-        calibrate(epsilon, delta, need, public_length=False, length_epsilon=length_epsilon,
+        self._plan = window_series(epsilon, delta, max_rows_per_unit)
+        calibrate(self._plan.epsilon, self._plan.delta, need, public_length=False, length_epsilon=length_epsilon,
                   length_delta=length_delta if need == "bounds" else None)  # parameter errors now
-        self._options: dict[str, Any] = {"epsilon": epsilon, "delta": delta}
-        if k is not None:
-            self._options["k"] = k
-        if length_epsilon is not None:
-            self._options["length_epsilon"] = length_epsilon
-        if length_delta is not None:
-            self._options["length_delta"] = length_delta
-        self.epsilon, self.delta, self.k = float(epsilon), float(delta), k
+        self._options = self._plan.release_options(k=k, length_epsilon=length_epsilon, length_delta=length_delta)
+        self.epsilon, self.delta, self.k = self._plan.epsilon, self._plan.delta, k
         self.seed = _seeds.check_user_seed(seed)
         if start is None:
             if clock == "input":
@@ -322,8 +362,9 @@ class Windowed:
         if budget is not None:
             if not isinstance(budget, Budget):
                 raise ParameterTypeError(f"budget must be a dpsketch.Budget, got {type(budget).__name__}")
-            self._scope = budget.disjoint(self._mechanism_name(), epsilon=self._series[0], delta=self._series[1],
-                                          part_epsilon=epsilon, part_delta=delta)
+            self._scope = budget.disjoint(self._mechanism_name(), epsilon=self._plan.series_epsilon,
+                                          delta=self._plan.series_delta, part_epsilon=self._plan.epsilon,
+                                          part_delta=self._plan.delta)
 
     def _mechanism_name(self) -> str:
         return (f"Windowed[{self.mechanism}]" if self._limiter is None
@@ -523,30 +564,10 @@ class Windowed:
         budget = None if self._scope is None else self._scope.part(i)
         self._next = i + 1
         rel = summary.release(seed=window_seed(self.seed, i), budget=budget, **self._options)
-        composition = composition_record(self.clock, self._series[0], self._series[1], self.period, self.origin,
-                                         self.allowed_lateness)
-        placed = {"window": window_record(i, self.period, self.origin), "composition": composition}
-        if self._unit_plan is None:
-            return with_metadata(rel, placed)
-        # One privacy unit: the figures above are per row; the release reports the unit's.
-        r = self.max_rows_per_unit
-        meta, per_row = _split_row_level({**rel.metadata, **placed})
-        per_row.update(mechanism=self.mechanism, epsilon_per_row=rel.epsilon, delta_per_row=rel.delta,
-                       privacy_unit_of_these_figures="one stream element")
-        composition.update(
-            rule="parallel at the event level, then group privacy over the unit's at most r rows",
-            reason=("each event lies in exactly one window and a unit keeps at most r rows over the whole "
-                    "series, so it is in at most r windows (docs/privacy.md §Windows)"),
-            neighbours="add or remove all rows of one privacy id")
-        unit = dict(privacy_unit=PRIVACY_UNIT_ID, neighbours="add_remove_unit", route="bounded_memory",
-                    max_rows_per_unit=r, max_windows_per_unit=r,
-                    bounding="per unit: its first r rows in input order over the whole series (all windows)",
-                    epsilon=self._series[0], delta=self._series[1],
-                    epsilon_requested=self._requested[0], delta_requested=self._requested[1],
-                    group_privacy="(r·ε', δ'·Σ_{i<r} e^{iε'}) from the per-row (ε', δ')",
-                    per_row_calibration=per_row, reference="docs/privacy.md §Windows")
-        return with_metadata(rel, unit, base=meta, epsilon=self._series[0], delta=self._series[1],
-                             mechanism=f"unit.bounded_memory[{self.mechanism}]")
+        placed = {"window": window_record(i, self.period, self.origin),
+                  "composition": self._plan.composition(self.clock, self.period, self.origin, self.allowed_lateness),
+                  "unit": self.unit.describe()}
+        return self._plan.finish(rel, placed, self.mechanism)
 
     # -- driving ----------------------------------------------------------------------------
     def releases(self, batches: Iterable[tuple[Any, Any]]) -> Iterator[Release]:
