@@ -37,7 +37,8 @@ from .distributed import SketchRoute, charge_windows, check_windows, release_par
 from .mechanisms.partitioned import counters_calibration
 from .mechanisms.dpss import check_cut
 from .sketches.dyadic import DyadicCountSketch, PrivateDyadicCountSketch
-from .release import Release, sketch_quantiles_release
+from .release import Release, sketch_quantiles_release, with_metadata
+from .units import Person, Row, as_unit
 from .sketches.linear import CountMin, CountSketch
 from .sketches.counters import MisraGries, SpaceSaving
 from ._validation import check_int, validate_params
@@ -247,7 +248,7 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
                   length_delta: float | None = None, seed: int | None = None, budget: Budget | None = None,
                   privacy_id: str | None = None, max_keys_per_unit: int | None = None, max_rows_per_key: int = 1,
                   noise: str = "gaussian", selection: str | None = None, cut: str | None = "n/k",
-                  passes: int = 1, top_k: int | None = None) -> Release:
+                  passes: int = 1, top_k: int | None = None, unit: Any = None) -> Release:
     """(ε, δ)-DP heavy hitters of ``df[column]`` (nulls skipped). The reported (ε, δ) are the ones
     asked for; ``budget`` (a :class:`dpsketch.Budget`) is charged them before any noise is drawn.
 
@@ -326,8 +327,66 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
     :param selection: ``'gumbel'`` with ``privacy_id`` and ``k``: the k passing keys a Gumbel selection
         ranks first
     :param top_k: release exactly N items (the N largest noisy values) whenever N pass the threshold
+    :param unit: the privacy unit, as the front doors take it: ``dpsketch.Row()`` (default; with
+        ``public_length=True`` the papers' model) or ``dpsketch.Person("id_column", max_keys=m,
+        max_rows_per_key=c)`` (the exact route over bounded contributions). The release reports it
+        in ``metadata["unit"]``. ``privacy_id``, ``max_keys_per_unit`` and ``max_rows_per_key`` are
+        the older spelling of the same
     """
     _require_spark()
+    u = _heavy_hitter_unit(unit, privacy_id, max_keys_per_unit, max_rows_per_key, public_length)
+    if isinstance(u, Person):
+        privacy_id, max_keys_per_unit, max_rows_per_key = u.id_column, u.max_keys, u.max_rows_per_key
+    else:
+        public_length = u.public_length
+    return with_metadata(_heavy_hitters(
+        df, column, k=k, epsilon=epsilon, delta=delta, route=route, summary=summary, capacity=capacity,
+        num_partitions=num_partitions, rho_fraction=rho_fraction, gamma=gamma, width=width, depth=depth,
+        public_length=public_length, length_epsilon=length_epsilon, length_delta=length_delta, seed=seed,
+        budget=budget, privacy_id=privacy_id, max_keys_per_unit=max_keys_per_unit,
+        max_rows_per_key=max_rows_per_key, noise=noise, selection=selection, cut=cut, passes=passes,
+        top_k=top_k), {"unit": u.describe()})
+
+
+def _spelled_twice(what: str) -> ParameterError:
+    return ParameterError(f"pass the privacy unit once: unit=dpsketch.{what} or the older keywords, not both")
+
+
+def _heavy_hitter_unit(unit, privacy_id, m, c, public_length):
+    """The privacy unit of :func:`heavy_hitters` from ``unit=`` or the older keywords."""
+    if unit is None:
+        if privacy_id is None:
+            if m is not None:
+                raise ParameterError("max_keys_per_unit bounds a privacy unit: pass privacy_id= (the unit's column) "
+                                     "too, or unit=dpsketch.Person('id_column', max_keys=m)")
+            return Row(public_length=bool(public_length))
+        if m is None:
+            raise ParameterError("privacy_id needs max_keys_per_unit=m (distinct keys a unit may contribute); "
+                                 "or pass unit=dpsketch.Person(privacy_id, max_keys=m)")
+        _warn_old_unit_keywords("privacy_id=/max_keys_per_unit=", f"Person({privacy_id!r}, max_keys=m)")
+        return Person(privacy_id, max_keys=m, max_rows_per_key=c)
+    u = as_unit(unit)
+    if privacy_id is not None or m is not None or c != 1 or public_length:
+        raise _spelled_twice("Row(...)" if isinstance(u, Row) else "Person(...)")
+    if isinstance(u, Person):
+        if u.id_column is None:
+            raise ParameterError("on Spark, Person(id=...) names the DataFrame's column of privacy ids")
+        if u.max_keys is None:
+            raise ParameterError("Spark's person-level heavy hitters bound each person's distinct keys: pass "
+                                 "Person(id_column, max_keys=m) (max_rows is the in-memory bounded-memory route)")
+    return u
+
+
+def _warn_old_unit_keywords(old: str, new: str) -> None:
+    import warnings
+
+    warnings.warn(f"{old} is the older spelling of the privacy unit; pass unit=dpsketch.{new}",
+                  DeprecationWarning, stacklevel=3)
+
+
+def _heavy_hitters(df, column: str, *, k, epsilon, delta, route, summary, capacity, num_partitions, rho_fraction,
+                   gamma, width, depth, public_length, length_epsilon, length_delta, seed, budget, privacy_id,
+                   max_keys_per_unit, max_rows_per_key, noise, selection, cut, passes, top_k) -> Release:
     if top_k is not None:
         if k is not None:
             raise ParameterError("pass k= or top_k= (exactly N items), not both")
@@ -683,7 +742,7 @@ QuantileRelease = Release  # deprecated: quantiles return a dpsketch.Release (CH
 def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float | None = None,
               bounds=None, universe_bits: int | None = None, gamma: float = 0.01, seed: int | None = None,
               budget: Budget | None = None, privacy_id: str | None = None, max_rows_per_unit: int | None = None,
-              delta: float | None = None):
+              delta: float | None = None, unit: Any = None):
     """Private quantiles of ``df[column]`` via a merged dyadic sketch with noise added once on the
     driver (docs/algorithms.md §6, §8). Integers in [0, 2^universe_bits) (an integer outside is
     clamped to 0 or 2^universe_bits − 1), or numbers mapped with public ``bounds=(lo, hi)`` (never
@@ -720,7 +779,46 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
         are given)
     :param seed: a user seed: reproducible noise (and hash functions), NOT secret; None: the secure
         generator
+    :param unit: the privacy unit: ``dpsketch.Row()`` (default) or ``dpsketch.Person("id_column",
+        max_rows=r)`` (each person's r rows, as :func:`dpsketch.quantiles` takes it); reported in
+        ``metadata["unit"]``. ``privacy_id`` with ``max_rows_per_unit`` is the older spelling
     """
+    u = _quantile_unit(unit, privacy_id, max_rows_per_unit)
+    if isinstance(u, Person):
+        privacy_id, max_rows_per_unit = u.id_column, u.max_rows
+    return with_metadata(_quantiles(df, column, qs, rho=rho, epsilon=epsilon, bounds=bounds,
+                                    universe_bits=universe_bits, gamma=gamma, seed=seed, budget=budget,
+                                    privacy_id=privacy_id, max_rows_per_unit=max_rows_per_unit, delta=delta),
+                         {"unit": u.describe()})
+
+
+def _quantile_unit(unit, privacy_id, r):
+    """The privacy unit of :func:`quantiles` from ``unit=`` or the older keywords."""
+    if unit is None:
+        if privacy_id is None and r is None:
+            return Row()
+        if privacy_id is None or r is None:
+            missing = "privacy_id= (the unit's column)" if privacy_id is None else "max_rows_per_unit=r"
+            raise ParameterError(f"a person as the privacy unit needs {missing} too; or pass "
+                                 "unit=dpsketch.Person('id_column', max_rows=r)")
+        _warn_old_unit_keywords("privacy_id=/max_rows_per_unit=", f"Person({privacy_id!r}, max_rows=r)")
+        return Person(privacy_id, max_rows=r)
+    u = as_unit(unit)
+    if privacy_id is not None or r is not None:
+        raise _spelled_twice("Person(...)")
+    if isinstance(u, Row):
+        if u.public_length:
+            raise ParameterError("quantiles read no length: pass unit=dpsketch.Row()")
+        return u
+    if u.id_column is None:
+        raise ParameterError("on Spark, Person(id=...) names the DataFrame's column of privacy ids")
+    if u.max_rows is None:
+        raise ParameterError("quantiles bound each person's rows: pass Person(id_column, max_rows=r)")
+    return u
+
+
+def _quantiles(df, column: str, qs, *, rho, epsilon, bounds, universe_bits, gamma, seed, budget, privacy_id,
+               max_rows_per_unit, delta) -> Release:
     from pyspark.sql import functions as F
 
     _require_spark()

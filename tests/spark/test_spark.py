@@ -304,7 +304,8 @@ def test_quantile_release_equals_the_single_process_release(spark):
     want = dp.release.sketch_quantiles_release(local.release(), qs, front_end="spark")
     assert isinstance(rel, dp.Release) and rel.mechanism == want.mechanism == "PrivateDyadicCountSketch"
     assert rel.items == want.items and rel.intervals == want.intervals and rel.interval_level == 0.95
-    assert rel.metadata == want.metadata and (rel.epsilon, rel.delta, rel.rho) == (want.epsilon, want.delta, want.rho)
+    assert rel.metadata == {**want.metadata, "unit": dp.Row().describe()}
+    assert (rel.epsilon, rel.delta, rel.rho) == (want.epsilon, want.delta, want.rho)
     assert rel.values() == rel.sketch.quantiles(qs).tolist()
 
 
@@ -631,6 +632,33 @@ def test_unit_route_releases_popular_keys_and_no_single_user_key(event_df):
         dps.heavy_hitters(df, "q", privacy_id="user", epsilon=1.0, delta=1e-6)
     with pytest.raises(ValueError, match="privacy_id"):
         dps.heavy_hitters(df, "q", k=5, max_keys_per_unit=3, epsilon=1.0, delta=1e-6)
+
+
+def test_unit_as_a_value_is_the_older_keywords(event_df):
+    """``unit=Person(...)`` gives the release of the older keywords, reports the unit, and the
+    older keywords warn; a unit given twice, or with the wrong bound, is refused."""
+    df, users, keys = event_df
+    new = dps.heavy_hitters(df, "q", unit=dp.Person("user", max_keys=10), epsilon=1.0, delta=1e-6, seed=3)
+    with pytest.warns(DeprecationWarning, match="unit=dpsketch.Person"):
+        old = dps.heavy_hitters(df, "q", privacy_id="user", max_keys_per_unit=10, epsilon=1.0, delta=1e-6, seed=3)
+    assert new.items == old.items
+    assert new.metadata["unit"] == {"kind": "person", "id": "user", "max_keys": 10, "max_rows_per_key": 1,
+                                    "neighbours": "add or remove every row of one privacy id"}
+    row = dps.heavy_hitters(df, "q", k=20, epsilon=1.0, delta=1e-6, seed=3)
+    assert row.metadata["unit"] == dp.Row().describe()
+    with pytest.raises(dp.errors.ParameterError, match="once"):
+        dps.heavy_hitters(df, "q", unit=dp.Person("user", max_keys=10), privacy_id="user", epsilon=1.0, delta=1e-6)
+    with pytest.raises(dp.errors.ParameterError, match="max_keys"):
+        dps.heavy_hitters(df, "q", unit=dp.Person("user", max_rows=10), epsilon=1.0, delta=1e-6)
+    with pytest.raises(dp.errors.ParameterError, match="column"):
+        dps.heavy_hitters(df, "q", unit=dp.Person(users, max_keys=10), epsilon=1.0, delta=1e-6)
+    q_new = dps.quantiles(df, "q", [0.5], rho=1.0, universe_bits=14, unit=dp.Person("user", max_rows=5), seed=2)
+    with pytest.warns(DeprecationWarning):
+        q_old = dps.quantiles(df, "q", [0.5], rho=1.0, universe_bits=14, privacy_id="user", max_rows_per_unit=5,
+                              seed=2)
+    assert q_new.items == q_old.items and q_new.metadata["unit"]["max_rows"] == 5
+    with pytest.raises(dp.errors.ParameterError, match="max_rows"):
+        dps.quantiles(df, "q", [0.5], rho=1.0, universe_bits=14, unit=dp.Person("user", max_keys=5))
 
 
 # -- user-level quantiles --------------------------------------------------------------------------------
