@@ -16,7 +16,7 @@ many released keys have a single user. Run::
     python bench/user_level_peers.py --rows 5000000 --pipelinedp-python /tmp/venv-pdp/bin/python
 
 With ``--spark`` both tools run on Apache Spark ``local[2]`` instead, on the same Parquet file
-(columns ``user``, ``key``): ``dpsketch.spark.heavy_hitters(df, "key", privacy_id="user", ...)``
+(columns ``user``, ``key``): ``dpsketch.spark.heavy_hitters(df, "key", unit=dpsketch.Person("user", max_keys=m), ...)``
 against PipelineDP's ``SparkRDDBackend`` over ``spark.read.parquet(...).rdd`` (the venv then needs
 pyspark too). Spark's exact ``groupBy("key").count()`` on the same file is timed as the floor. Each
 session is started and warmed up by one untimed run before the timed ones; the wall time is from
@@ -104,6 +104,7 @@ def spark_comparison(args, users, keys, du, out: dict) -> None:
     import pyarrow.parquet as pq
     from pyspark.sql import SparkSession
 
+    import dpsketch
     import dpsketch.spark as dps
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -123,8 +124,8 @@ def spark_comparison(args, users, keys, du, out: dict) -> None:
             return ts, res
 
         def dp_run():
-            return dps.heavy_hitters(spark.read.parquet(path), "key", privacy_id="user", epsilon=args.epsilon,
-                                     delta=args.delta, max_keys_per_unit=args.m, max_rows_per_key=args.c)
+            return dps.heavy_hitters(spark.read.parquet(path), "key", epsilon=args.epsilon, delta=args.delta,
+                                     unit=dpsketch.Person("user", max_keys=args.m, max_rows_per_key=args.c))
 
         def floor_run():
             return spark.read.parquet(path).groupBy("key").count().collect()
