@@ -248,7 +248,7 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
                   length_delta: float | None = None, seed: int | None = None, budget: Budget | None = None,
                   privacy_id: str | None = None, max_keys_per_unit: int | None = None, max_rows_per_key: int = 1,
                   noise: str = "gaussian", selection: str | None = None, cut: str | None = "n/k",
-                  passes: int = 1, top_k: int | None = None, unit: Any = None) -> Release:
+                  passes: int = 1, top_k: int | None = None, unit: Any = None, method: str = "auto") -> Release:
     """(ε, δ)-DP heavy hitters of ``df[column]`` (nulls skipped). The reported (ε, δ) are the ones
     asked for; ``budget`` (a :class:`dpsketch.Budget`) is charged them before any noise is drawn.
 
@@ -332,6 +332,10 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
         max_rows_per_key=c)`` (the exact route over bounded contributions). The release reports it
         in ``metadata["unit"]``. ``privacy_id``, ``max_keys_per_unit`` and ``max_rows_per_key`` are
         the older spelling of the same
+    :param method: the front door's names: ``'dpss'`` (route ``'counters'`` with SpaceSaving),
+        ``'dpss_two_pass'`` (the same with ``passes=2``), ``'pmg'`` (route ``'counters'`` with
+        Misra-Gries), ``'exact'``, plus ``'sketch'`` (the bounded-memory sketch route); ``'auto'``
+        (default) chooses as ``route=None`` does. The release reports it in ``metadata["method"]``
     """
     _require_spark()
     u = _heavy_hitter_unit(unit, privacy_id, max_keys_per_unit, max_rows_per_key, public_length)
@@ -339,13 +343,39 @@ def heavy_hitters(df, column: str, *, k: int | None = None, epsilon: float, delt
         privacy_id, max_keys_per_unit, max_rows_per_key = u.id_column, u.max_keys, u.max_rows_per_key
     else:
         public_length = u.public_length
-    return with_metadata(_heavy_hitters(
+    route, summary, passes = _method_route(method, route, summary, passes, u)
+    rel = _heavy_hitters(
         df, column, k=k, epsilon=epsilon, delta=delta, route=route, summary=summary, capacity=capacity,
         num_partitions=num_partitions, rho_fraction=rho_fraction, gamma=gamma, width=width, depth=depth,
         public_length=public_length, length_epsilon=length_epsilon, length_delta=length_delta, seed=seed,
         budget=budget, privacy_id=privacy_id, max_keys_per_unit=max_keys_per_unit,
         max_rows_per_key=max_rows_per_key, noise=noise, selection=selection, cut=cut, passes=passes,
-        top_k=top_k), {"unit": u.describe()})
+        top_k=top_k)
+    ran = rel.metadata.get("route")
+    if ran == "counters":
+        ran = "pmg" if summary == "misragries" else "dpss_two_pass" if passes == 2 else "dpss"
+    return with_metadata(rel, {"unit": u.describe(), "method": ran})
+
+
+# The front door's method names on Spark: (route, summary, passes).
+_METHODS = {"dpss": ("counters", "spacesaving", 1), "dpss_two_pass": ("counters", "spacesaving", 2),
+            "pmg": ("counters", "misragries", 1), "exact": ("exact", "spacesaving", 1),
+            "sketch": ("sketch", "spacesaving", 1)}
+
+
+def _method_route(method, route, summary, passes, unit):
+    """(route, summary, passes) of ``method=`` (the front door's names), or the ones given."""
+    from ._validation import Options, check
+
+    m = check("method", method, Options(("auto", *_METHODS)))
+    if m == "auto":
+        return route, summary, passes
+    if route is not None or summary != "spacesaving" or passes != 1:
+        raise ParameterError(f"method={m!r} sets the route, the summary and the passes; pass method= or "
+                             "route=/summary=/passes=, not both")
+    if isinstance(unit, Person) and m != "exact":
+        raise ParameterError(f"method={m!r} protects one row; with unit=Person(...) Spark runs method='exact'")
+    return _METHODS[m]
 
 
 def _spelled_twice(what: str) -> ParameterError:
@@ -742,7 +772,7 @@ QuantileRelease = Release  # deprecated: quantiles return a dpsketch.Release (CH
 def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float | None = None,
               bounds=None, universe_bits: int | None = None, gamma: float = 0.01, seed: int | None = None,
               budget: Budget | None = None, privacy_id: str | None = None, max_rows_per_unit: int | None = None,
-              delta: float | None = None, unit: Any = None):
+              delta: float | None = None, unit: Any = None, method: str = "auto"):
     """Private quantiles of ``df[column]`` via a merged dyadic sketch with noise added once on the
     driver (docs/algorithms.md §6, §8). Integers in [0, 2^universe_bits) (an integer outside is
     clamped to 0 or 2^universe_bits − 1), or numbers mapped with public ``bounds=(lo, hi)`` (never
@@ -782,14 +812,21 @@ def quantiles(df, column: str, qs, *, rho: float | None = None, epsilon: float |
     :param unit: the privacy unit: ``dpsketch.Row()`` (default) or ``dpsketch.Person("id_column",
         max_rows=r)`` (each person's r rows, as :func:`dpsketch.quantiles` takes it); reported in
         ``metadata["unit"]``. ``privacy_id`` with ``max_rows_per_unit`` is the older spelling
+    :param method: ``'dyadic'`` or ``'auto'`` (the same): Spark merges dyadic sketches; the in-memory
+        methods (``'exp'``, ``'joint'``, ``'recursive'``) need the values on one machine
     """
+    from ._validation import Options, check
+
+    if check("method", method, Options(("auto", "dyadic", "exp", "joint", "recursive"))) not in ("auto", "dyadic"):
+        raise ParameterError(f"method={method!r} needs the values in memory on one machine; Spark runs "
+                             "method='dyadic' (collect the column and call dpsketch.quantiles for the others)")
     u = _quantile_unit(unit, privacy_id, max_rows_per_unit)
     if isinstance(u, Person):
         privacy_id, max_rows_per_unit = u.id_column, u.max_rows
     return with_metadata(_quantiles(df, column, qs, rho=rho, epsilon=epsilon, bounds=bounds,
                                     universe_bits=universe_bits, gamma=gamma, seed=seed, budget=budget,
                                     privacy_id=privacy_id, max_rows_per_unit=max_rows_per_unit, delta=delta),
-                         {"unit": u.describe()})
+                         {"unit": u.describe(), "method": "dyadic"})
 
 
 def _quantile_unit(unit, privacy_id, r):

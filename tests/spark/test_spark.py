@@ -304,7 +304,7 @@ def test_quantile_release_equals_the_single_process_release(spark):
     want = dp.release.sketch_quantiles_release(local.release(), qs, front_end="spark")
     assert isinstance(rel, dp.Release) and rel.mechanism == want.mechanism == "PrivateDyadicCountSketch"
     assert rel.items == want.items and rel.intervals == want.intervals and rel.interval_level == 0.95
-    assert rel.metadata == {**want.metadata, "unit": dp.Row().describe()}
+    assert rel.metadata == {**want.metadata, "unit": dp.Row().describe(), "method": "dyadic"}
     assert (rel.epsilon, rel.delta, rel.rho) == (want.epsilon, want.delta, want.rho)
     assert rel.values() == rel.sketch.quantiles(qs).tolist()
 
@@ -659,6 +659,8 @@ def test_unit_as_a_value_is_the_older_keywords(event_df):
     assert q_new.items == q_old.items and q_new.metadata["unit"]["max_rows"] == 5
     with pytest.raises(dp.errors.ParameterError, match="max_rows"):
         dps.quantiles(df, "q", [0.5], rho=1.0, universe_bits=14, unit=dp.Person("user", max_keys=5))
+    with pytest.raises(dp.errors.ParameterError, match="in memory"):
+        dps.quantiles(df, "q", [0.5], epsilon=1.0, universe_bits=14, method="joint")
 
 
 # -- user-level quantiles --------------------------------------------------------------------------------
@@ -748,3 +750,18 @@ def test_keys_differing_by_trailing_nuls_are_distinct_keys(spark):
     lib = dpd.release_exact_counts(np.array(keys, dtype=object), np.array([200, 400, 600]), k=3, epsilon=8.0,
                                    delta=1e-6, cut=None, seed=1)
     assert lib.items == rel.items
+
+
+@pytest.mark.parametrize("method, route_args", [
+    ("pmg", dict(route="counters", summary="misragries")),
+    ("dpss", dict(route="counters")),
+    ("exact", dict(route="exact")),
+])
+def test_method_names_are_the_front_doors(int_df, method, route_args):
+    """``method=`` takes the front door's names and gives the release of the route it names."""
+    by_method = dps.heavy_hitters(int_df, "x", k=20, epsilon=1.0, delta=1e-6, seed=4, method=method)
+    by_route = dps.heavy_hitters(int_df, "x", k=20, epsilon=1.0, delta=1e-6, seed=4, **route_args)
+    assert by_method.items == by_route.items and by_method.metadata["method"] == method
+    assert by_route.metadata["method"] == method
+    with pytest.raises(dp.errors.ParameterError, match="not both"):
+        dps.heavy_hitters(int_df, "x", k=20, epsilon=1.0, delta=1e-6, method=method, route="sketch")
