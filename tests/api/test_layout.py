@@ -23,7 +23,7 @@ LAYERS = [
     ("release", ("release", "intervals")),
     ("sketches", ("sketches",)),
     ("mechanisms", ("mechanisms",)),
-    ("front doors", ("units", "front", "plans")),
+    ("front doors", ("units", "front", "plans", "routes")),
     ("time", ("time",)),
     ("distributed", ("distributed", "spark")),
     ("audit", ("audit",)),

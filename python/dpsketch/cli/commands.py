@@ -21,32 +21,29 @@ import numpy as np
 from ..io import input as _input
 from ..io.input import RunError, UsageError, display, first_line
 from ..io.output import Column, Output, Progress, caps, document, json_default, label, num, totals
+from ..routes import PARAMETERS, heavy_hitters_route, quantiles_route, refusals
 from . import DEFAULT_K, DEFAULT_TOP, DEMO_DEFAULT_K
 
 __all__ = ["top", "quantiles", "budget", "docs", "completion", "audit"]
 
 # options of the row-level release that the user-level (--privacy-id) release does not take, and
 # those of the user-level release that the row-level one does not take
-_ROW_LEVEL_ONLY = ("demo", "algorithm", "k", "oversample", "max_stream_length", "length_epsilon", "public_length")
-_UNIT_LEVEL_ONLY = ("max_keys_per_unit", "max_rows_per_key", "max_rows_per_unit", "noise", "selection", "int_ids")
-# options of the exact user-level route only, and of the bounded-memory route only
-_EXACT_ROUTE_ONLY = ("noise", "top_k", "selection")
-_BOUNDED_ROUTE_REFUSES = ("demo", "max_stream_length", "length_epsilon", "public_length")
-# options of the windowed release only, and the row-level options it does not take
-_WINDOW_ONLY = ("start", "end", "follow", "allowed_lateness", "cumulative", "schedule")
-_WINDOW_REFUSES = ("demo", "max_stream_length", "public_length", "top_k")
-# the same split for dpsketch quantiles
-_QUANTILES_ROW_LEVEL_ONLY = ("noise_allocation",)
-_QUANTILES_UNIT_LEVEL_ONLY = ("max_rows_per_unit", "int_ids")
-
-
 def _option(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
 def _given(args, name) -> bool:
-    value = getattr(args, name)
+    value = getattr(args, name, None)
     return value is not None and value is not False
+
+
+def _refuse_for(args, route: str, *, person: bool = False) -> None:
+    """The first option given that does not apply to ``route`` (the library's rules,
+    dpsketch.routes.refusals): a usage error naming it and why."""
+    given = [name for name in PARAMETERS if _given(args, name)]
+    found = refusals(route, given, person=person, spell=_option)
+    if found:
+        raise UsageError(f"{_option(found[0].name)} {found[0].why}")
 
 
 def _isatty(f):
@@ -235,11 +232,6 @@ def _counter_algorithm(args, release: str) -> str:
     return algorithm
 
 
-def _refuse_unit_options(args, names) -> None:
-    """A row-level run given a user-level option."""
-    _refuse_options(args, names, "applies to the user-level release: give --privacy-id COLUMN")
-
-
 def _check_dry_run(args) -> None:
     if args.plan_rows is not None and not args.dry_run:
         raise UsageError("--plan-rows goes with --dry-run (it is the number of rows a plan assumes)")
@@ -250,18 +242,20 @@ def top(args) -> int:
     out = Output.for_args(args)
     if args.top is None:  # --show: what is printed; with --top-k N all N released items
         args.top = 0 if args.top_k is not None else DEFAULT_TOP
-    if args.window is not None or args.time_column is not None:
+    route = heavy_hitters_route(person=args.privacy_id is not None,
+                                series=args.window is not None or args.time_column is not None,
+                                cumulative=bool(args.cumulative), bounded_rows=args.max_rows_per_unit is not None,
+                                one_pass_input=args.file in (None, "-"))
+    if route.startswith("windowed"):
         if args.dry_run:
             raise UsageError("--dry-run states the plan of one release; a windowed run makes that release once per "
                              "window: drop --time-column and --window to see it")
-        return _top_windowed(args, out)
-    _refuse_options(args, _WINDOW_ONLY, "applies to windowed releases: give --time-column NAME and --window DURATION")
-    if args.privacy_id is not None:
-        _refuse_options(args, ("cut", "passes"), "applies to the row-level release (without --privacy-id)")
-        if args.max_rows_per_unit is not None or args.file in (None, "-"):
-            return _top_units_bounded(args, out)
+        return _top_windowed(args, out, route)
+    _refuse_for(args, route)
+    if route == "person.bounded_memory":
+        return _top_units_bounded(args, out)
+    if route == "person.exact":
         return _top_units(args, out)
-    _refuse_unit_options(args, _UNIT_LEVEL_ONLY)
     if args.algorithm is None:
         args.algorithm = "spacesaving"
     if args.top_k is not None:
@@ -612,7 +606,7 @@ def _row_header(args, out, rel, capacity, keys_desc, source_desc, released):
 # -- windowed releases (--time-column, --window) ------------------------------------------------
 
 
-def _top_windowed(args, out) -> int:
+def _top_windowed(args, out, route: str) -> int:
     """``top --time-column T --window P``: dpsketch.windows.Windowed over the item and time
     columns. One DPSS or PMG release per event-time window, printed when the window closes
     (every window at the end of the input, or with --follow at its end plus --allowed-lateness on
@@ -625,7 +619,7 @@ def _top_windowed(args, out) -> int:
     from ..sketches.counters import MisraGries, SpaceSaving
     from ..time.windows import Windowed, iso
 
-    _refuse_options(args, _WINDOW_REFUSES, "does not apply to windowed releases (--window)")
+    _refuse_for(args, route, person=args.privacy_id is not None)
     if args.follow and args.on_bad_line == "error":
         # Windows are printed while the input is read: a stop at a bad row would withhold the rest
         # of the public range and its time would tell when the row arrived. Rows are decided one
@@ -633,15 +627,11 @@ def _top_windowed(args, out) -> int:
         raise UsageError("--on-bad-line error is not available with --follow: a windowed series released while "
                          "reading must not stop on a row; use --on-bad-line skip (the default with --follow) or "
                          "replace")
-    if args.cumulative:
+    if route == "windowed.cumulative":
         return _top_cumulative(args, out)
-    _refuse_options(args, ("schedule",), "applies with --cumulative")
     rows_per_unit = None
-    if args.privacy_id is None:
-        _refuse_unit_options(args, _UNIT_LEVEL_ONLY)
-    else:
+    if args.privacy_id is not None:
         # a unit keeps its first R rows over the whole series, so it is in at most R windows
-        _refuse_options(args, _EXACT_ROUTE_ONLY, "does not apply to windowed releases (--window)")
         rows_per_unit = _rows_per_unit(args)
         if rows_per_unit is None:
             raise UsageError("--privacy-id with --window needs --max-rows-per-unit R (or --max-keys-per-unit M and "
@@ -734,12 +724,6 @@ def _top_cumulative(args, out) -> int:
     from ..time.cumulative import MAX_HORIZON, Cumulative
     from ..time.windows import iso, parse_duration, parse_instant
 
-    if args.privacy_id is not None:
-        raise UsageError("--cumulative takes one row as the privacy unit; --privacy-id is not available with it")
-    _refuse_unit_options(args, _UNIT_LEVEL_ONLY)
-    _refuse_options(args, ("follow", "allowed_lateness", "length_epsilon", "cut", "passes"),
-                    "does not apply with --cumulative (every window closes at the end of the input; the noisy "
-                    "length since start comes from the published nodes)")
     algorithm = args.algorithm or "countsketch"
     if algorithm != "countsketch":
         raise UsageError(f"--cumulative needs --algorithm countsketch (a dyadic CountSketch: linear, so windows add "
@@ -874,8 +858,6 @@ def _top_units(args, out) -> int:
     from ..accounting.budget import Budget
     from ..mechanisms.unit_level import ContributionBounder, release_bounded_counts, unit_release_cost
 
-    _refuse_options(args, _ROW_LEVEL_ONLY, "does not apply with --privacy-id (the user-level release's threshold "
-                    "follows from --epsilon, --delta, --max-keys-per-unit and --max-rows-per-key)")
     if args.max_keys_per_unit is None:
         raise UsageError("--privacy-id needs --max-keys-per-unit M: how many distinct items one privacy id "
                          "may contribute (the rest of its items are dropped)")
@@ -972,8 +954,6 @@ def _top_units_bounded(args, out) -> int:
     from ..accounting.budget import Budget
     from ..mechanisms.unit_level import UnitStream, unit_calibration
 
-    _refuse_options(args, (*_BOUNDED_ROUTE_REFUSES, *_EXACT_ROUTE_ONLY),
-                    "does not apply to the bounded-memory user-level route (stdin or --max-rows-per-unit)")
     r = _rows_per_unit(args)
     if r is None:
         raise UsageError("the bounded-memory route (stdin) needs --max-rows-per-unit R, or --max-keys-per-unit M "
@@ -1095,12 +1075,13 @@ def quantiles(args) -> int:
     _check_dry_run(args)
     out = Output.for_args(args)
     method = getattr(args, "method", "dyadic")
-    if args.privacy_id is not None:
-        if method != "dyadic":
-            raise UsageError(f"--method {method} releases row-level quantiles; --privacy-id uses the dyadic sketch")
+    if args.privacy_id is not None and method != "dyadic":
+        raise UsageError(f"--method {method} releases row-level quantiles; --privacy-id uses the dyadic sketch")
+    route = quantiles_route(person=args.privacy_id is not None, method=method)
+    _refuse_for(args, route)
+    if route == "person.dyadic":
         return _quantiles_units(args, out)
-    _refuse_unit_options(args, _QUANTILES_UNIT_LEVEL_ONLY)
-    if method != "dyadic":
+    if route == "row.in_memory":
         return _quantiles_in_memory(args, out, method)
     if getattr(args, "scale", "linear") != "linear" or getattr(args, "integer", False):
         raise UsageError("--scale and --integer apply to --method auto|exp|joint|recursive")
@@ -1234,8 +1215,6 @@ def _quantiles_units(args, out) -> int:
     from ..accounting.budget import Budget
     from ..mechanisms.unit_level import unit_quantiles, unit_quantiles_cost
 
-    _refuse_options(args, _QUANTILES_ROW_LEVEL_ONLY, "does not apply with --privacy-id (the user-level release "
-                    "calibrates one joint noise level for a unit of --max-rows-per-unit rows)")
     if args.max_rows_per_unit is None:
         raise UsageError("--privacy-id needs --max-rows-per-unit R: how many rows one privacy id may "
                          "contribute (the rest of its rows are dropped)")
