@@ -225,6 +225,22 @@ def count_min_intervals(estimates, kind, param, depth, width, shift, noisy_total
     return [(e, max(0.0, e - shift - s - t), e - shift + s) for e in estimates]
 
 
+def prefix_count_min_intervals(nodes, items, level) -> list[tuple]:
+    """(estimate, low, high) of each item's count in a cumulative prefix, the sum of the published
+    Count-Min ``nodes`` (docs/mechanisms/cumulative.md §Accuracy): each node's
+    ``estimate_intervals`` at level 1 − α/L (L nodes; a union bound over them) covers the node's own
+    count for every item at once, so the sums of the nodes' lows and highs cover the prefix's count
+    with probability at least 1 − α. Holds for items chosen without looking at the cells."""
+    alpha = 1.0 - check_level(level)
+    items = list(items)
+    total = [[0.0, 0.0, 0.0] for _ in items]
+    for node in nodes:
+        for acc, got in zip(total, node.estimate_intervals(items, level=1.0 - alpha / len(nodes))):
+            for i in range(3):
+                acc[i] += got[i]
+    return [(e, max(0.0, lo), hi) for e, lo, hi in total]
+
+
 # -- sums of independent integer noises (dyadic ranks) --------------------------------------------
 
 _MAX_GRID = 1 << 22

@@ -257,6 +257,26 @@ class Prefix:
             out += np.asarray(s.estimate_many(arr), dtype=float)
         return out
 
+    def estimate_intervals(self, items, *, level: float = 0.95) -> list[tuple]:
+        """(estimate, low, high) for each of ``items``: with probability at least ``level`` every
+        item's true count through step t lies in its [low, high], simultaneously over the items
+        (docs/mechanisms/cumulative.md §Accuracy). Count-Min prefixes only, for items chosen
+        without looking at the cells (a CountSketch's collisions are two-sided and unbounded by
+        anything published; a dyadic prefix answers ranks).
+
+        :param items: the keys to bound
+        :param level: the simultaneous coverage, in (0, 1)
+        """
+        from ..intervals import prefix_count_min_intervals
+
+        if self._kind is not CountMin:
+            raise ParameterTypeError(f"a {self._kind.__name__} prefix states no count intervals: a CountSketch's hash "
+                                     "collisions are two-sided and nothing published bounds them (use sketch="
+                                     "'countmin'); a dyadic prefix answers ranks")
+        if not self._nodes:
+            raise ParameterError("a prefix of no published node (step 0) has no estimate")
+        return prefix_count_min_intervals(self._nodes, items, level)
+
     def noisy_total(self) -> float:
         """A noisy estimate of the number of elements through step t: the sum of the nodes' noisy
         totals (Count-Min: row sums less the shift; dyadic: the two level-1 nodes). CountSketch
