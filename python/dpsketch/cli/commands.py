@@ -20,7 +20,7 @@ import numpy as np
 
 from ..io import input as _input
 from ..io.input import RunError, UsageError, display, first_line
-from ..io.output import Column, Output, Progress, caps, document, json_default, label, num, totals
+from ..io.output import Column, Output, Progress, caps, document, json_default, label, num, totals, value_text
 from ..routes import PARAMETERS, heavy_hitters_route, quantiles_route, refusals
 from . import DEFAULT_K, DEFAULT_TOP, DEMO_DEFAULT_K
 
@@ -1130,7 +1130,8 @@ def quantiles(args) -> int:
     real = bounds is not None
     out.release(
         [Column("q", "q", ">", lambda q: f"{q:g}", lambda q: f"{q:g}"),
-         Column("value", "value", "<", (lambda v: f"{v:.10g}") if real else str, repr if real else str)],
+         Column("value", "value", "<", (lambda v: value_text(v, resolution=res)) if real else str,
+                repr if real else str)],
         rows, json_obj=obj,
     )
     return 0
@@ -1186,7 +1187,9 @@ def _quantiles_in_memory(args, out, method: str) -> int:
                    bounds=list(bounds))
     out.release(
         [Column("q", "q", ">", lambda q: f"{q:g}", lambda q: f"{q:g}"),
-         Column("value", "value", "<", lambda v: f"{v:.10g}", repr)],
+         Column("value", "value", "<", lambda v: value_text(
+             v, resolution=1 if args.integer else None,
+             relative=args.relative_accuracy if args.scale == "log" else None), repr)],
         rows, json_obj=obj,
     )
     return 0
@@ -1295,7 +1298,8 @@ def _quantiles_units(args, out) -> int:
     real = bounds is not None
     out.release(
         [Column("q", "q", ">", lambda q: f"{q:g}", lambda q: f"{q:g}"),
-         Column("value", "value", "<", (lambda v: f"{v:.10g}") if real else str, repr if real else str)],
+         Column("value", "value", "<", (lambda v: value_text(v, resolution=res)) if real else str,
+                repr if real else str)],
         rows_out, json_obj=obj or {},
     )
     return 0

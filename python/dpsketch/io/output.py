@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -70,6 +71,21 @@ def caps(budget) -> str:
     if budget.rho is not None:
         return f"rho={num(budget.rho)}"
     return f"epsilon={num(budget.epsilon)}, delta={num(budget.delta)}"
+
+
+def value_text(v, *, resolution=None, relative=None) -> str:
+    """A released quantile as printed, to the resolution its release supports: ``resolution`` an
+    absolute step (a dyadic sketch's bucket width: digits down to it), ``relative`` a relative
+    accuracy (log buckets: the significant digits it resolves), else six significant digits (the
+    in-memory methods draw a point inside a gap of the data: more digits say nothing more)."""
+    x = float(v)
+    if resolution is not None and resolution > 0:
+        if resolution >= 1 and float(resolution).is_integer():
+            return f"{x:.0f}"
+        return f"{x:.{max(0, math.ceil(-math.log10(resolution)))}f}"
+    if relative is not None and 0 < relative < 1:
+        return f"{x:.{max(1, math.ceil(-math.log10(relative)) + 1)}g}"
+    return f"{x:.6g}"
 
 
 def document(mechanism: str, privacy: Any = None, **fields: Any) -> dict:
