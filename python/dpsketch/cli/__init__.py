@@ -169,8 +169,9 @@ table of items with their noisy counts and 95% intervals; the run's privacy unit
 and guarantee go to stderr.
 
 examples:
-  dpsketch top access.log                          one item per line, one row = the unit
+  dpsketch top items.txt                           one item per line, one row = the unit
   dpsketch top events.csv --column query --top-k 20
+  dpsketch top access.log --log-format combined --column path --top-k 20
   dpsketch top events.csv --column query --privacy-id user_id --max-keys-per-unit 10
                                                    one person (all their rows) = the unit
   dpsketch top events.csv --column query --k 200 --dry-run --plan-rows 1000000
@@ -180,7 +181,9 @@ examples:
 
 input:
   FILE                  text (one item a line), CSV/TSV, Parquet, Arrow; .gz ok; '-' = stdin
-  --column NAME         the item column of a CSV/Parquet/Arrow input
+  --column NAME         the item column of a CSV/Parquet/Arrow input, or a log field
+  --log-format F        log lines: common, combined (Apache/nginx) or json; --regex P
+                        for other lines (named groups are the fields)
   --on-bad-line MODE    error (default), skip or replace lines that cannot be read
 
 privacy:
@@ -215,7 +218,8 @@ examples:
 
 input:
   FILE                  CSV/TSV, Parquet, Arrow or text (one number a line); '-' = stdin
-  --column NAME         the value column
+  --column NAME         the value column, or a log field (bytes) with --log-format
+  --log-format F        log lines: common, combined, json (or --regex P)
 
 privacy and method:
   --method M            dyadic (default: a sketch, bounded memory) or auto|exp|joint|recursive
@@ -252,6 +256,15 @@ def _input_options(p, what):
     g.add_argument("--column", metavar="NAME",
                    help=f"CSV/Parquet/Arrow column holding the {what} (optional when there is only one); "
                         "with --no-header, a 0-based column index")
+    g.add_argument("--log-format", choices=("common", "combined", "json"),
+                   help="read log lines: Apache/nginx common or combined, or JSON lines; --column, --privacy-id "
+                        "and --time-column then name fields (path, host, bytes, timestamp, ...; docs/logs.md). "
+                        "Lines that do not parse follow --on-bad-line")
+    g.add_argument("--regex", metavar="PATTERN",
+                   help="read log lines of any other shape: a regular expression with named groups "
+                        "(?P<name>...), each group a field (lines without a match follow --on-bad-line)")
+    g.add_argument("--strip-query", action="store_true",
+                   help="with --log-format common|combined: the path field ends before its '?'")
     g.add_argument("--delimiter", metavar="CHAR", help="CSV field delimiter (default ',' or tab for .tsv)")
     g.add_argument("--no-header", action="store_true", help="the CSV file has no header row")
     g.add_argument("--encoding", default="utf-8", help="text/CSV encoding (default utf-8)")

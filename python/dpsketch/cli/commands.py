@@ -64,7 +64,13 @@ def _source(args, *, keys=None, privacy_id=None, ids="auto"):
         chunk_size=args.chunk_size, max_line_bytes=args.max_line_length, on_bad_line=args.on_bad_line,
         # a position is a count of the rows before it: named only when the length is public
         name_positions=getattr(args, "public_length", False),
+        log_format=args.log_format, regex=args.regex, strip_query=args.strip_query,
     )
+
+
+def _log_input(args) -> bool:
+    """Are the input's lines log lines (--log-format or --regex)?"""
+    return getattr(args, "log_format", None) is not None or getattr(args, "regex", None) is not None
 
 
 def _checked(check):
@@ -672,7 +678,7 @@ def _top_windowed(args, out) -> int:
         start=args.start, end=args.end, origin=args.origin, clock="wall" if args.follow else "input",
         allowed_lateness=args.allowed_lateness or 0, length_epsilon=args.length_epsilon, seed=args.seed,
         budget=budget, max_rows_per_unit=rows_per_unit))
-    if args.format is None and _input.detect_format(args.file) != "parquet":
+    if args.format is None and not _log_input(args) and _input.detect_format(args.file) != "parquet":
         args.format = "csv"  # an event-time column: CSV whatever the file is called, stdin included
     budget_file.check()
     src = _open_input(args, out, privacy_id=args.privacy_id, ids=_unit_ids(args))
@@ -777,7 +783,7 @@ def _top_cumulative(args, out) -> int:
     cumulative = _checked(lambda: Cumulative(
         horizon=horizon, make=lambda: DyadicCountSketch(64, width=width, depth=depth, hash_seed=public_hash),
         rho=rho, delta=args.delta, schedule=args.schedule or "auto", seed=args.seed, budget=budget))
-    if args.format is None and _input.detect_format(args.file) != "parquet":
+    if args.format is None and not _log_input(args) and _input.detect_format(args.file) != "parquet":
         args.format = "csv"
     budget_file.check()
     src = _open_input(args, out, privacy_id=None, ids="auto")

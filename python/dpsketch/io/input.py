@@ -513,13 +513,24 @@ class Source:
 
     def __init__(self, path=None, *, format=None, column=None, privacy_id=None, no_header=False, delimiter=None,
                  encoding="utf-8", keys="auto", ids="auto", chunk_size=1_000_000,
-                 max_line_bytes=DEFAULT_MAX_LINE_BYTES, on_bad_line="error", name_positions=False):
+                 max_line_bytes=DEFAULT_MAX_LINE_BYTES, on_bad_line="error", name_positions=False,
+                 log_format=None, regex=None, strip_query=False):
         self.path = "-" if path is None else os.fspath(path)
+        self.log = None  # the log reader's LogFormat (dpsketch.io.logs), with --log-format or --regex
+        if log_format is not None or regex is not None:
+            from .logs import LogFormat
+
+            if format not in (None, "text"):
+                raise InputUsageError(f"--log-format and --regex read lines of text; drop --format {format}")
+            self.log = LogFormat(log_format, regex, strip_query)
+            format = "log"
+        elif strip_query:
+            raise InputUsageError("--strip-query applies to the path field of --log-format common and combined")
         self.format = format or detect_format(self.path)
         if format is None and self.path == "-" and (column is not None or privacy_id is not None):
             # a named column means a table: stdin, whose format no name tells, is read as CSV
             self.format = "csv"
-        if self.format not in FORMATS:
+        if self.format not in FORMATS and self.log is None:
             raise InputUsageError(f"format must be one of {', '.join(FORMATS)}, got {self.format!r}")
         self.column = column
         self.privacy_id = privacy_id
@@ -544,7 +555,8 @@ class Source:
         self._counting = threading.Lock()
         self._cancel = threading.Event()
         self.skipped = 0
-        self.skipped_what = {"text": "blank lines", "csv": "empty values"}.get(self.format, "null values")
+        self.skipped_what = {"text": "blank lines", "csv": "empty values",
+                             "log": "blank lines and empty fields"}.get(self.format, "null values")
         self.total = None
         self.unit = "B"
         self._pos = lambda: None
@@ -570,7 +582,18 @@ class Source:
         if privacy_id is not None and (privacy_id == column or (self.id_index is not None
                                                                  and self.id_index == (self.col_index or 0))):
             raise InputUsageError("--privacy-id must name another column than the items' --column")
+        if self.log is not None:
+            self._check_log_fields(column, privacy_id)
         check_path(self.path)
+
+    def _check_log_fields(self, *fields, time_column=None):
+        """Usage errors before reading: no --column, or a field the log format does not have."""
+        if self.column is None:
+            known = self.log.fields()
+            listed = f"; the fields of {self.log.name} are {', '.join(known)}" if known else ""
+            raise InputUsageError(f"name the field to read with --column FIELD{listed}")
+        wanted = [f for f in (*fields, time_column) if f is not None]
+        self.log.parser(wanted, max_line_bytes=self.max_line_bytes)  # refuses an unknown field or group
 
     def position(self):
         return self._pos()
@@ -648,6 +671,8 @@ class Source:
         integer mode: of an integer type, decided by the schema) and its nulls and NaNs are dropped."""
         if self.format in _COLUMNAR:
             gen = self._parquet_numbers(integer, bits)
+        elif self.format == "log" and self.log.is_int(self.column):
+            gen = self._log_numbers(integer, bits, with_ids=False)
         else:
             gen = (_numbers(part.to_pylist(), integer, bits) for arr in self._items() for part in self._slices(arr))
         for batch in self._guard(gen):
@@ -663,8 +688,12 @@ class Source:
         if self.privacy_id is None:  # pragma: no cover - the commands only call it with an id column
             raise InputUsageError("number_pairs() needs a privacy id column")
         self._cancel = threading.Event()  # this read's own: set when its consumer stops
-        gen = (self._parquet_number_pairs(integer, bits) if self.format in _COLUMNAR
-               else self._csv_number_pairs(integer, bits))
+        if self.format in _COLUMNAR:
+            gen = self._parquet_number_pairs(integer, bits)
+        elif self.format == "log" and self.log.is_int(self.column):
+            gen = self._log_numbers(integer, bits, with_ids=True)
+        else:
+            gen = self._csv_number_pairs(integer, bits)
         yield from self._guard(_read_ahead(gen, stop=self._cancel))
 
     def _guard(self, gen):
@@ -705,7 +734,7 @@ class Source:
         if self.format == "text":
             yield from self._text_lines()
             return
-        for batch in self._csv_batches():
+        for batch in self._table_batches():
             arr, nonempty = _trim(batch.column(0))
             if nonempty is not None:
                 self.skipped += len(arr) - int(np.count_nonzero(nonempty))
@@ -715,7 +744,7 @@ class Source:
 
     def _csv_trimmed_pairs(self):
         """Each CSV batch's item and privacy id columns, trimmed, without the rows where either is empty."""
-        for batch in self._csv_batches():
+        for batch in self._table_batches():
             items, items_nonempty = _trim(batch.column(0))
             ids, ids_nonempty = _trim(batch.column(1))
             if items_nonempty is not None or ids_nonempty is not None:
@@ -729,6 +758,52 @@ class Source:
                 keys, ids = _aligned(*self.keys.convert_kept(keys), *self.ids.convert_kept(ids))
             if len(keys):
                 yield keys, ids
+
+    def _table_batches(self):
+        """The item column (then the privacy id column) as large_string record batches: a CSV's,
+        or a log's fields (dpsketch.io.logs; a missing field is an empty string, an int64 field
+        its decimal text)."""
+        if self.format != "log":
+            yield from self._csv_batches()
+            return
+        pa, pc = _pa()
+        from .logs import log_columns
+
+        fields = [self.column] + ([self.privacy_id] if self.privacy_id is not None else [])
+        names = [f"f{i}" for i in range(len(fields))]
+        for cols in log_columns(self, fields):
+            cols = [pc.fill_null(pc.cast(c, pa.large_string()), "") if c.type == pa.int64() else c for c in cols]
+            yield pa.RecordBatch.from_arrays(cols, names=names)
+
+    def _log_numbers(self, integer, bits, with_ids):
+        """quantiles of a log's int64 field (bytes, status, timestamp): (numbers, ids) batches, or
+        numbers alone without ``with_ids``; nulls ('-') dropped and counted as skipped, integers
+        clamped into [0, 2^bits) as for a Parquet integer column."""
+        pa, pc = _pa()
+        from .logs import log_columns
+
+        top = (1 << bits) - 1
+        fields = [self.column] + ([self.privacy_id] if with_ids else [])
+        for cols in log_columns(self, fields):
+            vals = cols[0]
+            ids, ids_nonempty = _trim(cols[1]) if with_ids else (None, None)
+            present = _values(vals.is_valid()) if vals.null_count else None
+            both = _both(present, ids_nonempty)
+            if both is not None and not both.all():
+                self.skipped += int(len(both) - np.count_nonzero(both))
+                vals = vals.filter(pa.array(both))
+                ids = _take(ids, both) if ids is not None else None
+            v = _values(vals)
+            v = np.minimum(np.maximum(v, 0).astype(np.uint64), np.uint64(top)) if integer else v.astype(np.float64)
+            if not with_ids:
+                if len(v):
+                    yield v
+                continue
+            for start in range(0, len(v), self.chunk_size):
+                part, ids_part = _aligned(v[start : start + self.chunk_size], None,
+                                          *self.ids.convert_kept(ids.slice(start, self.chunk_size)))
+                if len(part):
+                    yield part, ids_part
 
     def _csv_number_pairs(self, integer, bits):
         for texts, ids in self._csv_trimmed_pairs():
@@ -1069,10 +1144,55 @@ class Source:
         read (a pipe that keeps growing yields batches before its end; a file is polled for new
         lines after its end, until the consumer stops). Read one batch ahead in a thread unless
         ``follow`` (the windowed release reads in its own thread then)."""
+        if self.format == "log":
+            gen = self._log_timed(time_column, follow)
+            yield from self._guard(gen if follow else _read_ahead(gen))
+            return
         if self.format != "csv":
             raise InputUsageError("--time-column needs CSV input (a column of items and a column of event times)")
         gen = self._csv_timed(time_column, follow)
         yield from self._guard(gen if follow else _read_ahead(gen))
+
+    def _log_timed(self, time_column, follow):
+        """timed() of a log: the item field and the event-time field (``timestamp``: int64 seconds,
+        or a text field read as epoch seconds or ISO 8601, as a CSV's), then the privacy id."""
+        from .logs import log_columns
+
+        if time_column in (self.column, self.privacy_id):
+            raise InputUsageError("--time-column must name another field than the items' --column and --privacy-id")
+        self._check_log_fields(self.column, time_column, self.privacy_id)
+        fields = [self.column, time_column] + ([self.privacy_id] if self.privacy_id is not None else [])
+        for cols in log_columns(self, fields, follow=follow):
+            items, items_nonempty = _trim(cols[0])
+            ids, ids_nonempty = (None, None) if len(cols) < 3 else _trim(cols[2])
+            times = cols[1]
+            if str(times.type) == "int64":
+                secs = _values(times.fill_null(0)) if times.null_count else _values(times)
+                usable = _both(_values(times.is_valid()) if times.null_count else None,
+                               np.abs(secs) < _MAX_EPOCH_SECONDS)
+                if usable is not None and usable.all():
+                    usable = None
+                texts = None
+            else:
+                texts, usable = _trim(times)
+            both = _both(_both(items_nonempty, usable), ids_nonempty)
+            if both is not None and not both.all():
+                items = _take(items, both)
+                ids = None if ids is None else _take(ids, both)
+                if texts is None:
+                    secs = secs[both]
+                else:
+                    texts = _take(texts, both)
+            if not len(items):
+                continue
+            converted = [self.keys.convert_kept(items),
+                         (secs * 1_000_000_000, None) if texts is None else _event_times(texts)]
+            if ids is not None:
+                converted.append(self.ids.convert_kept(ids))
+            out = _aligned_columns(converted)
+            if len(out[0]):
+                out[1] = out[1].view("datetime64[ns]")
+                yield tuple(out)
 
     def _timed_blocks(self, follow):
         """Raw byte blocks of the input. Without ``follow``: the decompressed stream in blocks of

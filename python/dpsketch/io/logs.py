@@ -1,0 +1,247 @@
+"""The log reader: fields of log lines as columns (``--log-format common|combined|json``,
+``--regex PATTERN``; docs/logs.md).
+
+The lines are read as text input is (a file or stdin, plain or gzip, ``--encoding``, ``--follow``,
+the progress position: :meth:`dpsketch.io.input.Source._text_blocks` and ``_timed_blocks``), gathered
+into blocks of about ``LOG_BLOCK_BYTES`` cut after their last ``\\n``, and parsed in C++
+(:class:`dpsketch._core.logs.LogParser`, which releases the GIL) on up to ``LOG_THREADS`` threads,
+the blocks' results taken in input order. Each block gives one Arrow array per field asked for
+(large_string, or int64 for ``timestamp``, ``status`` and ``bytes``), aligned row by row.
+
+Bad lines follow the reader's ``on_bad_line``, decided on each line's own bytes:
+
+- ``error`` stops at the first line that is not valid UTF-8, is longer than ``max_line_bytes`` or
+  does not match the format (named by its number only with ``name_positions``);
+- ``skip`` drops such lines; ``replace`` parses a line with ill-formed UTF-8 with U+FFFD in its
+  place and drops the other bad lines (a line cut short or of another shape cannot be mended).
+
+Either way each dropped line adds one to ``Source.bad_lines``, and each blank line to
+``Source.skipped``; the commands print those counts only with a public stream length. A line
+without ``\\n`` longer than ``max_line_bytes`` is an overlong line before the parser sees it, so
+input without newlines cannot grow memory; line ends are ``\\n``, ``\\r\\n`` or (inside a block) a
+bare ``\\r``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+
+import numpy as np
+
+from ..errors import ParameterError
+
+__all__ = ["LOG_FORMATS", "LogFormat", "LOG_BLOCK_BYTES", "LOG_THREADS"]
+
+LOG_FORMATS = ("common", "combined", "json")
+LOG_BLOCK_BYTES = 4 << 20  # bytes of complete lines per parse
+# Blocks parsed at once: the parser releases the GIL, so two blocks parse on two cores while the
+# summary's update runs on a third thread (docs/benchmarks.md, Logs).
+LOG_THREADS = max(1, min(2, os.cpu_count() or 1))
+_UTF8, _LONG, _NO_MATCH = 1, 2, 3  # dpsketch._core.logs.BAD_LINE_REASONS
+
+
+class LogFormat:
+    """Which lines and how: a named format (``common``, ``combined``, ``json``) or a regular
+    expression with named groups (``pattern``), and ``strip_query`` (the ``path`` field ends
+    before its first ``?``). Builds the C++ parser of a list of fields; an unknown field or a
+    pattern that does not compile is a usage error naming the fields there are."""
+
+    def __init__(self, name=None, pattern=None, strip_query=False):
+        from .input import InputUsageError
+
+        if pattern is not None and name not in (None, "regex"):
+            raise InputUsageError("--regex PATTERN reads lines of any other shape; give it or --log-format, not both")
+        if pattern is None and name not in LOG_FORMATS:
+            raise InputUsageError(f"--log-format must be one of {', '.join(LOG_FORMATS)} (or --regex PATTERN), "
+                                  f"got {name!r}")
+        self.name = "regex" if pattern is not None else name
+        self.pattern = pattern
+        self.strip_query = bool(strip_query)
+        if self.strip_query and self.name not in ("common", "combined"):
+            raise InputUsageError("--strip-query applies to the path field of --log-format common and combined")
+
+    def describe(self) -> str:
+        return "a regular expression (--regex)" if self.name == "regex" else f"the {self.name} log format"
+
+    def fields(self) -> tuple:
+        from .. import _core
+
+        return tuple(_core.logs.FIELDS.get(self.name, ()))
+
+    def is_int(self, field) -> bool:
+        from .. import _core
+
+        return self.name in ("common", "combined") and field in _core.logs.INT_FIELDS
+
+    def parser(self, fields, *, max_line_bytes, replace_invalid_utf8=False):
+        from .. import _core
+        from .input import InputUsageError
+
+        try:
+            return _core.logs.LogParser(self.name, list(fields), pattern=self.pattern, strip_query=self.strip_query,
+                                        max_line_bytes=max_line_bytes, replace_invalid_utf8=replace_invalid_utf8)
+        except ParameterError as exc:
+            msg = str(exc)
+            if self.name == "json" and "field" in msg:  # pragma: no cover - any key is a json field
+                raise InputUsageError(msg) from None
+            raise InputUsageError(f"{msg} (--column, --privacy-id and --time-column name fields of "
+                                  f"{self.describe()})") from None
+
+
+def _arrow_column(c, rows, keep_nulls):
+    """A parser column as a pyarrow array, sharing its buffers. Strings: large_string, whose nulls
+    (zero-length slots) become empty strings unless ``keep_nulls``; int64 keeps its nulls."""
+    import pyarrow as pa
+
+    validity = None if c["validity"] is None else pa.py_buffer(c["validity"])
+    if c["type"] == "string":
+        if not keep_nulls:
+            validity = None
+        return pa.Array.from_buffers(pa.large_string(), rows, [validity, pa.py_buffer(c["offsets"]),
+                                                               pa.py_buffer(c["data"])],
+                                     null_count=c["null_count"] if validity is not None else 0)
+    return pa.Array.from_buffers(pa.int64(), rows, [validity, pa.py_buffer(c["values"])], null_count=c["null_count"])
+
+
+def _complete_blocks(chunks, target, follow):
+    """Blocks of complete lines from ``chunks`` (bytes): at least ``target`` bytes each (without
+    ``follow``: what is there at once), each cut after its last ``\\n``; the input's last bytes form
+    the last block whether or not they end with one. Yields (block, carry_len): carry_len is the
+    length of the incomplete line held back, which the caller checks against the line limit."""
+    pending: list = []
+    size = 0
+    for chunk in chunks:
+        if not chunk:
+            continue
+        pending.append(chunk)
+        size += len(chunk)
+        if size < target and not follow:
+            continue
+        nl = chunk.rfind(b"\n")
+        if nl < 0:  # no line ends in the newest bytes: look back (a long line) or wait for more
+            joined = b"".join(pending)
+            nl_all = joined.rfind(b"\n")
+            if nl_all < 0:
+                pending, size = [joined], len(joined)
+                yield None, len(joined)
+                continue
+            block, rest = joined[: nl_all + 1], joined[nl_all + 1:]
+        else:
+            block = b"".join(pending[:-1] + [chunk[: nl + 1]]) if len(pending) > 1 else chunk[: nl + 1]
+            rest = chunk[nl + 1:]
+        pending, size = ([rest], len(rest)) if rest else ([], 0)
+        yield block, size
+    if pending:
+        yield b"".join(pending), 0
+
+
+def log_columns(src, fields, *, follow=False, keep_nulls=False):
+    """Lists of pyarrow arrays, one per field of ``fields``, aligned row by row: the parsed lines
+    of ``src`` (a :class:`dpsketch.io.input.Source` with ``src.log`` set), block by block in input
+    order, with its ``on_bad_line`` applied (module doc). ``follow``: lines are handed over as soon
+    as they arrive (``--follow``), parsed on the reading thread."""
+    from .._prefetch import Prefetch
+    from .input import InputError, InputUsageError, _BOM, _short_lines
+
+    fmt = src.log
+    parser = fmt.parser(fields, max_line_bytes=src.max_line_bytes,
+                        replace_invalid_utf8=src.on_bad_line == "replace")
+    if follow and not src.utf8:
+        raise InputUsageError("--follow reads UTF-8 input; convert it first (iconv)")
+    raw = src._timed_blocks(True) if follow else src._text_blocks()
+    reader = Prefetch(raw, name="dpsketch-inflate") if not follow else None
+    chunks = _chunks(reader) if reader is not None else raw
+    lenient = src.on_bad_line != "error"
+    if lenient:  # overlong lines are dropped (and counted) before the parser sees them
+        chunks = _short_lines(b"", chunks, src.max_line_bytes, src._count_bad)
+    threads = 1 if follow else LOG_THREADS
+    pool = None
+    if threads > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dpsketch-log-parse")
+    lines_before = 0
+    first = True
+
+    def taken(r):
+        nonlocal lines_before
+        bad = r["bad"]
+        if len(bad):
+            if not lenient:
+                line = lines_before + int(bad[0]) + 1
+                reason = int(r["bad_reason"][0])
+                if reason == _UTF8:
+                    raise InputError(f"{src._at('line', line)} is not valid {src.encoding} text; "
+                                     f"--on-bad-line skip or replace goes on (or pass the right --encoding)")
+                if reason == _LONG:
+                    raise src._too_long(line)
+                option = "--regex" if fmt.name == "regex" else "--log-format"
+                raise InputError(f"{src._at('line', line)} does not match {fmt.describe()}; --on-bad-line skip "
+                                 f"goes on (or check {option})")
+            with src._counting:
+                src.bad_lines += len(bad)
+        src.skipped += len(r["blank"])
+        lines_before += int(r["lines"])
+        rows = int(r["rows"])
+        return [_arrow_column(r["columns"][f], rows, keep_nulls) for f in fields] if rows else None
+
+    queue: deque = deque()
+    try:
+        for block, carry in _complete_blocks(chunks, 1 if follow else LOG_BLOCK_BYTES, follow):
+            if src._cancel.is_set():
+                return
+            if carry > src.max_line_bytes:  # a line without an end: no need to wait for it
+                while queue:  # the lines before it first (an earlier bad line is the error)
+                    taken(queue.popleft().result())
+                raise src._too_long(lines_before + 1)
+            if block is None:
+                continue
+            if first:
+                first = False
+                if src.utf8 and block.startswith(_BOM):
+                    block = block[3:]
+                if follow and block[:2] == b"\x1f\x8b":  # pragma: no cover - _timed_blocks says so first
+                    raise InputUsageError("--follow reads plain text; decompress gzip input first")
+            if pool is None:
+                out = taken(parser.parse(block))
+                if out is not None:
+                    yield out
+                continue
+            queue.append(pool.submit(parser.parse, block))
+            while len(queue) > threads:
+                out = taken(queue.popleft().result())
+                if out is not None:
+                    yield out
+        while queue:
+            out = taken(queue.popleft().result())
+            if out is not None:
+                yield out
+    finally:
+        for f in queue:
+            f.cancel()
+        if pool is not None:
+            pool.shutdown(wait=True)
+        if reader is not None:
+            reader.close(wait=not src.utf8)
+
+
+def _chunks(reader):
+    from .._prefetch import Prefetch
+
+    while (chunk := reader.get()) is not Prefetch.DONE:
+        yield chunk
+
+
+def check_fields(fmt: LogFormat, fields):
+    """A usage error, before reading, when a field is not one of the format's (named formats)."""
+    from .input import InputUsageError
+
+    known = fmt.fields()
+    for option, field in fields:
+        if field is None:
+            continue
+        if known and field not in known:
+            raise InputUsageError(f"{fmt.describe()} has no field {field!r} ({option}); its fields are "
+                                  f"{', '.join(known)}")
+
