@@ -414,7 +414,7 @@ def _top_parser(sub):
         "--privacy-id, each id keeps its first --max-rows-per-unit R rows over the whole series.")
     w.add_argument("--time-column", metavar="NAME",
                    help="CSV column of event times: epoch seconds or ISO 8601 (no zone: UTC); with --no-header, "
-                        "a 0-based index")
+                        "a 0-based index; with --log-format common|combined: timestamp")
     w.add_argument("--window", metavar="DURATION", help="window length, e.g. 1h, 15min, 90s")
     w.add_argument("--start", metavar="TIME",
                    help="the first window is the one containing TIME (ISO 8601 or epoch seconds; required "
