@@ -815,15 +815,17 @@ class Source:
                     yield values, ids_part
 
     # -- text ---------------------------------------------------------------------------------
-    def _text_blocks(self):
-        """The decompressed bytes of the text input, in blocks of at most TEXT_BLOCK_BYTES: read with
+    def _text_blocks(self, block_bytes=None):
+        """The decompressed bytes of the text input, in blocks of at most ``block_bytes`` (default
+        TEXT_BLOCK_BYTES): read with
         Python's io and inflated with ISA-L or zlib (_inflater; both release the GIL; gzip is detected by its magic and
         every member is read, as gzip -d does), or through pyarrow's transcoding stream for an
         --encoding other than UTF-8."""
+        size = block_bytes or TEXT_BLOCK_BYTES
         if not self.utf8:
             stream, owned = self._open_bytes()
             try:
-                while chunk := stream.read(TEXT_BLOCK_BYTES):
+                while chunk := stream.read(size):
                     yield chunk
             finally:
                 if owned is not None:
@@ -850,9 +852,9 @@ class Source:
                 self._pos = _safe_position(raw, st.st_size)
         try:
             if raw.peek(2)[:2] == b"\x1f\x8b":
-                yield from _gunzip(raw, TEXT_BLOCK_BYTES)
+                yield from _gunzip(raw, size)
             else:
-                while chunk := raw.read(TEXT_BLOCK_BYTES):
+                while chunk := raw.read(size):
                     yield chunk
         finally:
             if owned is not None:

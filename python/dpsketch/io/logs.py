@@ -149,7 +149,7 @@ def log_columns(src, fields, *, follow=False, keep_nulls=False):
                         replace_invalid_utf8=src.on_bad_line == "replace")
     if follow and not src.utf8:
         raise InputUsageError("--follow reads UTF-8 input; convert it first (iconv)")
-    raw = src._timed_blocks(True) if follow else src._text_blocks()
+    raw = src._timed_blocks(True) if follow else src._text_blocks(LOG_BLOCK_BYTES)
     reader = Prefetch(raw, name="dpsketch-inflate") if not follow else None
     chunks = _chunks(reader) if reader is not None else raw
     lenient = src.on_bad_line != "error"
