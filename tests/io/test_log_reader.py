@@ -47,7 +47,6 @@ def blocks(request, monkeypatch):
     threads, size = request.param
     monkeypatch.setattr(_logs, "LOG_THREADS", threads)
     monkeypatch.setattr(_logs, "LOG_BLOCK_BYTES", size)
-    monkeypatch.setattr(_input, "TEXT_BLOCK_BYTES", min(size, 1 << 20))
     return request.param
 
 

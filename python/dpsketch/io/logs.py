@@ -30,6 +30,9 @@ from collections import deque
 import numpy as np
 
 from ..errors import ParameterError
+from .streams import (_BOM, InputError, InputUsageError, _aligned, _aligned_columns, _both, _pa, _short_lines, _take, _trim,
+                      _values)
+from .values import _MAX_EPOCH_SECONDS, _event_times
 
 __all__ = ["LOG_FORMATS", "LogFormat", "LOG_BLOCK_BYTES", "LOG_THREADS"]
 
@@ -48,8 +51,6 @@ class LogFormat:
     pattern that does not compile is a usage error naming the fields there are."""
 
     def __init__(self, name=None, pattern=None, strip_query=False):
-        from .input import InputUsageError
-
         if pattern is not None and name not in (None, "regex"):
             raise InputUsageError("--regex PATTERN reads lines of any other shape; give it or --log-format, not both")
         if pattern is None and name not in LOG_FORMATS:
@@ -76,8 +77,6 @@ class LogFormat:
 
     def parser(self, fields, *, max_line_bytes, replace_invalid_utf8=False):
         from .. import _core
-        from .input import InputUsageError
-
         try:
             return _core.logs.LogParser(self.name, list(fields), pattern=self.pattern, strip_query=self.strip_query,
                                         max_line_bytes=max_line_bytes, replace_invalid_utf8=replace_invalid_utf8)
@@ -142,7 +141,6 @@ def log_columns(src, fields, *, follow=False, keep_nulls=False):
     order, with its ``on_bad_line`` applied (module doc). ``follow``: lines are handed over as soon
     as they arrive (``--follow``), parsed on the reading thread."""
     from .._prefetch import Prefetch
-    from .input import InputError, InputUsageError, _BOM, _short_lines
 
     fmt = src.log
     parser = fmt.parser(fields, max_line_bytes=src.max_line_bytes,
@@ -233,15 +231,86 @@ def _chunks(reader):
         yield chunk
 
 
-def check_fields(fmt: LogFormat, fields):
-    """A usage error, before reading, when a field is not one of the format's (named formats)."""
-    from .input import InputUsageError
+class LogReader:
+    """The log methods of :class:`dpsketch.io.input.Source` (``src.log`` set): fields checked before
+    reading, the numbers of an int64 field, and the timed batches of ``--time-column``."""
 
-    known = fmt.fields()
-    for option, field in fields:
-        if field is None:
-            continue
-        if known and field not in known:
-            raise InputUsageError(f"{fmt.describe()} has no field {field!r} ({option}); its fields are "
-                                  f"{', '.join(known)}")
+    def _check_log_fields(self, *fields, time_column=None):
+        """Usage errors before reading: no --column, or a field the log format does not have."""
+        if self.column is None:
+            known = self.log.fields()
+            listed = f"; the fields of {self.log.name} are {', '.join(known)}" if known else ""
+            raise InputUsageError(f"name the field to read with --column FIELD{listed}")
+        wanted = [f for f in (*fields, time_column) if f is not None]
+        self.log.parser(wanted, max_line_bytes=self.max_line_bytes)  # refuses an unknown field or group
 
+    def _log_numbers(self, integer, bits, with_ids):
+        """quantiles of a log's int64 field (bytes, status, timestamp): (numbers, ids) batches, or
+        numbers alone without ``with_ids``; nulls ('-') dropped and counted as skipped, integers
+        clamped into [0, 2^bits) as for a Parquet integer column."""
+        pa, pc = _pa()
+        from .logs import log_columns
+
+        top = (1 << bits) - 1
+        fields = [self.column] + ([self.privacy_id] if with_ids else [])
+        for cols in log_columns(self, fields):
+            vals = cols[0]
+            ids, ids_nonempty = _trim(cols[1]) if with_ids else (None, None)
+            present = _values(vals.is_valid()) if vals.null_count else None
+            both = _both(present, ids_nonempty)
+            if both is not None and not both.all():
+                self.skipped += int(len(both) - np.count_nonzero(both))
+                vals = vals.filter(pa.array(both))
+                ids = _take(ids, both) if ids is not None else None
+            v = _values(vals)
+            v = np.minimum(np.maximum(v, 0).astype(np.uint64), np.uint64(top)) if integer else v.astype(np.float64)
+            if not with_ids:
+                if len(v):
+                    yield v
+                continue
+            for start in range(0, len(v), self.chunk_size):
+                part, ids_part = _aligned(v[start : start + self.chunk_size], None,
+                                          *self.ids.convert_kept(ids.slice(start, self.chunk_size)))
+                if len(part):
+                    yield part, ids_part
+
+    def _log_timed(self, time_column, follow):
+        """timed() of a log: the item field and the event-time field (``timestamp``: int64 seconds,
+        or a text field read as epoch seconds or ISO 8601, as a CSV's), then the privacy id."""
+        from .logs import log_columns
+
+        if time_column in (self.column, self.privacy_id):
+            raise InputUsageError("--time-column must name another field than the items' --column and --privacy-id")
+        self._check_log_fields(self.column, time_column, self.privacy_id)
+        fields = [self.column, time_column] + ([self.privacy_id] if self.privacy_id is not None else [])
+        for cols in log_columns(self, fields, follow=follow):
+            items, items_nonempty = _trim(cols[0])
+            ids, ids_nonempty = (None, None) if len(cols) < 3 else _trim(cols[2])
+            times = cols[1]
+            if str(times.type) == "int64":
+                secs = _values(times.fill_null(0)) if times.null_count else _values(times)
+                usable = _both(_values(times.is_valid()) if times.null_count else None,
+                               np.abs(secs) < _MAX_EPOCH_SECONDS)
+                if usable is not None and usable.all():
+                    usable = None
+                texts = None
+            else:
+                texts, usable = _trim(times)
+            both = _both(_both(items_nonempty, usable), ids_nonempty)
+            if both is not None and not both.all():
+                items = _take(items, both)
+                ids = None if ids is None else _take(ids, both)
+                if texts is None:
+                    secs = secs[both]
+                else:
+                    texts = _take(texts, both)
+            if not len(items):
+                continue
+            converted = [self.keys.convert_kept(items),
+                         (secs * 1_000_000_000, None) if texts is None else _event_times(texts)]
+            if ids is not None:
+                converted.append(self.ids.convert_kept(ids))
+            out = _aligned_columns(converted)
+            if len(out[0]):
+                out[1] = out[1].view("datetime64[ns]")
+                yield tuple(out)
