@@ -6,4 +6,5 @@ filter) and ``values`` (key and number typing)), ``options`` (their shared optio
 
 from .._lazy import attach
 
-__getattr__, __dir__ = attach(__name__, ("input", "options", "output", "streams", "values", "text", "delimited", "columnar", "logs"), {})
+__getattr__, __dir__ = attach(
+    __name__, ("input", "options", "output", "streams", "values", "text", "delimited", "columnar", "logs"), {})
