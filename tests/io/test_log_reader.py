@@ -179,3 +179,17 @@ def test_options_that_do_not_fit_a_log_are_usage_errors(tmp_path):
     for kwargs, match in cases:
         with pytest.raises(_input.InputUsageError, match=match):
             _input.Source(p, **kwargs)
+
+
+def test_missing_empty_and_padded_fields(tmp_path, blocks):
+    """A missing, null or empty field gives no item (counted as skipped); white space at a value's
+    edges is trimmed as a CSV cell's is (the Arrow path), and keys come out in input order."""
+    p = tmp_path / "app.jsonl"
+    rows = [{"k": " a "}, {"k": ""}, {"k": None}, {}, {"k": "b"}, {"k": "caf\u00e9"}, {"k": "\u00e9t\u00e9"}] * 500
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    src = _input.Source(p, column="k", log_format="json")
+    assert _keys(src) == ["a", "b", "caf\u00e9", "\u00e9t\u00e9"] * 500 and src.skipped == 3 * 500
+    ascii_rows = [{"k": ""}, {"k": None}, {}, {"k": "b"}, {"k": "x/y"}] * 500  # compacted without pyarrow
+    p.write_text("".join(json.dumps(r) + "\n" for r in ascii_rows), encoding="utf-8")
+    src = _input.Source(p, column="k", log_format="json")
+    assert _keys(src) == ["b", "x/y"] * 500 and src.skipped == 3 * 500

@@ -176,6 +176,8 @@ class Source(Plumbing, TextReader, DelimitedReader, ColumnarReader, LogReader):
         self._cancel = threading.Event()  # this read's own: set when its consumer stops
         if self.format in _COLUMNAR:
             gen = self._parquet_chunks()
+        elif self.format == "log" and self.keys.chosen == "str" and not self.log.is_int(self.column):
+            gen = self._log_key_chunks()
         else:
             gen = self._text_chunks(table_hashes) if self.format == "text" else self._keyed(self._items())
         yield from self._guard(_read_ahead(gen, stop=self._cancel))

@@ -30,7 +30,7 @@ from collections import deque
 import numpy as np
 
 from ..errors import ParameterError
-from .streams import (_BOM, InputError, InputUsageError, _aligned, _aligned_columns, _both, _pa, _short_lines, _take, _trim,
+from .streams import (_BOM, _EDGE_WS, InputError, InputUsageError, _aligned, _aligned_columns, _both, _pa, _short_lines, _take, _trim,
                       _values)
 from .values import _MAX_EPOCH_SECONDS, _event_times
 
@@ -103,43 +103,47 @@ def _arrow_column(c, rows, keep_nulls):
     return pa.Array.from_buffers(pa.int64(), rows, [validity, pa.py_buffer(c["values"])], null_count=c["null_count"])
 
 
-def _complete_blocks(chunks, target, follow):
-    """Blocks of complete lines from ``chunks`` (bytes): at least ``target`` bytes each (without
-    ``follow``: what is there at once), each cut after its last ``\\n``; the input's last bytes form
-    the last block whether or not they end with one. Yields (block, carry_len): carry_len is the
-    length of the incomplete line held back, which the caller checks against the line limit."""
-    pending: list = []
+def _complete_blocks(chunks):
+    """Blocks of complete lines from ``chunks`` (bytes, as read: a few MiB each, or what a pipe had
+    under ``--follow``), without copying a chunk: a chunk's lines up to its last ``\n`` are a
+    memoryview of it, and the line that straddles two chunks is joined on its own (the held-back
+    bytes and the next chunk's first line) and parsed as a block of its own. The input's last bytes
+    form the last block whether or not they end with one. Yields (block, held): ``block`` is None
+    when only ``held``, the length of the incomplete line held back, is news; the caller checks it
+    against the line limit."""
+    held: list = []  # the incomplete line: its pieces so far
     size = 0
     for chunk in chunks:
         if not chunk:
             continue
-        pending.append(chunk)
-        size += len(chunk)
-        if size < target and not follow:
+        first = chunk.find(b"\n")
+        if first < 0:  # no line ends here: the incomplete line grows
+            held.append(chunk)
+            size += len(chunk)
+            yield None, size
             continue
-        nl = chunk.rfind(b"\n")
-        if nl < 0:  # no line ends in the newest bytes: look back (a long line) or wait for more
-            joined = b"".join(pending)
-            nl_all = joined.rfind(b"\n")
-            if nl_all < 0:
-                pending, size = [joined], len(joined)
-                yield None, len(joined)
-                continue
-            block, rest = joined[: nl_all + 1], joined[nl_all + 1:]
+        last = chunk.rfind(b"\n")
+        view = memoryview(chunk)
+        if held:
+            yield b"".join(held + [view[: first + 1]]), 0
+            if last > first:
+                yield view[first + 1 : last + 1], 0
         else:
-            block = b"".join(pending[:-1] + [chunk[: nl + 1]]) if len(pending) > 1 else chunk[: nl + 1]
-            rest = chunk[nl + 1:]
-        pending, size = ([rest], len(rest)) if rest else ([], 0)
-        yield block, size
-    if pending:
-        yield b"".join(pending), 0
+            yield view[: last + 1], 0
+        rest = view[last + 1 :]
+        held, size = ([bytes(rest)], len(rest)) if len(rest) else ([], 0)
+        if size:
+            yield None, size
+    if held:
+        yield b"".join(held), 0
 
 
-def log_columns(src, fields, *, follow=False, keep_nulls=False):
+def log_columns(src, fields, *, follow=False, keep_nulls=False, arrow=True):
     """Lists of pyarrow arrays, one per field of ``fields``, aligned row by row: the parsed lines
     of ``src`` (a :class:`dpsketch.io.input.Source` with ``src.log`` set), block by block in input
     order, with its ``on_bad_line`` applied (module doc). ``follow``: lines are handed over as soon
-    as they arrive (``--follow``), parsed on the reading thread."""
+    as they arrive (``--follow``), parsed on the reading thread. ``arrow=False``: the parser's own
+    columns (dicts of numpy arrays, docs/logs.md) and the row count instead, without pyarrow."""
     from .._prefetch import Prefetch
 
     fmt = src.log
@@ -182,11 +186,15 @@ def log_columns(src, fields, *, follow=False, keep_nulls=False):
         src.skipped += len(r["blank"])
         lines_before += int(r["lines"])
         rows = int(r["rows"])
-        return [_arrow_column(r["columns"][f], rows, keep_nulls) for f in fields] if rows else None
+        if not rows:
+            return None
+        if not arrow:
+            return [r["columns"][f] for f in fields], rows
+        return [_arrow_column(r["columns"][f], rows, keep_nulls) for f in fields]
 
     queue: deque = deque()
     try:
-        for block, carry in _complete_blocks(chunks, 1 if follow else LOG_BLOCK_BYTES, follow):
+        for block, carry in _complete_blocks(chunks):
             if src._cancel.is_set():
                 return
             if carry > src.max_line_bytes:  # a line without an end: no need to wait for it
@@ -197,9 +205,9 @@ def log_columns(src, fields, *, follow=False, keep_nulls=False):
                 continue
             if first:
                 first = False
-                if src.utf8 and block.startswith(_BOM):
+                if src.utf8 and bytes(block[:3]) == _BOM:
                     block = block[3:]
-                if follow and block[:2] == b"\x1f\x8b":  # pragma: no cover - _timed_blocks says so first
+                if follow and bytes(block[:2]) == b"\x1f\x8b":  # pragma: no cover - _timed_blocks says so first
                     raise InputUsageError("--follow reads plain text; decompress gzip input first")
             if pool is None:
                 out = taken(parser.parse(block))
@@ -207,7 +215,7 @@ def log_columns(src, fields, *, follow=False, keep_nulls=False):
                     yield out
                 continue
             queue.append(pool.submit(parser.parse, block))
-            while len(queue) > threads:
+            while len(queue) > 2 * threads:  # a straddling line is a small block of its own
                 out = taken(queue.popleft().result())
                 if out is not None:
                     yield out
@@ -233,7 +241,34 @@ def _chunks(reader):
 
 class LogReader:
     """The log methods of :class:`dpsketch.io.input.Source` (``src.log`` set): fields checked before
-    reading, the numbers of an int64 field, and the timed batches of ``--time-column``."""
+    reading, the text keys of ``dpsketch top`` without pyarrow, the numbers of an int64 field, and
+    the timed batches of ``--time-column``."""
+
+    def _log_key_chunks(self):
+        """Key batches of a text field as dpsketch._keys.Utf8Lines over the parser's own buffers
+        (no pyarrow, no copy), at most chunk_size keys each; a missing or empty field is skipped and
+        counted. A batch with an item that has white space at an edge (a JSON value, a regex group)
+        goes through the Arrow path, which trims it as a CSV cell is trimmed."""
+        from ..sketches._keys import Utf8Lines
+
+        for (col,), rows in log_columns(self, [self.column], arrow=False):
+            data, offsets = col["data"], col["offsets"]
+            lengths = np.diff(offsets)
+            nonempty = lengths > 0
+            if data.size and (_EDGE_WS[data[offsets[:-1][nonempty]]].any()
+                              or _EDGE_WS[data[offsets[1:][nonempty] - 1]].any()):
+                arr, kept = _trim(_arrow_column(col, rows, False))
+                if kept is not None:
+                    self.skipped += int(len(arr) - np.count_nonzero(kept))
+                    arr = _take(arr, kept)
+                yield from self._keyed([arr])
+                continue
+            if not nonempty.all():  # nulls and empty values: the other items, compacted
+                self.skipped += int(rows - np.count_nonzero(nonempty))
+                data = data[np.repeat(nonempty, lengths)]
+                offsets = np.concatenate(([0], np.cumsum(lengths[nonempty])))
+            for start in range(0, len(offsets) - 1, self.chunk_size):
+                yield Utf8Lines(data, offsets[start : start + self.chunk_size + 1])
 
     def _check_log_fields(self, *fields, time_column=None):
         """Usage errors before reading: no --column, or a field the log format does not have."""
