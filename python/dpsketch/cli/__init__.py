@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
 
-from ..io.options import DEFAULT_MAX_LINE_BYTES, FORMATS, ON_BAD_LINE, RunError, UsageError
+from ..io.options import DEFAULT_MAX_LINE_BYTES, FORMATS, ON_BAD_LINE, RunError, UsageError, release_written
 
 __all__ = ["main"]
 
@@ -300,6 +301,9 @@ def _output_options(p, json_help, csv_help, quiet_help):
     fmt.add_argument("--json", action="store_true", help=json_help)
     fmt.add_argument("--csv", action="store_true", help=csv_help)
     o.add_argument("--quiet", "-q", action="store_true", help=quiet_help)
+    o.add_argument("--verbose", "-v", action="count", default=0,
+                   help="log what the run does on stderr (the 'dpsketch' Python logger: -v info, -vv debug); "
+                        "the log names options, files and routes, never a count or value of the data")
     o.add_argument("--dry-run", action="store_true",
                    help="print the plan of this release (guarantee, noise, threshold, interval half-width, the "
                         "counts released with probability 1/2 and 0.95) and stop: no input is read, no budget "
@@ -568,6 +572,39 @@ def _docs_hint():
 # ---------------------------------------------------------------------------------------------
 
 
+class _LogHandler(logging.StreamHandler):
+    """The command line's handler of the 'dpsketch' logger: stderr as it is when a record is
+    written (a test's captured stderr too)."""
+
+    def __init__(self):
+        super().__init__(sys.stderr)
+
+    def emit(self, record):
+        self.stream = sys.stderr
+        super().emit(record)
+
+
+def _configure_logging(verbose: int) -> None:
+    """The 'dpsketch' logger for one run: silent below warnings unless -v (info) or -vv (debug), one
+    line a record, 'dpsketch: info: ...'. The library logs through it and never adds handlers."""
+    logger = logging.getLogger(PROG)
+    for h in [h for h in logger.handlers if isinstance(h, _LogHandler)]:
+        logger.removeHandler(h)
+    level = logging.WARNING if not verbose else logging.INFO if verbose == 1 else logging.DEBUG
+    logger.setLevel(level)
+    if verbose:
+        handler = _LogHandler()
+        handler.setFormatter(_LowerLevel(f"{PROG}: %(levelname)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+
+
+class _LowerLevel(logging.Formatter):
+    def format(self, record):
+        record.levelname = record.levelname.lower()
+        return super().format(record)
+
+
 def main(argv=None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     if "numpy" not in sys.modules:
@@ -575,11 +612,13 @@ def main(argv=None) -> int:
         # on the cores the reading, splitting and updating threads need. Read when numpy loads.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = _build_parser()
+    release_written(reset=True)
     try:
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help(sys.stderr)
             return 2
+        _configure_logging(getattr(args, "verbose", 0))
         if getattr(args, "on_bad_line", "") is None:
             # a series released while reading (--follow) decides bad rows one by one, never stops on one
             args.on_bad_line = "skip" if getattr(args, "follow", False) else "error"
@@ -595,6 +634,10 @@ def main(argv=None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        if release_written():
+            # the release is on stdout, whole, and its budget spent: the run did what it was for
+            print(f"{PROG}: interrupted after the release was written (it is complete)", file=sys.stderr)
+            return 0
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:

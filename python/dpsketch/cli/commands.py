@@ -20,7 +20,7 @@ import numpy as np
 
 from ..io import input as _input
 from ..io.input import RunError, UsageError, display, first_line
-from ..io.output import Column, Output, Progress, caps, json_default, label, num, totals
+from ..io.output import Column, Output, Progress, caps, display_width, json_default, label, num, pad, totals
 from . import DEFAULT_K, DEFAULT_TOP, DEMO_DEFAULT_K
 
 __all__ = ["top", "quantiles", "budget", "docs", "completion", "audit"]
@@ -105,13 +105,22 @@ def _rows_per_unit(args) -> int | None:
     return None
 
 
-def _show_progress(args):
-    # the bar counts items: shown with a private length only when asked for (--progress)
+def _show_progress(args, src=None):
+    """The progress bar: --progress forces it, --no-progress and --quiet hide it; by default it shows
+    when stderr is a terminal. With a private length (the default) it then shows only for a
+    regular file read by bytes (text, CSV, logs), where it moves through the file's size, which
+    ``ls`` shows too, and is erased when the run ends; on stdin or Parquet/Arrow it would count
+    items or rows, a count of the data, so it waits for --progress (docs/cli.md, Output)."""
     if args.quiet or args.no_progress:
         return False
-    if not getattr(args, "public_length", False):
-        return args.progress
-    return args.progress or _isatty(sys.stderr)
+    if args.progress:
+        return True
+    if not _isatty(sys.stderr):
+        return False
+    if getattr(args, "public_length", False):
+        return True
+    return (src is not None and src.path != "-" and src.format not in ("parquet", "arrow")
+            and os.path.isfile(src.path))
 
 
 def _warn_seed(args, out):
@@ -538,7 +547,7 @@ def _row_release(args, est, counts=None):
 
 def _feed(src, est, args):
     n = 0
-    progress = Progress(_show_progress(args), src.total, src.unit)
+    progress = Progress(_show_progress(args, src), src.total, src.unit)
     try:
         for batch in src.chunks(table_hashes=getattr(est, "_takes_table_hashes", False)):
             try:
@@ -867,9 +876,9 @@ def _print_window(out, writer, rel, top_n, source_desc, k, capacity, algorithm) 
 
 def _write_ranked(items) -> None:
     """The rows of a windowed or cumulative table: rank, item, noisy count."""
-    width = max([len(label(key)) for key, _ in items] + [4])
+    width = max([display_width(label(key)) for key, _ in items] + [4])  # terminal columns (CJK, emoji: 2)
     for rank, (key, v) in enumerate(items, 1):
-        sys.stdout.write(f"{rank:>6}  {label(key):<{width}}  {num(v)}\n")
+        sys.stdout.write(f"{rank:>6}  {pad(label(key), width)}  {num(v)}\n")
 
 
 # -- the user-level release (--privacy-id) ----------------------------------------------------------
@@ -915,7 +924,7 @@ def _top_units(args, out) -> int:
             raise RunError(f"release failed: {first_line(exc)}") from None
 
     rows = 0
-    progress = Progress(_show_progress(args), src.total, src.unit)
+    progress = Progress(_show_progress(args, src), src.total, src.unit)
     try:
         for keys, ids in src.pairs():
             coded(bounder.add_keys, keys)
@@ -1005,7 +1014,7 @@ def _top_units_bounded(args, out) -> int:
     budget_file.charge()
 
     rows = 0
-    progress = Progress(_show_progress(args), src.total, src.unit)
+    progress = Progress(_show_progress(args, src), src.total, src.unit)
     try:
         for keys, ids in src.pairs():
             stream.update(_input.column([keys], src.keys), _input.column([ids], src.ids))

@@ -58,6 +58,7 @@ length nothing exact about the data is printed.
 from __future__ import annotations
 
 import codecs
+import logging
 import os
 import threading
 
@@ -75,6 +76,8 @@ from .text import TextReader
 from .delimited import DelimitedReader
 from .columnar import ColumnarReader, _parquet_number_typing, _parquet_typing  # noqa: F401
 from .logs import LogReader
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "FORMATS", "UsageError", "RunError", "InputError", "InputUsageError", "Source", "column", "detect_format",
@@ -167,6 +170,12 @@ class Source(Plumbing, TextReader, DelimitedReader, ColumnarReader, LogReader):
         if self.log is not None:
             self._check_log_fields(column, privacy_id)
         check_path(self.path)
+        # options only: the log of a run never carries a count or value of the data
+        _log.info("input %s: %s%s%s; keys %s; --on-bad-line %s", self.where(),
+                  self.log.describe() if self.log is not None else f"{self.format} input",
+                  f", item column {self.column!r}" if self.column is not None else "",
+                  f", privacy id column {self.privacy_id!r}" if self.privacy_id is not None else "",
+                  self.keys.describe(), self.on_bad_line)
 
     def chunks(self, table_hashes: bool = False):
         """Key batches (pyarrow large_string arrays, dpsketch._keys.Utf8Lines for text input, or

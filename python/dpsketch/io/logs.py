@@ -24,6 +24,7 @@ bare ``\\r``.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import deque
 
@@ -35,6 +36,8 @@ from .streams import (_BOM, _EDGE_WS, InputError, InputUsageError, _aligned, _al
 from .values import _MAX_EPOCH_SECONDS, _event_times
 
 __all__ = ["LOG_FORMATS", "LogFormat", "LOG_BLOCK_BYTES", "LOG_THREADS"]
+
+_log = logging.getLogger(__name__)
 
 LOG_FORMATS = ("common", "combined", "json")
 LOG_BLOCK_BYTES = 4 << 20  # bytes of complete lines per parse
@@ -165,6 +168,8 @@ def log_columns(src, fields, *, follow=False, keep_nulls=False, arrow=True):
         pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dpsketch-log-parse")
     lines_before = 0
     first = True
+    _log.debug("log reader: %s, fields %s, %d parse thread(s), blocks of about %d MiB%s", fmt.describe(),
+               ", ".join(fields), threads, LOG_BLOCK_BYTES >> 20, " (--follow: as lines arrive)" if follow else "")
 
     def taken(r):
         nonlocal lines_before

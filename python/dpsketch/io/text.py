@@ -6,13 +6,16 @@ same pass. A mixin of :class:`dpsketch.io.input.Source`."""
 from __future__ import annotations
 
 import io
+import logging
 import os
 import stat
 import sys
 
 import numpy as np
 
-from .streams import TEXT_BLOCK_BYTES, _BOM, _ON_BAD_CODE, InputError, _append, _gunzip, _safe_position, first_line
+from .streams import TEXT_BLOCK_BYTES, _BOM, _inflater, _ON_BAD_CODE, InputError, _append, _gunzip, _safe_position, first_line
+
+_log = logging.getLogger(__name__)
 
 
 class TextReader:
@@ -53,6 +56,7 @@ class TextReader:
                 self._pos = _safe_position(raw, st.st_size)
         try:
             if raw.peek(2)[:2] == b"\x1f\x8b":
+                _log.debug("%s: gzip, inflated by %s", self.where(), _inflater()[0].__name__)
                 yield from _gunzip(raw, size)
             else:
                 while chunk := raw.read(size):
