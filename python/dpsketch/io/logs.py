@@ -2,11 +2,13 @@
 ``--regex PATTERN``; docs/logs.md).
 
 The lines are read as text input is (a file or stdin, plain or gzip, ``--encoding``, ``--follow``,
-the progress position: :meth:`dpsketch.io.input.Source._text_blocks` and ``_timed_blocks``), gathered
-into blocks of about ``LOG_BLOCK_BYTES`` cut after their last ``\\n``, and parsed in C++
-(:class:`dpsketch._core.logs.LogParser`, which releases the GIL) on up to ``LOG_THREADS`` threads,
-the blocks' results taken in input order. Each block gives one Arrow array per field asked for
-(large_string, or int64 for ``timestamp``, ``status`` and ``bytes``), aligned row by row.
+the progress position: :meth:`dpsketch.io.input.Source._text_blocks` and ``_timed_blocks``) in
+chunks of ``LOG_BLOCK_BYTES``, cut after their last ``\\n`` without a copy (the line that straddles
+two chunks is parsed on its own), and parsed in C++ (:class:`dpsketch._core.logs.LogParser`, which
+releases the GIL) on up to ``LOG_THREADS`` threads, the blocks' results taken in input order. Each
+block gives one column per field asked for (an Arrow large_string, or int64 for ``timestamp``,
+``status`` and ``bytes``), aligned row by row; ``dpsketch top``'s text keys go to the summary as
+:class:`dpsketch.sketches._keys.Utf8Lines` over the parser's buffers, without pyarrow.
 
 Bad lines follow the reader's ``on_bad_line``, decided on each line's own bytes:
 
@@ -31,8 +33,8 @@ from collections import deque
 import numpy as np
 
 from ..errors import ParameterError
-from .streams import (_BOM, _EDGE_WS, InputError, InputUsageError, _aligned, _aligned_columns, _both, _pa, _short_lines, _take, _trim,
-                      _values)
+from .streams import (_BOM, _EDGE_WS, InputError, InputUsageError, _aligned, _aligned_columns, _both, _pa,
+                      _short_lines, _take, _trim, _values)
 from .values import _MAX_EPOCH_SECONDS, _event_times
 
 __all__ = ["LOG_FORMATS", "LogFormat", "LOG_BLOCK_BYTES", "LOG_THREADS"]
@@ -42,7 +44,7 @@ _log = logging.getLogger(__name__)
 LOG_FORMATS = ("common", "combined", "json")
 LOG_BLOCK_BYTES = 4 << 20  # bytes of complete lines per parse
 # Blocks parsed at once: the parser releases the GIL, so two blocks parse on two cores while the
-# summary's update runs on a third thread (docs/benchmarks.md, Logs).
+# summary's update runs on a third thread (docs/benchmarks.md, Log lines).
 LOG_THREADS = max(1, min(2, os.cpu_count() or 1))
 _UTF8, _LONG, _NO_MATCH = 1, 2, 3  # dpsketch._core.logs.BAD_LINE_REASONS
 
@@ -80,14 +82,12 @@ class LogFormat:
 
     def parser(self, fields, *, max_line_bytes, replace_invalid_utf8=False):
         from .. import _core
+
         try:
             return _core.logs.LogParser(self.name, list(fields), pattern=self.pattern, strip_query=self.strip_query,
                                         max_line_bytes=max_line_bytes, replace_invalid_utf8=replace_invalid_utf8)
         except ParameterError as exc:
-            msg = str(exc)
-            if self.name == "json" and "field" in msg:  # pragma: no cover - any key is a json field
-                raise InputUsageError(msg) from None
-            raise InputUsageError(f"{msg} (--column, --privacy-id and --time-column name fields of "
+            raise InputUsageError(f"{exc} (--column, --privacy-id and --time-column name fields of "
                                   f"{self.describe()})") from None
 
 

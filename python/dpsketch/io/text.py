@@ -13,7 +13,8 @@ import sys
 
 import numpy as np
 
-from .streams import TEXT_BLOCK_BYTES, _BOM, _inflater, _ON_BAD_CODE, InputError, _append, _gunzip, _safe_position, first_line
+from .streams import (TEXT_BLOCK_BYTES, _BOM, _ON_BAD_CODE, InputError, _append, _gunzip, _inflater, _safe_position,
+                      first_line)
 
 _log = logging.getLogger(__name__)
 
