@@ -193,3 +193,35 @@ def test_missing_empty_and_padded_fields(tmp_path, blocks):
     p.write_text("".join(json.dumps(r) + "\n" for r in ascii_rows), encoding="utf-8")
     src = _input.Source(p, column="k", log_format="json")
     assert _keys(src) == ["b", "x/y"] * 500 and src.skipped == 3 * 500
+
+
+def test_follow_reads_a_pipe_as_lines_arrive(tmp_path, recs):
+    """``timed(follow=True)`` on a FIFO: batches come out while the writer is still writing (the
+    first before the writer's second half is sent), and the whole is the log's own order."""
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe.log"
+    os.mkfifo(fifo)
+    lines = [(_line(r) + "\n").encode() for r in recs[:2000]]
+    sent_second_half = threading.Event()
+    got_first = threading.Event()
+
+    def writer():
+        with open(fifo, "wb", buffering=0) as w:
+            w.write(b"".join(lines[:1000]))
+            got_first.wait(10)
+            sent_second_half.set()
+            w.write(b"".join(lines[1000:]))
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    src = _input.Source(fifo, column="path", log_format="combined", on_bad_line="skip")
+    keys, early = [], None
+    for batch, _times in src.timed("timestamp", follow=True):
+        if early is None:
+            early = not sent_second_half.is_set()
+            got_first.set()
+        keys += batch.to_pylist()
+    t.join(5)
+    assert early and keys == [_path(r) for r in recs[:2000]]
