@@ -150,6 +150,8 @@ def test_log_options_are_refused_where_they_do_not_fit(capsys, logs):
     ]:
         code, _, err = run(capsys, "top", logs / "access.log", *argv)
         assert code == 2 and match in one_error_line(err), (argv, err)
+    code, _, err = run(capsys, "top", "--demo", "--log-format", "combined")
+    assert code == 2 and "--log-format does not apply to --demo" in one_error_line(err)
 
 
 def test_short_help_stays_short_and_completion_knows_the_options(capsys):

@@ -292,9 +292,9 @@ def top(args) -> int:
     if args.demo:
         if args.file is not None:
             raise UsageError("--demo reads the bundled retail stream; do not also give FILE")
-        for opt in ("format", "column", "delimiter"):
+        for opt in ("format", "column", "delimiter", "log_format", "regex"):
             if getattr(args, opt) is not None:
-                raise UsageError(f"--{opt} does not apply to --demo")
+                raise UsageError(f"{_option(opt)} does not apply to --demo")
     if args.k is None and args.top_k is None:
         args.k = DEMO_DEFAULT_K if args.demo else DEFAULT_K
     if args.algorithm != "spacesaving":
