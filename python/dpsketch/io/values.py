@@ -30,7 +30,7 @@ class KeyTyper:
             kind = "Parquet" if format == "parquet" else "Arrow"
             self.chosen, self.how = None, f"from the {kind} column type"  # set when the input is opened
         else:
-            self.chosen, self.how = "str", f"text input; {int_option}"
+            self.chosen, self.how = "str", f"{'a log field' if format == 'log' else 'text input'}; {int_option}"
 
     def describe(self) -> str:
         return "none" if self.chosen is None else f"{self.chosen} ({self.how})"
