@@ -8,11 +8,11 @@ import sys
 
 import numpy as np
 
-from .streams import InputError, InputUsageError, _aligned, _pa, first_line
+from .streams import Plumbing, InputError, InputUsageError, _aligned, _pa, first_line
 from .values import _INT64_MAX, _lenient_ints
 
 
-class ColumnarReader:
+class ColumnarReader(Plumbing):
     def parquet_file(self):
         pa, _ = _pa()
         import pyarrow.parquet as pq

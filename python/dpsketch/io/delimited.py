@@ -11,12 +11,12 @@ import re
 
 import numpy as np
 
-from .streams import (_BOM, InputError, InputUsageError, _aligned, _aligned_columns, _both, _Chain, _field_index,
+from .streams import (Plumbing, _BOM, InputError, InputUsageError, _aligned, _aligned_columns, _both, _Chain, _field_index,
                       _hex_prefix, _LongRowFilter, _names, _pa, _short_lines, _take, _trim, _values, first_line)
 from .values import _MAX_EPOCH_SECONDS, _event_times, _numbers_kept
 
 
-class DelimitedReader:
+class DelimitedReader(Plumbing):
     def _header_fields(self, first: bytes) -> list:
         """The fields of the CSV's first line. Bytes that cannot start a CSV file -- a NUL or other
         control bytes (binary data), or a bare CR inside the line (old Mac and Excel exports end
@@ -175,23 +175,6 @@ class DelimitedReader:
         self.bad_lines += int(np.count_nonzero(bad_rows))
         batch = pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
         return batch.filter(pa.array(~bad_rows)) if self.on_bad_line == "skip" else batch
-
-    def _pick_column(self, header):
-        """The index of the item column among the column names (CSV header, Parquet or Arrow schema)."""
-        if self.column is None:
-            if len(header) == 1:
-                return 0
-            raise InputUsageError(
-                f"{self.where()} has {len(header)} columns ({_names(header)}); pick one with --column NAME")
-        if self.column in header:
-            return header.index(self.column)
-        raise InputUsageError(f"no column {self.column!r} in {self.where()}; its columns are {_names(header)}")
-
-    def _pick_id_column(self, header):
-        if self.privacy_id in header:
-            return header.index(self.privacy_id)
-        raise InputUsageError(f"no column {self.privacy_id!r} (--privacy-id) in {self.where()}; "
-                              f"its columns are {_names(header)}")
 
     def _csv_trimmed_pairs(self):
         """Each CSV batch's item and privacy id columns, trimmed, without the rows where either is empty."""

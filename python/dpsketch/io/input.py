@@ -85,7 +85,7 @@ __all__ = [
 ]
 
 
-class Source(Plumbing, TextReader, DelimitedReader, ColumnarReader, LogReader):
+class Source(TextReader, DelimitedReader, ColumnarReader, LogReader):
     """One input, read by one of ``chunks()``, ``pairs()`` or ``values()`` (see the module doc).
 
     ``total``/``unit``/``position()`` drive a progress bar (compressed bytes read for text and CSV

@@ -33,7 +33,7 @@ from collections import deque
 import numpy as np
 
 from ..errors import ParameterError
-from .streams import (_BOM, _EDGE_WS, InputError, InputUsageError, _aligned, _aligned_columns, _both, _pa,
+from .streams import (Plumbing, _BOM, _EDGE_WS, InputError, InputUsageError, _aligned, _aligned_columns, _both, _pa,
                       _short_lines, _take, _trim, _values)
 from .values import _MAX_EPOCH_SECONDS, _event_times
 
@@ -244,7 +244,7 @@ def _chunks(reader):
         yield chunk
 
 
-class LogReader:
+class LogReader(Plumbing):
     """The log methods of :class:`dpsketch.io.input.Source` (``src.log`` set): fields checked before
     reading, the text keys of ``dpsketch top`` without pyarrow, the numbers of an int64 field, and
     the timed batches of ``--time-column``."""
@@ -304,7 +304,7 @@ class LogReader:
                 ids = _take(ids, both) if ids is not None else None
             v = _values(vals)
             v = np.minimum(np.maximum(v, 0).astype(np.uint64), np.uint64(top)) if integer else v.astype(np.float64)
-            if not with_ids:
+            if ids is None:  # no privacy ids asked for
                 if len(v):
                     yield v
                 continue

@@ -10,6 +10,8 @@ import io
 import os
 import stat
 import sys
+import threading
+from typing import Any, Callable
 
 import numpy as np
 
@@ -396,7 +398,58 @@ def _hex_prefix(block) -> bool:
 class Plumbing:
     """What every reader of :class:`dpsketch.io.input.Source` uses: the name shown in messages, the
     progress position, the raw byte streams (``_open_bytes`` through pyarrow, ``_timed_blocks`` for
-    CSV windows and ``--follow``), errors turned into one line, and the bad-line counter."""
+    CSV windows and ``--follow``), errors turned into one line, and the bad-line counter. The
+    readers (text, delimited, columnar, logs) derive from it; the state below is set by
+    ``Source.__init__`` (declared here for the type checker)."""
+
+    path: str
+    format: str
+    log: Any
+    column: Any
+    privacy_id: Any
+    no_header: bool
+    delimiter: str
+    col_index: Any
+    id_index: Any
+    chunk_size: int
+    max_line_bytes: int
+    utf8: bool
+    encoding: str
+    keys: Any
+    ids: Any
+    on_bad_line: str
+    name_positions: bool
+    bad_lines: int
+    skipped: int
+    skipped_what: str
+    total: Any
+    unit: str
+    _pos: Callable[[], Any]
+    _counting: threading.Lock
+    _cancel: threading.Event
+
+    def _keyed(self, items: Any) -> Any:  # Source's: key batches of at most chunk_size items
+        raise NotImplementedError
+
+    def _table_batches(self) -> Any:  # Source's: a CSV's or a log's item (and id) columns
+        raise NotImplementedError
+
+    def _pick_column(self, header):
+        """The index of the item column among the column names (CSV header, Parquet or Arrow schema)."""
+        if self.column is None:
+            if len(header) == 1:
+                return 0
+            raise InputUsageError(
+                f"{self.where()} has {len(header)} columns ({_names(header)}); pick one with --column NAME")
+        if self.column in header:
+            return header.index(self.column)
+        raise InputUsageError(f"no column {self.column!r} in {self.where()}; its columns are {_names(header)}")
+
+    def _pick_id_column(self, header):
+        if self.privacy_id in header:
+            return header.index(self.privacy_id)
+        raise InputUsageError(f"no column {self.privacy_id!r} (--privacy-id) in {self.where()}; "
+                              f"its columns are {_names(header)}")
 
     def position(self):
         return self._pos()

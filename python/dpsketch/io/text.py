@@ -13,13 +13,13 @@ import sys
 
 import numpy as np
 
-from .streams import (TEXT_BLOCK_BYTES, _BOM, _ON_BAD_CODE, InputError, _append, _gunzip, _inflater, _safe_position,
+from .streams import (Plumbing, TEXT_BLOCK_BYTES, _BOM, _ON_BAD_CODE, InputError, _append, _gunzip, _inflater, _safe_position,
                       first_line)
 
 _log = logging.getLogger(__name__)
 
 
-class TextReader:
+class TextReader(Plumbing):
     def _text_blocks(self, block_bytes=None):
         """The decompressed bytes of the text input, in blocks of at most ``block_bytes`` (default
         TEXT_BLOCK_BYTES): read with
