@@ -24,9 +24,9 @@ ALLOWED = {
     ("NotImplementedError", None),  # abstract methods
     ("SystemExit", "<module>"),  # a script's `raise SystemExit(main())`
 }
-# io/input.py's inflater signals a truncated or corrupt gzip stream with EOFError/OSError, which
+# io/streams.py's inflater signals a truncated or corrupt gzip stream with EOFError/OSError, which
 # Source._guard turns into the command line's InputError before anything leaves the module.
-ALLOWED_IN_FILE = {("io/input.py", "EOFError"), ("io/input.py", "OSError")}
+ALLOWED_IN_FILE = {("io/streams.py", "EOFError"), ("io/streams.py", "OSError")}
 
 
 def _builtin_exception(name: str) -> bool:

@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
 
-from ..io.options import DEFAULT_MAX_LINE_BYTES, FORMATS, ON_BAD_LINE, RunError, UsageError
+from ..io.options import DEFAULT_MAX_LINE_BYTES, FORMATS, ON_BAD_LINE, RunError, UsageError, release_written
 
 __all__ = ["main"]
 
@@ -169,8 +170,9 @@ table of items with their noisy counts and 95% intervals; the run's privacy unit
 and guarantee go to stderr.
 
 examples:
-  dpsketch top access.log                          one item per line, one row = the unit
+  dpsketch top items.txt                           one item per line, one row = the unit
   dpsketch top events.csv --column query --top-k 20
+  dpsketch top access.log --log-format combined --column path --top-k 20
   dpsketch top events.csv --column query --privacy-id user_id --max-keys-per-unit 10
                                                    one person (all their rows) = the unit
   dpsketch top events.csv --column query --k 200 --dry-run --plan-rows 1000000
@@ -180,7 +182,9 @@ examples:
 
 input:
   FILE                  text (one item a line), CSV/TSV, Parquet, Arrow; .gz ok; '-' = stdin
-  --column NAME         the item column of a CSV/Parquet/Arrow input
+  --column NAME         the item column of a CSV/Parquet/Arrow input, or a log field
+  --log-format F        log lines: common, combined (Apache/nginx) or json; --regex P
+                        for other lines (named groups are the fields)
   --on-bad-line MODE    error (default), skip or replace lines that cannot be read
 
 privacy:
@@ -215,7 +219,8 @@ examples:
 
 input:
   FILE                  CSV/TSV, Parquet, Arrow or text (one number a line); '-' = stdin
-  --column NAME         the value column
+  --column NAME         the value column, or a log field (bytes) with --log-format
+  --log-format F        log lines: common, combined, json (or --regex P)
 
 privacy and method:
   --method M            dyadic (default: a sketch, bounded memory) or auto|exp|joint|recursive
@@ -252,6 +257,15 @@ def _input_options(p, what):
     g.add_argument("--column", metavar="NAME",
                    help=f"CSV/Parquet/Arrow column holding the {what} (optional when there is only one); "
                         "with --no-header, a 0-based column index")
+    g.add_argument("--log-format", choices=("common", "combined", "json"),
+                   help="read log lines: Apache/nginx common or combined, or JSON lines; --column, --privacy-id "
+                        "and --time-column then name fields (path, host, bytes, timestamp, ...; docs/logs.md). "
+                        "Lines that do not parse follow --on-bad-line")
+    g.add_argument("--regex", metavar="PATTERN",
+                   help="read log lines of any other shape: a regular expression with named groups "
+                        "(?P<name>...), each group a field (lines without a match follow --on-bad-line)")
+    g.add_argument("--strip-query", action="store_true",
+                   help="with --log-format common|combined: the path field ends before its '?'")
     g.add_argument("--delimiter", metavar="CHAR", help="CSV field delimiter (default ',' or tab for .tsv)")
     g.add_argument("--no-header", action="store_true", help="the CSV file has no header row")
     g.add_argument("--encoding", default="utf-8", help="text/CSV encoding (default utf-8)")
@@ -287,6 +301,9 @@ def _output_options(p, json_help, csv_help, quiet_help):
     fmt.add_argument("--json", action="store_true", help=json_help)
     fmt.add_argument("--csv", action="store_true", help=csv_help)
     o.add_argument("--quiet", "-q", action="store_true", help=quiet_help)
+    o.add_argument("--verbose", "-v", action="count", default=0,
+                   help="log what the run does on stderr (the 'dpsketch' Python logger: -v info, -vv debug); "
+                        "the log names options, files and routes, never a count or value of the data")
     o.add_argument("--dry-run", action="store_true",
                    help="print the plan of this release (guarantee, noise, threshold, interval half-width, the "
                         "counts released with probability 1/2 and 0.95) and stop: no input is read, no budget "
@@ -401,7 +418,7 @@ def _top_parser(sub):
         "--privacy-id, each id keeps its first --max-rows-per-unit R rows over the whole series.")
     w.add_argument("--time-column", metavar="NAME",
                    help="CSV column of event times: epoch seconds or ISO 8601 (no zone: UTC); with --no-header, "
-                        "a 0-based index")
+                        "a 0-based index; with --log-format common|combined: timestamp")
     w.add_argument("--window", metavar="DURATION", help="window length, e.g. 1h, 15min, 90s")
     w.add_argument("--start", metavar="TIME",
                    help="the first window is the one containing TIME (ISO 8601 or epoch seconds; required "
@@ -555,6 +572,39 @@ def _docs_hint():
 # ---------------------------------------------------------------------------------------------
 
 
+class _LogHandler(logging.StreamHandler):
+    """The command line's handler of the 'dpsketch' logger: stderr as it is when a record is
+    written (a test's captured stderr too)."""
+
+    def __init__(self):
+        super().__init__(sys.stderr)
+
+    def emit(self, record):
+        self.stream = sys.stderr
+        super().emit(record)
+
+
+def _configure_logging(verbose: int) -> None:
+    """The 'dpsketch' logger for one run: silent below warnings unless -v (info) or -vv (debug), one
+    line a record, 'dpsketch: info: ...'. The library logs through it and never adds handlers."""
+    logger = logging.getLogger(PROG)
+    for h in [h for h in logger.handlers if isinstance(h, _LogHandler)]:
+        logger.removeHandler(h)
+    level = logging.WARNING if not verbose else logging.INFO if verbose == 1 else logging.DEBUG
+    logger.setLevel(level)
+    if verbose:
+        handler = _LogHandler()
+        handler.setFormatter(_LowerLevel(f"{PROG}: %(levelname)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+
+
+class _LowerLevel(logging.Formatter):
+    def format(self, record):
+        record.levelname = record.levelname.lower()
+        return super().format(record)
+
+
 def main(argv=None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     if "numpy" not in sys.modules:
@@ -562,11 +612,13 @@ def main(argv=None) -> int:
         # on the cores the reading, splitting and updating threads need. Read when numpy loads.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = _build_parser()
+    release_written(reset=True)
     try:
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help(sys.stderr)
             return 2
+        _configure_logging(getattr(args, "verbose", 0))
         if getattr(args, "on_bad_line", "") is None:
             # a series released while reading (--follow) decides bad rows one by one, never stops on one
             args.on_bad_line = "skip" if getattr(args, "follow", False) else "error"
@@ -582,6 +634,10 @@ def main(argv=None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        if release_written():
+            # the release is on stdout, whole, and its budget spent: the run did what it was for
+            print(f"{PROG}: interrupted after the release was written (it is complete)", file=sys.stderr)
+            return 0
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..io import input as _input
 from ..io.input import RunError, UsageError, display, first_line
-from ..io.output import Column, Output, Progress, caps, document, json_default, label, num, totals, value_text
+from ..io.output import (Column, Output, Progress, caps, display_width, document, json_default, label, num, pad,
+                         totals, value_text)
 from ..routes import PARAMETERS, heavy_hitters_route, quantiles_route, refusals
 from . import DEFAULT_K, DEFAULT_TOP, DEMO_DEFAULT_K
 
@@ -61,7 +62,13 @@ def _source(args, *, keys=None, privacy_id=None, ids="auto"):
         chunk_size=args.chunk_size, max_line_bytes=args.max_line_length, on_bad_line=args.on_bad_line,
         # a position is a count of the rows before it: named only when the length is public
         name_positions=getattr(args, "public_length", False),
+        log_format=args.log_format, regex=args.regex, strip_query=args.strip_query,
     )
+
+
+def _log_input(args) -> bool:
+    """Are the input's lines log lines (--log-format or --regex)?"""
+    return getattr(args, "log_format", None) is not None or getattr(args, "regex", None) is not None
 
 
 def _checked(check):
@@ -96,13 +103,22 @@ def _rows_per_unit(args) -> int | None:
     return None
 
 
-def _show_progress(args):
-    # the bar counts items: shown with a private length only when asked for (--progress)
+def _show_progress(args, src=None):
+    """The progress bar: --progress forces it, --no-progress and --quiet hide it; by default it shows
+    when stderr is a terminal. With a private length (the default) it then shows only for a
+    regular file read by bytes (text, CSV, logs), where it moves through the file's size, which
+    ``ls`` shows too, and is erased when the run ends; on stdin or Parquet/Arrow it would count
+    items or rows, a count of the data, so it waits for --progress (docs/cli.md, Output)."""
     if args.quiet or args.no_progress:
         return False
-    if not getattr(args, "public_length", False):
-        return args.progress
-    return args.progress or _isatty(sys.stderr)
+    if args.progress:
+        return True
+    if not _isatty(sys.stderr):
+        return False
+    if getattr(args, "public_length", False):
+        return True
+    return (src is not None and src.path != "-" and src.format not in ("parquet", "arrow")
+            and os.path.isfile(src.path))
 
 
 def _warn_seed(args, out):
@@ -271,9 +287,9 @@ def top(args) -> int:
     if args.demo:
         if args.file is not None:
             raise UsageError("--demo reads the bundled retail stream; do not also give FILE")
-        for opt in ("format", "column", "delimiter"):
+        for opt in ("format", "column", "delimiter", "log_format", "regex"):
             if getattr(args, opt) is not None:
-                raise UsageError(f"--{opt} does not apply to --demo")
+                raise UsageError(f"{_option(opt)} does not apply to --demo")
     if args.k is None and args.top_k is None:
         args.k = DEMO_DEFAULT_K if args.demo else DEFAULT_K
     if args.algorithm != "spacesaving":
@@ -526,7 +542,7 @@ def _row_release(args, est, counts=None):
 
 def _feed(src, est, args):
     n = 0
-    progress = Progress(_show_progress(args), src.total, src.unit)
+    progress = Progress(_show_progress(args, src), src.total, src.unit)
     try:
         for batch in src.chunks(table_hashes=getattr(est, "_takes_table_hashes", False)):
             try:
@@ -662,7 +678,7 @@ def _top_windowed(args, out, route: str) -> int:
         start=args.start, end=args.end, origin=args.origin, clock="wall" if args.follow else "input",
         allowed_lateness=args.allowed_lateness or 0, length_epsilon=args.length_epsilon, seed=args.seed,
         budget=budget, max_rows_per_unit=rows_per_unit))
-    if args.format is None and _input.detect_format(args.file) != "parquet":
+    if args.format is None and not _log_input(args) and _input.detect_format(args.file) != "parquet":
         args.format = "csv"  # an event-time column: CSV whatever the file is called, stdin included
     budget_file.check()
     src = _open_input(args, out, privacy_id=args.privacy_id, ids=_unit_ids(args))
@@ -759,7 +775,7 @@ def _top_cumulative(args, out) -> int:
     cumulative = _checked(lambda: Cumulative(
         horizon=horizon, sketch="dyadic", universe_bits=64, width=width, depth=depth,
         rho=rho, delta=args.delta, schedule=args.schedule or "auto", seed=args.seed, budget=budget))
-    if args.format is None and _input.detect_format(args.file) != "parquet":
+    if args.format is None and not _log_input(args) and _input.detect_format(args.file) != "parquet":
         args.format = "csv"
     budget_file.check()
     src = _open_input(args, out, privacy_id=None, ids="auto")
@@ -843,9 +859,9 @@ def _print_window(out, writer, rel, top_n, source_desc, k, capacity, algorithm) 
 
 def _write_ranked(items) -> None:
     """The rows of a windowed or cumulative table: rank, item, noisy count."""
-    width = max([len(label(key)) for key, _ in items] + [4])
+    width = max([display_width(label(key)) for key, _ in items] + [4])  # terminal columns (CJK, emoji: 2)
     for rank, (key, v) in enumerate(items, 1):
-        sys.stdout.write(f"{rank:>6}  {label(key):<{width}}  {num(v)}\n")
+        sys.stdout.write(f"{rank:>6}  {pad(label(key), width)}  {num(v)}\n")
 
 
 # -- the user-level release (--privacy-id) ----------------------------------------------------------
@@ -889,7 +905,7 @@ def _top_units(args, out) -> int:
             raise RunError(f"release failed: {first_line(exc)}") from None
 
     rows = 0
-    progress = Progress(_show_progress(args), src.total, src.unit)
+    progress = Progress(_show_progress(args, src), src.total, src.unit)
     try:
         for keys, ids in src.pairs():
             coded(bounder.add_keys, keys)
@@ -977,7 +993,7 @@ def _top_units_bounded(args, out) -> int:
     budget_file.charge()
 
     rows = 0
-    progress = Progress(_show_progress(args), src.total, src.unit)
+    progress = Progress(_show_progress(args, src), src.total, src.unit)
     try:
         for keys, ids in src.pairs():
             stream.update(_input.column([keys], src.keys), _input.column([ids], src.ids))

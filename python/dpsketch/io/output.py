@@ -18,8 +18,10 @@ from typing import Any, Callable
 
 import numpy as np
 from ..errors import ParameterError
+from .options import _written, release_written  # noqa: F401 - re-exported
 
-__all__ = ["PROG", "Column", "Output", "num", "label", "json_default", "Progress", "totals", "caps"]
+__all__ = ["PROG", "Column", "Output", "num", "label", "json_default", "Progress", "totals", "caps",
+           "display_width", "pad", "release_written"]
 
 PROG = "dpsketch"
 
@@ -43,6 +45,30 @@ def label(key) -> str:
     """An item as a table cell: unprintable characters escaped, so one item stays on one line."""
     s = str(key)
     return s if s.isprintable() else repr(s)[1:-1]
+
+
+def display_width(text: str) -> int:
+    """The columns ``text`` takes on a terminal: 2 for East Asian wide and fullwidth characters
+    (CJK, most emoji), 0 for combining marks, variation selectors and format characters (a
+    zero-width joiner), 1 for the rest (``unicodedata``, no dependency). An emoji sequence joined
+    by U+200D is counted as its parts, as terminals without emoji fonts show it."""
+    import unicodedata
+
+    if text.isascii():
+        return len(text)
+    width = 0
+    for ch in text:
+        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width
+
+
+def pad(text: str, width: int, align: str = "<") -> str:
+    """``text`` padded with spaces to ``width`` terminal columns (:func:`display_width`), on the
+    right (``align`` '<') or on the left ('>')."""
+    fill = " " * max(0, width - display_width(text))
+    return fill + text if align == ">" else text + fill
 
 
 def json_default(o):
@@ -158,16 +184,20 @@ class Output:
                 w.writerow([c.csv_cell(v) for c, v in zip(columns, row)])
         else:
             cells = [[c.cell(v) for c, v in zip(columns, row)] for row in rows]
-            widths = [max([len(c.title)] + [len(r[j]) for r in cells]) for j, c in enumerate(columns)]
+            # terminal columns, not characters: a CJK item or an emoji takes two
+            widths = [max([display_width(c.title)] + [display_width(r[j]) for r in cells])
+                      for j, c in enumerate(columns)]
 
             def line(texts):
-                return "  ".join(f"{t:{c.align}{w}}" for t, c, w in zip(texts, columns, widths)).rstrip()
+                return "  ".join(pad(t, w, c.align) for t, c, w in zip(texts, columns, widths)).rstrip()
 
             out.write(line([c.title for c in columns]) + "\n")
             for r in cells:
                 out.write(line(r) + "\n")
             if not rows and empty is not None:
                 out.write(empty + "\n")
+        out.flush()
+        _written["release"] = True
 
 
 class Progress:
