@@ -14,6 +14,7 @@ import pytest
 
 import dpsketch
 from dpsketch import Budget
+from dpsketch.accounting.zcdp import cks20_epsilon, cks20_rho_for
 from dpsketch.errors import BudgetExceededError, ReleaseBudgetError
 from dpsketch import _seeds as seeds_mod
 
@@ -83,8 +84,10 @@ def test_rho_adds_and_converts_with_the_reserved_delta():
     dpsketch.PrivateCountMin(256, 4, epsilon=0.5, seed=3, budget=b)  # pure ε-DP: (0.5, 0)
     s = b.spent()
     assert s.rho == 0.75
-    conv = 0.75 + 2 * math.sqrt(0.75 * math.log(1e7))  # ρ + 2√(ρ ln(1/δ)), docs/algorithms.md §1
-    assert s.epsilon >= 0.5 + conv and s.epsilon == pytest.approx(0.5 + conv, rel=1e-14)
+    conv = cks20_epsilon(0.75, 1e-7)  # CKS20 (docs/accounting.md), below ρ + 2√(ρ ln(1/δ))
+    assert conv < 0.75 + 2 * math.sqrt(0.75 * math.log(1e7))
+    # the pure spend stays in basic composition: in the zCDP total it would cost more than 0.5
+    assert s.epsilon >= 0.5 + conv and s.epsilon == pytest.approx(0.5 + conv, rel=1e-12)
     assert s.delta == 1e-7  # the reserve, charged once
     assert [(e.mechanism, e.epsilon, e.rho) for e in b.ledger] == [
         ("PrivateCountMin", 0.0, 0.5), ("PrivateCountSketch", 0.0, 0.25), ("PrivateCountMin", 0.5, 0.0)
@@ -105,9 +108,11 @@ def test_mixing_rule_reserve_and_remaining_rho_is_tight():
     assert b.zcdp_delta == 5e-7
     b.spend("external", epsilon=1.0, delta=5e-7)
     r_left = b.remaining().rho
-    # ε left is 1.0, so the largest ρ solves ρ + 2√(ρ L) = 1 with L = ln(1/5e-7)
+    # ε left is 1.0, so the largest ρ is the CKS20 inverse at δ = 5e-7, above the classic
+    # ρ + 2√(ρ L) = 1 with L = ln(1/5e-7)
     L = math.log(1 / 5e-7)
-    assert r_left == pytest.approx((math.sqrt(L + 1) - math.sqrt(L)) ** 2, rel=1e-9)
+    assert r_left == pytest.approx(cks20_rho_for(1.0, 5e-7), rel=1e-9)
+    assert r_left > (math.sqrt(L + 1) - math.sqrt(L)) ** 2
     with pytest.raises(BudgetExceededError):
         b.spend("too much", rho=r_left * 1.0001)
     b.spend("fits", rho=r_left)
