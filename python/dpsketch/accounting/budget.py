@@ -41,6 +41,7 @@ from ..errors import ParameterError, ParameterTypeError
 from .._validation import Interval, validate_params
 
 if TYPE_CHECKING:
+    from .declared import DeclaredSeries
     from .ledger import FileBudget
 
 __all__ = ["Budget", "BudgetExceededError", "DisjointScope", "Spend", "PrivacyTotals", "Profile"]
@@ -423,6 +424,27 @@ class Budget:
         with self.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho, profile=profile):
             pass
 
+    def declare(self, name: str, releases, *, epsilon: float, delta: float) -> "DeclaredSeries":
+        """Declare a series before any of its releases (docs/accounting.md §Declared plans): the
+        releases (:class:`~dpsketch.accounting.declared.PlannedRelease`) are composed exactly with
+        privacy-loss distributions (needs ``dp_accounting``: ``pip install 'dpsketch[accounting]'``),
+        their noise calibrated so the whole series is (``epsilon``, ``delta``)-DP, and that (ε, δ)
+        is charged now, once, as one spend (refused, nothing charged, if it does not fit). Returns
+        the :class:`~dpsketch.accounting.declared.DeclaredSeries` to pass as ``budget=`` to each
+        release in order; a release outside the plan is refused.
+
+        :param name: a name for the plan in the ledger
+        :param releases: the declared releases, in order
+        :param epsilon: ε of the whole series
+        :param delta: δ of the whole series
+        """
+        from .declared import DeclaredSeries, calibrate_plan
+
+        plan = calibrate_plan(releases, float(epsilon), float(delta))
+        self.spend(f"declared plan {name} ({len(plan.profiles)} releases, composed by PLD)",
+                   profile=Profile("approx", epsilon=epsilon, delta=delta))
+        return DeclaredSeries(name, plan)
+
     def disjoint(self, mechanism: str, *, epsilon: Number, delta: Number = 0, part_epsilon: Optional[Number] = None,
                  part_delta: Optional[Number] = None) -> "DisjointScope":
         """Charge one (ε, δ)-DP spend now and return a :class:`DisjointScope` whose parts -- one
@@ -526,9 +548,14 @@ def charging(
     budget: Optional[Budget], mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0,
     profile: "Union[None, Profile, Sequence[Profile]]" = None,
 ) -> contextlib.AbstractContextManager[None]:
-    """``budget.charging(...)``, or a no-op when ``budget`` is None (the wiring in the releases)."""
+    """``budget.charging(...)``, or a no-op when ``budget`` is None (the wiring in the releases); a
+    :class:`~dpsketch.accounting.declared.DeclaredSeries` admits only its next declared release."""
     if budget is None:
         return contextlib.nullcontext()
+    from .declared import DeclaredSeries
+
+    if isinstance(budget, DeclaredSeries):
+        return budget.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho, profile=profile)
     if not isinstance(budget, Budget):
         raise ParameterTypeError(f"budget must be a dpsketch.Budget, got {type(budget).__name__}")
     return budget.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho, profile=profile)

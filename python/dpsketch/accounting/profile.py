@@ -8,9 +8,11 @@ runs its mechanism has two). Each part names its law:
 * ``"discrete_gaussian"``: ρ = Δ2²/(2σ²) (``rho``), plus an additive ``delta`` (thresholds,
   envelopes): approximate zCDP;
 * ``"zcdp"``: a generic ρ-zCDP spend (``rho``), plus an additive ``delta``;
-* ``"discrete_laplace"``: ε = Δ1/b (``epsilon``); ``sensitivity`` = Δ1 when one neighbour moves
-  a single coordinate by Δ1 (then its exact zCDP is computed from the privacy-loss law), None
-  otherwise (then ε²/2); an additive ``delta`` (thresholds, length bounds) makes it an (ε, δ) spend;
+* ``"discrete_laplace"``: ε = Δ1/b (``epsilon``); ``sensitivity`` = s and ``coordinates`` = k when
+  one neighbour moves k coordinates (each with its own DLap noise of scale b) by s each, so
+  Δ1 = k·s (then its exact zCDP, k times that of one coordinate at ε/k, is computed from the
+  privacy-loss law), None otherwise (then ε²/2); an additive ``delta`` (thresholds, length bounds)
+  makes it an (ε, δ) spend;
 * ``"bounded_range"``: an η-bounded-range selection (exponential mechanism, JointExp, recursive
   quantiles, Gumbel top-k) with ``eta`` = η (η-DP, and (η²/8)-zCDP);
 * ``"pure"``: a generic ε-DP spend (``epsilon``; (ε²/2)-zCDP);
@@ -28,7 +30,7 @@ from typing import Iterable, Optional, Tuple, Union
 from ..errors import ParameterError, ParameterTypeError
 from . import zcdp
 
-__all__ = ["Profile", "LAWS", "as_profile", "part_rho", "part_epsilon", "profile_totals", "profile_to_json",
+__all__ = ["Profile", "LAWS", "as_profile", "profile_record", "part_rho", "part_epsilon", "profile_totals", "profile_to_json",
            "profile_from_json"]
 
 LAWS = ("discrete_gaussian", "zcdp", "discrete_laplace", "bounded_range", "pure", "approx")
@@ -54,7 +56,9 @@ class Profile:
     :ivar delta: the additive δ of the part
     :ivar rho: ρ of a discrete Gaussian or zCDP part
     :ivar eta: η of a bounded-range part
-    :ivar sensitivity: Δ1 of a single-coordinate discrete Laplace part (None: ε²/2 is used)
+    :ivar sensitivity: the shift s of each coordinate a neighbour moves, for a discrete Laplace
+        part (None: the pattern is not stated, and ε²/2 is used)
+    :ivar coordinates: how many coordinates k a neighbour moves by ``sensitivity`` (Δ1 = k·s)
     """
 
     law: str
@@ -63,6 +67,7 @@ class Profile:
     rho: Fraction = Fraction(0)
     eta: Fraction = Fraction(0)
     sensitivity: Optional[int] = None
+    coordinates: int = 1
 
     def __post_init__(self) -> None:
         if self.law not in LAWS:
@@ -76,6 +81,10 @@ class Profile:
                 raise ParameterError("a profile's sensitivity is an integer >= 1 (or None)")
             if self.law != "discrete_laplace":
                 raise ParameterError("only a discrete_laplace profile takes sensitivity=")
+        if isinstance(self.coordinates, bool) or not isinstance(self.coordinates, int) or self.coordinates < 1:
+            raise ParameterError("a profile's coordinates is an integer >= 1")
+        if self.coordinates != 1 and self.sensitivity is None:
+            raise ParameterError("coordinates= goes with sensitivity= (the shift of each coordinate)")
         law = self.law
         if law in ("discrete_gaussian", "zcdp") and (self.epsilon or self.eta):
             raise ParameterError(f"a {law} profile states rho= (and an additive delta=), not epsilon/eta")
@@ -92,8 +101,8 @@ class Profile:
         return cls("discrete_gaussian", rho=rho, delta=delta)
 
     @classmethod
-    def discrete_laplace(cls, epsilon, delta=0, *, sensitivity: Optional[int] = None) -> "Profile":
-        return cls("discrete_laplace", epsilon=epsilon, delta=delta, sensitivity=sensitivity)
+    def discrete_laplace(cls, epsilon, delta=0, *, sensitivity: Optional[int] = None, coordinates: int = 1) -> "Profile":
+        return cls("discrete_laplace", epsilon=epsilon, delta=delta, sensitivity=sensitivity, coordinates=coordinates)
 
     @classmethod
     def bounded_range(cls, eta) -> "Profile":
@@ -108,6 +117,7 @@ class Profile:
                 d[name] = float(v)
         if self.sensitivity is not None:
             d["sensitivity"] = self.sensitivity
+            d["coordinates"] = self.coordinates
         zc = part_rho(self)
         d["zcdp_rho"] = None if zc is None else float(zc)
         return d
@@ -126,10 +136,13 @@ def part_epsilon(p: Profile) -> Fraction:
 
 
 @functools.lru_cache(maxsize=4096)
-def _dlap_rho(eps: Fraction, sensitivity: Optional[int]) -> Fraction:
+def _dlap_rho(eps: Fraction, sensitivity: Optional[int], coordinates: int) -> Fraction:
+    """k coordinates, each ε/k-DP DLap shifted by s: the Rényi divergences add over independent
+    coordinates, so the supremum of the sum is at most k times the per-coordinate supremum."""
     if sensitivity is None:
         return eps * eps / 2
-    return min(eps * eps / 2, Fraction(zcdp.dlaplace_zcdp(float(eps), sensitivity)))
+    per = Fraction(zcdp.dlaplace_zcdp(float(eps / coordinates), sensitivity))
+    return min(eps * eps / 2, coordinates * per)
 
 
 def part_rho(p: Profile) -> Optional[Fraction]:
@@ -142,7 +155,7 @@ def part_rho(p: Profile) -> Optional[Fraction]:
     if p.delta:
         return None
     if p.law == "discrete_laplace":
-        return _dlap_rho(p.epsilon, p.sensitivity) if p.epsilon else Fraction(0)
+        return _dlap_rho(p.epsilon, p.sensitivity, p.coordinates) if p.epsilon else Fraction(0)
     if p.law == "bounded_range":
         return p.eta * p.eta / 8
     if p.law == "pure" or p.law == "approx":  # an (ε, 0) spend is ε-DP
@@ -176,6 +189,12 @@ def profile_totals(parts: Profiles) -> Tuple[Fraction, Fraction, Fraction]:
             sum((p.rho for p in parts), Fraction(0)))
 
 
+def profile_record(parts) -> list:
+    """The ``privacy_profile`` a release's metadata carries: one plain dict per part."""
+    parts = (parts,) if isinstance(parts, Profile) else tuple(parts)
+    return [p.to_dict() for p in parts]
+
+
 def profile_to_json(parts: Profiles, routes, text) -> list:
     """The ledger file's form of a profile: exact fraction strings (``text``), and each part's
     route ("basic" or "zcdp") and the ρ it was charged in the zCDP total."""
@@ -185,6 +204,7 @@ def profile_to_json(parts: Profiles, routes, text) -> list:
         for name in ("epsilon", "delta", "rho", "eta"):
             d[name] = text(getattr(p, name))
         d["sensitivity"] = p.sensitivity
+        d["coordinates"] = p.coordinates
         d["charged_rho"] = text(charged_rho)
         out.append(d)
     return out
@@ -193,15 +213,15 @@ def profile_to_json(parts: Profiles, routes, text) -> list:
 def profile_from_json(items, exact) -> Tuple[Profiles, tuple]:
     """Inverse of :func:`profile_to_json`; ``exact`` parses a fraction string (raising on bad input)."""
     if not isinstance(items, list):
-        raise ValueError("profile is not a list")
+        raise ParameterError("profile is not a list")
     parts, routes = [], []
     for d in items:
         if not (isinstance(d, dict) and set(d) == {"law", "route", "epsilon", "delta", "rho", "eta", "sensitivity",
-                                                   "charged_rho"}):
-            raise ValueError("malformed profile part")
+                                                   "coordinates", "charged_rho"}):
+            raise ParameterError("malformed profile part")
         if d["route"] not in ("basic", "zcdp"):
-            raise ValueError("unknown route")
+            raise ParameterError("unknown route")
         parts.append(Profile(d["law"], epsilon=exact(d["epsilon"]), delta=exact(d["delta"]), rho=exact(d["rho"]),
-                             eta=exact(d["eta"]), sensitivity=d["sensitivity"]))
+                             eta=exact(d["eta"]), sensitivity=d["sensitivity"], coordinates=d["coordinates"]))
         routes.append((d["route"], exact(d["charged_rho"])))
     return tuple(parts), tuple(routes)

@@ -15,6 +15,8 @@ from typing import Tuple
 
 import numpy as np
 
+from ..errors import ParameterError
+
 __all__ = ["classic_epsilon", "cks20_epsilon", "cks20_delta", "cks20_rho_for", "dlaplace_renyi",
            "dlaplace_zcdp", "bounded_range_zcdp", "pure_zcdp", "gaussian_zcdp"]
 
@@ -28,14 +30,14 @@ def _up(x: float, rel: float = _SAFETY) -> float:
 def _check_rho(rho: float) -> float:
     r = float(rho)
     if not (math.isfinite(r) and r >= 0):
-        raise ValueError(f"rho must be a finite number >= 0, got {rho!r}")
+        raise ParameterError(f"rho must be a finite number >= 0, got {rho!r}")
     return r
 
 
 def _check_delta(delta: float) -> float:
     d = float(delta)
     if not 0 < d < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+        raise ParameterError(f"delta must be in (0, 1), got {delta!r}")
     return d
 
 
@@ -112,7 +114,7 @@ def cks20_delta(rho: float, epsilon: float) -> float:
     """
     r, e = _check_rho(rho), float(epsilon)
     if not (math.isfinite(e) and e >= 0):
-        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+        raise ParameterError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
     if r == 0:
         return 0.0
     hint = max(1 + 1e-9, (e + r) / (2 * r))  # the order that minimises the leading term
@@ -126,7 +128,7 @@ def cks20_rho_for(epsilon: float, delta: float) -> float:
     Guaranteed: ``cks20_epsilon(cks20_rho_for(e, d), d) <= e``."""
     e, d = float(epsilon), _check_delta(delta)
     if not (math.isfinite(e) and e > 0):
-        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+        raise ParameterError(f"epsilon must be a finite number > 0, got {epsilon!r}")
     lo = 0.0
     hi = e  # cks20_epsilon(ρ) >= ρ + ln(1 − 1/α) + ... > e for ρ well above e; grow if needed
     while cks20_epsilon(hi, d) <= e:
@@ -191,7 +193,7 @@ def dlaplace_renyi(alpha, epsilon: float, sensitivity: int = 1):
     a = np.asarray(alpha, dtype=np.float64)
     s = int(sensitivity)
     if s < 1:
-        raise ValueError("the sensitivity of a discrete Laplace profile is an integer >= 1")
+        raise ParameterError("the sensitivity of a discrete Laplace profile is an integer >= 1")
     lam = a - 1
     out = _dlap_log_mgf(np.atleast_1d(lam), float(epsilon) / s, s) / np.atleast_1d(lam)
     return out if a.ndim else float(out[0])
@@ -215,7 +217,7 @@ def dlaplace_zcdp(epsilon: float, sensitivity: int = 1, *, tolerance: float = 1e
     """
     e = float(epsilon)
     if not (math.isfinite(e) and e > 0):
-        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+        raise ParameterError(f"epsilon must be a finite number > 0, got {epsilon!r}")
     s = int(sensitivity)
     cap = pure_zcdp(e)
     A = max(1e3, 4 * e / (tolerance * cap))  # beyond A, D_α/α <= ε/A is far below the supremum
