@@ -394,7 +394,7 @@ class Budget:
         for a zCDP budget; with the ledger's profiles and routes."""
         with self._lock:
             e, d, r = self._totals(self._eps_sum, self._delta_sum, self._rho_sum)
-            view = {"basic_epsilon": float(self._eps_sum) if self._rho_cap is None else 0.0,
+            view: dict = {"basic_epsilon": float(self._eps_sum) if self._rho_cap is None else 0.0,
                     "additive_delta": float(self._delta_sum), "rho": float(self._rho_sum),
                     "zcdp_delta": self._zcdp_delta,
                     "conversion": "CKS20 (Canonne, Kamath, Steinke 2020)"}
@@ -442,7 +442,7 @@ class Budget:
 
         plan = calibrate_plan(releases, float(epsilon), float(delta))
         self.spend(f"declared plan {name} ({len(plan.profiles)} releases, composed by PLD)",
-                   profile=Profile("approx", epsilon=epsilon, delta=delta))
+                   profile=Profile("approx", epsilon=Fraction(float(epsilon)), delta=Fraction(float(delta))))
         return DeclaredSeries(name, plan)
 
     def disjoint(self, mechanism: str, *, epsilon: Number, delta: Number = 0, part_epsilon: Optional[Number] = None,

@@ -9,7 +9,9 @@ Budget, writes the new ledger to a temporary file in the same folder, fsyncs it 
 over the old one (``os.replace``), then releases the lock. A refused charge writes nothing.
 
 The file stores every value exactly, as a ``"numerator/denominator"`` string of the
-:class:`~fractions.Fraction` the accountant uses, together with a format version and the SHA-256
+:class:`~fractions.Fraction` the accountant uses -- since format version 2 with each entry's
+privacy profile, the route of each part and the ρ it was charged (docs/accounting.md §The budget
+file; version 1 files are read and upgraded on the next charge) -- together with a format version and the SHA-256
 of its canonical content (the JSON of every other field, keys sorted, no spaces). A file that is
 not valid JSON, of another version, with a wrong digest, a negative value or running totals that
 do not match its entries raises :class:`~dpsketch.errors.BudgetFileError`; it is never reset or
@@ -338,6 +340,7 @@ class FileBudget(Budget):
             entries.append((entry["mechanism"], e, d, r, parts, routes))
         # Replay the entries: the stored totals must be the sums of what each part was charged.
         sums = (Fraction(0), Fraction(0), Fraction(0))
+        charges = []
         for i, (_, e, d, r, parts, routes) in enumerate(entries):
             E, D, R = sums
             for p, (route, charged) in zip(parts, routes):
@@ -362,6 +365,7 @@ class FileBudget(Budget):
                 elif fresh.rho is not None:
                     E += part_epsilon(p)
                 R += charged
+            charges.append((float(E - sums[0]), float(D - sums[1]), float(R - sums[2])))
             sums = (E, D, R)
         stored_sums = tuple(self._exact(spent[n], f"spent {n}") for n in ("epsilon", "delta", "rho"))
         if stored_sums != sums:
@@ -376,7 +380,8 @@ class FileBudget(Budget):
             self._rho_cap, self._zcdp_delta = fresh.rho, fresh.zcdp_delta
             self._eps_sum, self._delta_sum, self._rho_sum = sums
             self._entries = entries
-            self._ledger = [Spend(m, float(e), float(d), float(r), parts, None) for m, e, d, r, parts, _ in entries]
+            self._ledger = [Spend(m, float(e), float(d), float(r), parts, ch)
+                            for (m, e, d, r, parts, _), ch in zip(entries, charges)]
 
     def _exact(self, text: Any, what: str) -> Fraction:
         if isinstance(text, str) and text.startswith("-"):

@@ -68,6 +68,7 @@ class _PrivateLinear(Publishable, KeyDispatch, Serialized, Summary):
         coordinates shift by 1 each (the budget composes its exact zCDP); under replace the
         pattern is left unstated (ε²/2)."""
         if self._epsilon is None:
+            assert self._rho is not None
             return Profile.discrete_gaussian(used_value(self._rho))
         if self._neighbours == "add_remove":
             return Profile.discrete_laplace(used_value(self._epsilon), sensitivity=1, coordinates=self._depth)
