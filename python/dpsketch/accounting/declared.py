@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Iterator, Optional, Sequence
 
-from ..errors import BudgetExceededError, ParameterError
+from ..errors import BudgetExceededError, MissingDependencyError, ParameterError
 from .profile import Profile, as_profile
 
 __all__ = ["PlannedRelease", "Plan", "DeclaredSeries", "calibrate_plan", "plan_epsilon"]
@@ -41,7 +41,7 @@ def _pld():
     try:
         from dp_accounting.pld import privacy_loss_distribution as pld
     except ImportError:  # pragma: no cover - the extra is installed in CI
-        raise ImportError("declared plans compose with Google's dp_accounting: pip install 'dpsketch[accounting]' "
+        raise MissingDependencyError("declared plans compose with Google's dp_accounting: pip install 'dpsketch[accounting]' "
                           "(the adaptive Budget does not need it)") from None
     return pld
 
@@ -56,6 +56,13 @@ class PlannedRelease:
       cells moved by ``sensitivity`` each; t is calibrated.
     * ``"approx"``: a generic (``epsilon``, ``delta``)-DP release (a thresholded one), fixed,
       composed by its optimal pessimistic PLD.
+
+    :param kind: "discrete_gaussian", "discrete_laplace" or "approx"
+    :param count: how many such releases
+    :param sensitivity: the shift of each cell one neighbour moves (an integer)
+    :param coordinates: how many cells one neighbour moves
+    :param epsilon: ε of an "approx" release
+    :param delta: δ of an "approx" release
     """
 
     kind: str
@@ -185,7 +192,11 @@ class DeclaredSeries:
     """The releases of a declared plan, charged once to the budget (:meth:`Budget.declare
     <dpsketch.Budget.declare>`). Pass it as ``budget=`` to each release of the series, in order:
     a release whose profile is not the next declared one, or one after the last, is refused
-    (:class:`BudgetExceededError`) before any noise is drawn."""
+    (:class:`BudgetExceededError`) before any noise is drawn.
+
+    :param name: the plan's name (in messages)
+    :param plan: the calibrated :class:`Plan`
+    """
 
     def __init__(self, name: str, plan: Plan) -> None:
         self.name, self.plan = name, plan
@@ -207,7 +218,14 @@ class DeclaredSeries:
     @contextlib.contextmanager
     def charging(self, mechanism: str, *, epsilon=0, delta=0, rho=0, profile=None) -> Iterator[None]:
         """Admit the release only if its profile is the next declared one (the plan's share was
-        charged when it was declared); count it as run if the body succeeds."""
+        charged when it was declared); count it as run if the body succeeds.
+
+        :param mechanism: the release's name (in messages)
+        :param epsilon: ε of a release that states no profile
+        :param delta: δ of a release that states no profile
+        :param rho: ρ of a release that states no profile
+        :param profile: the release's privacy profile
+        """
         parts = as_profile(Fraction(epsilon), Fraction(delta), Fraction(rho), profile)
         with self._lock:
             if self._next >= len(self.plan.profiles):

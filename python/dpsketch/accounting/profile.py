@@ -98,14 +98,30 @@ class Profile:
     # -- constructors ----------------------------------------------------------------------------
     @classmethod
     def discrete_gaussian(cls, rho, delta=0) -> "Profile":
+        """A discrete Gaussian part.
+
+        :param rho: ρ = Δ2²/(2σ²) as the mechanism uses it
+        :param delta: its additive δ (thresholds, envelopes)
+        """
         return cls("discrete_gaussian", rho=rho, delta=delta)
 
     @classmethod
     def discrete_laplace(cls, epsilon, delta=0, *, sensitivity: Optional[int] = None, coordinates: int = 1) -> "Profile":
+        """A discrete Laplace part.
+
+        :param epsilon: ε = Δ1/b as the mechanism uses it
+        :param delta: its additive δ (a thresholded release: basic composition only)
+        :param sensitivity: the shift of each cell one neighbour moves (None: not stated, ε²/2)
+        :param coordinates: how many cells one neighbour moves by ``sensitivity``
+        """
         return cls("discrete_laplace", epsilon=epsilon, delta=delta, sensitivity=sensitivity, coordinates=coordinates)
 
     @classmethod
     def bounded_range(cls, eta) -> "Profile":
+        """An η-bounded-range selection (exponential mechanism, JointExp, Gumbel top-k).
+
+        :param eta: η (the mechanism is η-DP and (η²/8)-zCDP)
+        """
         return cls("bounded_range", eta=eta)
 
     def to_dict(self) -> dict:
@@ -168,12 +184,12 @@ def as_profile(epsilon: Fraction, delta: Fraction, rho: Fraction,
     """The profile of a spend: ``profile`` as given (one part or several), or, when None, the
     generic profile of (ε, δ, ρ): an (ε, δ) part (a pure one when δ = 0) and a zCDP part."""
     if profile is None:
-        parts = []
+        generic: list = []
         if epsilon or (delta and not rho):
-            parts.append(Profile("pure", epsilon=epsilon) if not delta else Profile("approx", epsilon=epsilon, delta=delta))
+            generic.append(Profile("pure", epsilon=epsilon) if not delta else Profile("approx", epsilon=epsilon, delta=delta))
         if rho:
-            parts.append(Profile("zcdp", rho=rho, delta=delta if epsilon == 0 else 0))
-        return tuple(parts)
+            generic.append(Profile("zcdp", rho=rho, delta=delta if epsilon == 0 else Fraction(0)))
+        return tuple(generic)
     parts = (profile,) if isinstance(profile, Profile) else tuple(profile)
     for p in parts:
         if not isinstance(p, Profile):
