@@ -426,18 +426,25 @@ class FileBudget(Budget):
 
     def to_dict(self) -> dict:
         """The file's state as plain floats: ``path``, ``cap`` (epsilon, delta, zcdp_delta, rho),
-        ``spent`` and ``remaining`` (as :meth:`spent` and :meth:`remaining`), and ``ledger`` (one
-        dict per charge: mechanism, epsilon, delta, rho). The file itself holds the exact values."""
+        ``spent`` and ``remaining`` (as :meth:`spent` and :meth:`remaining`), ``composition`` (the
+        profile view: the ε composed by basic composition, the additive δ, the zCDP total and the
+        conversion) and ``ledger`` (one dict per charge: mechanism, epsilon, delta, rho, its
+        ``profile`` and what it was ``charged`` in each total). The file itself holds the exact values."""
         with self._lock:
             self._refresh()  # one read for all of it: the totals and the entries agree
             spent, left = super().spent(), super().remaining()
-            ledger = [{"mechanism": s.mechanism, "epsilon": s.epsilon, "delta": s.delta, "rho": s.rho}
+            ledger = [{"mechanism": s.mechanism, "epsilon": s.epsilon, "delta": s.delta, "rho": s.rho,
+                       "profile": [p.to_dict() for p in s.profile],
+                       "charged": None if s.charged is None else dict(zip(("epsilon", "delta", "rho"), s.charged))}
                       for s in self._ledger]
+            composed = {"basic_epsilon": float(self._eps_sum) if self._rho_cap is None else 0.0,
+                        "additive_delta": float(self._delta_sum), "rho": float(self._rho_sum),
+                        "conversion": "CKS20 (Canonne, Kamath, Steinke 2020)"}
         return {"path": self._path,
                 "cap": {"epsilon": self.epsilon, "delta": self.delta, "zcdp_delta": self.zcdp_delta, "rho": self.rho},
                 "spent": {"epsilon": spent.epsilon, "delta": spent.delta, "rho": spent.rho},
                 "remaining": {"epsilon": left.epsilon, "delta": left.delta, "rho": left.rho},
-                "ledger": ledger}
+                "composition": composed, "ledger": ledger}
 
     def _name(self) -> str:
         return f"the budget file {self._path!r}"
