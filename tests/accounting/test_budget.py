@@ -14,6 +14,7 @@ import pytest
 
 import dpsketch
 from dpsketch import Budget
+from dpsketch.accounting.zcdp import cks20_epsilon, cks20_rho_for, dlaplace_zcdp
 from dpsketch.errors import BudgetExceededError, ReleaseBudgetError
 from dpsketch import _seeds as seeds_mod
 
@@ -80,15 +81,23 @@ def test_rho_adds_and_converts_with_the_reserved_delta():
     b = Budget(10.0, 1e-6, zcdp_delta=1e-7)
     dpsketch.PrivateCountMin(256, 4, rho=0.5, seed=1, budget=b)
     dpsketch.PrivateCountSketch(256, 4, rho=0.25, seed=2, budget=b)
-    dpsketch.PrivateCountMin(256, 4, epsilon=0.5, seed=3, budget=b)  # pure ε-DP: (0.5, 0)
+    b.spend("external", epsilon=0.5)  # a generic pure ε-DP spend: (0.5, 0)
     s = b.spent()
     assert s.rho == 0.75
-    conv = 0.75 + 2 * math.sqrt(0.75 * math.log(1e7))  # ρ + 2√(ρ ln(1/δ)), docs/algorithms.md §1
-    assert s.epsilon >= 0.5 + conv and s.epsilon == pytest.approx(0.5 + conv, rel=1e-14)
+    conv = cks20_epsilon(0.75, 1e-7)  # CKS20 (docs/accounting.md), below ρ + 2√(ρ ln(1/δ))
+    assert conv < 0.75 + 2 * math.sqrt(0.75 * math.log(1e7))
+    # the pure spend stays in basic composition: in the zCDP total (ε²/2) it would cost more than 0.5
+    assert s.epsilon >= 0.5 + conv and s.epsilon == pytest.approx(0.5 + conv, rel=1e-12)
     assert s.delta == 1e-7  # the reserve, charged once
     assert [(e.mechanism, e.epsilon, e.rho) for e in b.ledger] == [
-        ("PrivateCountMin", 0.0, 0.5), ("PrivateCountSketch", 0.0, 0.25), ("PrivateCountMin", 0.5, 0.0)
+        ("PrivateCountMin", 0.0, 0.5), ("PrivateCountSketch", 0.0, 0.25), ("external", 0.5, 0.0)
     ]
+    # a Laplace sketch states its profile (depth cells moved by 1): its exact zCDP is small enough
+    # that the zCDP total takes it for less ε than basic composition would
+    dpsketch.PrivateCountMin(256, 4, epsilon=0.5, seed=3, budget=b)
+    last = b.ledger[-1]
+    assert last.profile[0].law == "discrete_laplace" and last.charged[0] == 0 and 0 < last.charged[2] < 0.5 ** 2 / 2
+    assert b.spent().epsilon < s.epsilon + 0.5
 
 
 def test_rho_is_charged_as_used_rounded_down():
@@ -105,9 +114,11 @@ def test_mixing_rule_reserve_and_remaining_rho_is_tight():
     assert b.zcdp_delta == 5e-7
     b.spend("external", epsilon=1.0, delta=5e-7)
     r_left = b.remaining().rho
-    # ε left is 1.0, so the largest ρ solves ρ + 2√(ρ L) = 1 with L = ln(1/5e-7)
+    # ε left is 1.0, so the largest ρ is the CKS20 inverse at δ = 5e-7, above the classic
+    # ρ + 2√(ρ L) = 1 with L = ln(1/5e-7)
     L = math.log(1 / 5e-7)
-    assert r_left == pytest.approx((math.sqrt(L + 1) - math.sqrt(L)) ** 2, rel=1e-9)
+    assert r_left == pytest.approx(cks20_rho_for(1.0, 5e-7), rel=1e-9)
+    assert r_left > (math.sqrt(L + 1) - math.sqrt(L)) ** 2
     with pytest.raises(BudgetExceededError):
         b.spend("too much", rho=r_left * 1.0001)
     b.spend("fits", rho=r_left)
@@ -139,8 +150,11 @@ def test_pure_budget_refuses_rho_and_delta():
 
 def test_zcdp_budget_counts_pure_epsilon_as_half_epsilon_squared():
     b = Budget(rho=1.0)
-    dpsketch.PrivateCountSketch(64, 3, epsilon=1.0, budget=b)  # ε-DP ⇒ ε²/2-zCDP
+    b.spend("external", epsilon=1.0)  # a generic ε-DP spend ⇒ ε²/2-zCDP
     assert b.spent().rho == 0.5 and b.spent().epsilon is None
+    c = Budget(rho=1.0)
+    dpsketch.PrivateCountSketch(64, 3, epsilon=1.0, budget=c)  # its profile: 3 cells moved by 1 each
+    assert c.spent().rho == pytest.approx(3 * dlaplace_zcdp(1 / 3), rel=1e-9) and c.spent().rho < 0.5
     with pytest.raises(ValueError, match="delta"):
         _ss().release(epsilon=0.1, delta=1e-6, k=10, budget=b)
     dpsketch.PrivateCountMin(64, 3, rho=0.5, budget=b)

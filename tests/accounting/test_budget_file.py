@@ -150,10 +150,11 @@ def _damaged_cases():
 
     def over_cap(doc):
         doc["ledger"][0]["epsilon"] = "3/1"
+        doc["ledger"][0]["profile"][0]["epsilon"] = "3/1"
         doc["spent"]["epsilon"] = "3/1"
 
     def version(doc):
-        doc["version"] = 2
+        doc["version"] = 3
 
     def foreign(doc):
         doc["format"] = "something-else"
@@ -168,7 +169,7 @@ def _damaged_cases():
         ("negative entry, rehashed", negative, True, "negative"),
         ("totals not the entries' sums, rehashed", totals, True, "not the sums"),
         ("spends beyond the cap, rehashed", over_cap, True, "beyond its cap"),
-        ("unknown version", version, False, "version 2"),
+        ("unknown version", version, False, "version 3"),
         ("not a budget file", foreign, False, "not a dpsketch budget file"),
         ("not in lowest terms, rehashed", unreduced, True, "lowest terms"),
     ]

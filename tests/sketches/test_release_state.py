@@ -173,6 +173,8 @@ def test_seeded_objects_and_releases_are_labelled():
 
 # ---------------------------------------------------------- release metadata ------------------
 def test_private_sketch_release_metadata():
+    from dpsketch.accounting.zcdp import cks20_epsilon
+
     p = d.PrivateCountMin(256, 5, rho=0.5, beta=0.01)
     pub = p.release(delta=1e-6).sketch
     m = pub.metadata
@@ -181,7 +183,9 @@ def test_private_sketch_release_metadata():
     assert m["noise"] == "discrete_gaussian" and m["noise_param"] == pytest.approx(sigma2)
     assert m["rho"] == pytest.approx(0.5) and m["l2_sensitivity_squared"] == 5
     assert m["shift"] == R.gaussian_cm_shift(sigma2, 5, 256, 0.01) and m["beta"] == 0.01
-    assert m["delta"] == 1e-6 and m["epsilon"] == pytest.approx(0.5 + 2 * math.sqrt(0.5 * math.log(1e6)))
+    # the CKS20 conversion (docs/accounting.md), below the classic ρ + 2√(ρ ln 1/δ)
+    assert m["delta"] == 1e-6 and m["epsilon"] == pytest.approx(cks20_epsilon(0.5, 1e-6))
+    assert m["epsilon"] < 0.5 + 2 * math.sqrt(0.5 * math.log(1e6))
     assert (m["width"], m["depth"], m["release_index"], m["published"]) == (256, 5, 1, True)
     assert m["assumes_public_length"] is False and m["reproducible_not_secret"] is False
     back = d.PrivateCountMin.from_bytes(pub.to_bytes()).metadata

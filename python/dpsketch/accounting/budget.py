@@ -4,14 +4,20 @@ A :class:`Budget` is an accountant: every private release given ``budget=`` asks
 refused with :class:`BudgetExceededError` -- before any noise is drawn and before the summary's
 release guard advances -- when the composed guarantee would exceed the cap.
 
-Two kinds of budget:
+Every spend carries a privacy profile (:class:`Profile`: its noise law and parameters, plus any
+additive δ); a spend given only as (ε, δ, ρ) has the generic profile of those numbers. Two kinds of
+budget (docs/accounting.md derives every rule):
 
-* ``Budget(epsilon, delta)``: an (ε, δ)-DP cap. (ε, δ) spends add (basic composition). ρ-zCDP
-  spends add up to a zCDP total R, which is converted once, with a δ share ``zcdp_delta`` reserved
-  at construction (default δ/2), to (R + 2·sqrt(R·ln(1/zcdp_delta)), zcdp_delta)-DP; the reserve is
-  charged from the first ρ spend on. The spent guarantee is the sum of both parts.
-* ``Budget(rho=R)``: a zCDP cap. ρ spends add; a pure ε-DP spend counts as ε²/2 (ε-DP implies
-  (ε²/2)-zCDP); spends with δ > 0 cannot be expressed in zCDP and are refused.
+* ``Budget(epsilon, delta)``: an (ε, δ)-DP cap. Generic (ε, δ) spends add (basic composition).
+  Gaussian/ρ-zCDP spends add to a zCDP total R (their additive δ to the δ total), converted once,
+  with a δ share ``zcdp_delta`` reserved at construction (default δ/2), by the CKS20 conversion
+  (:func:`~dpsketch.accounting.zcdp.cks20_epsilon`); the reserve is charged from the first ρ spend
+  on. A pure spend (discrete Laplace, bounded-range, generic pure ε) enters basic composition,
+  or the zCDP total at its exact zCDP when a zCDP total already exists and that costs no more ε
+  at that point than basic composition would: a rule that reads only the declared parameters.
+* ``Budget(rho=R)``: a zCDP cap. ρ spends add; a pure spend counts at the exact zCDP of its
+  profile (discrete Laplace: computed from its privacy-loss law; bounded range η: η²/8; generic
+  pure ε: ε²/2); spends with δ > 0 cannot be expressed in zCDP and are refused.
 
 Totals are kept as exact fractions of the charged values. The ε (and ρ) charged is what the
 mechanism actually uses: the requested value rounded down to a multiple of 2^-32 (§1).
@@ -25,17 +31,20 @@ import os
 import threading
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence, Union
 
-from .calibration import used_value, zcdp_epsilon, zcdp_rho_for
+from .calibration import used_value
+from .profile import Profile, as_profile, part_epsilon, part_rho, profile_totals
+from .zcdp import cks20_epsilon, cks20_rho_for
 from ..errors import BudgetExceededError, ReleaseBudgetError  # noqa: F401  (re-exported)
 from ..errors import ParameterError, ParameterTypeError
 from .._validation import Interval, validate_params
 
 if TYPE_CHECKING:
+    from .declared import DeclaredSeries
     from .ledger import FileBudget
 
-__all__ = ["Budget", "BudgetExceededError", "DisjointScope", "Spend", "PrivacyTotals"]
+__all__ = ["Budget", "BudgetExceededError", "DisjointScope", "Spend", "PrivacyTotals", "Profile"]
 
 Number = Union[int, float, Fraction]
 
@@ -51,12 +60,18 @@ class Spend:
     :ivar epsilon: ε charged (0 for a zCDP charge)
     :ivar delta: δ charged
     :ivar rho: ρ charged (0 for an (ε, δ) charge)
+    :ivar profile: the spend's privacy profile, one :class:`Profile` per part (a spend recorded
+        without one has the generic profile of its (ε, δ, ρ))
+    :ivar charged: how the accountant composed it: (ε by basic composition, δ, ρ in the zCDP
+        total); a pure part routed to the zCDP total shows there at its exact zCDP
     """
 
     mechanism: str
     epsilon: float
     delta: float
     rho: float
+    profile: tuple = ()
+    charged: Optional[tuple] = None
 
 
 @dataclass(frozen=True)
@@ -207,7 +222,7 @@ class Budget:
         if rho == 0:
             return eps, dlt, rho
         assert self._zcdp_delta is not None
-        return eps + _up(zcdp_epsilon(float(rho), self._zcdp_delta)), dlt + Fraction(self._zcdp_delta), rho
+        return eps + _up(cks20_epsilon(float(rho), self._zcdp_delta)), dlt + Fraction(self._zcdp_delta), rho
 
     def _fits(self, eps: Fraction, dlt: Fraction, rho: Fraction) -> bool:
         e, d, r = self._totals(eps, dlt, rho)
@@ -238,14 +253,15 @@ class Budget:
             return PrivacyTotals(eps_left, delta_left, self._rho_left())
 
     def _rho_left(self) -> float:
-        """Largest extra ρ that still fits: R + 2·sqrt(R·L) <= E solves to R = (sqrt(L + E) − sqrt(L))²."""
+        """Largest extra ρ that still fits: the CKS20 inverse of the ε left, stepped down until the
+        exact check accepts it."""
         if self._zcdp_delta is None:
             return 0.0
         assert self._epsilon_cap is not None
         e_left = float(Fraction(self._epsilon_cap) - self._eps_sum)
         if e_left <= 0 or not self._fits(self._eps_sum, self._delta_sum, self._rho_sum + Fraction(2**-60)):
             return 0.0
-        extra = float(Fraction(zcdp_rho_for(e_left, self._zcdp_delta)) - self._rho_sum)
+        extra = float(Fraction(cks20_rho_for(e_left, self._zcdp_delta)) - self._rho_sum)
         for _ in range(64):  # float error: step down until the exact check accepts it
             if extra <= 0:
                 return 0.0
@@ -257,7 +273,8 @@ class Budget:
     # -- spending ---------------------------------------------------------------------------------
     @contextlib.contextmanager
     def charging(
-        self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0
+        self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0,
+        profile: "Union[None, Profile, Sequence[Profile]]" = None,
     ) -> Iterator[None]:
         """Check the spend (raising :class:`BudgetExceededError` if it does not fit), run the body
         holding the budget's lock, and record the spend only if the body succeeds. Releases draw
@@ -267,24 +284,42 @@ class Budget:
         :param epsilon: ε of the charge
         :param delta: δ of the charge
         :param rho: ρ of a zCDP charge instead of (ε, δ)
+        :param profile: the spend's privacy profile (a :class:`Profile` or a sequence of parts),
+            which the accountant composes instead of the bare (ε, δ, ρ) (docs/accounting.md)
         """
-        eps, dlt, r = (self._amount(n, v) for n, v in (("epsilon", epsilon), ("delta", delta), ("rho", rho)))
+        eps, dlt, r, parts = self._request(epsilon, delta, rho, profile)
         with self._charge_scope():
-            new = self._admit(mechanism, eps, dlt, r)
+            new, routes, charged = self._admit(mechanism, parts)
             yield
-            self._commit(mechanism, new, eps, dlt, r)
+            self._commit(mechanism, new, eps, dlt, r, parts, routes, charged)
 
-    def check(self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0) -> None:
+    def check(self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0,
+              profile: "Union[None, Profile, Sequence[Profile]]" = None) -> None:
         """Raise :class:`BudgetExceededError` if the spend would not fit now; records nothing.
 
         :param mechanism: a name for the charge in the ledger
         :param epsilon: ε of the spend to test
         :param delta: δ of the spend to test
         :param rho: ρ of a zCDP spend to test
+        :param profile: the spend's privacy profile (as in :meth:`charging`)
         """
-        eps, dlt, r = (self._amount(n, v) for n, v in (("epsilon", epsilon), ("delta", delta), ("rho", rho)))
+        _, _, _, parts = self._request(epsilon, delta, rho, profile)
         with self._charge_scope():
-            self._admit(mechanism, eps, dlt, r)
+            self._admit(mechanism, parts)
+
+    def _request(self, epsilon, delta, rho, profile):
+        """(ε, δ, ρ, profile parts) of a spend: the profile as given, or the generic one of the
+        numbers; with a profile, the numbers default to the profile's own totals."""
+        eps, dlt, r = (self._amount(n, v) for n, v in (("epsilon", epsilon), ("delta", delta), ("rho", rho)))
+        parts = as_profile(eps, dlt, r, profile)
+        if profile is not None:
+            totals = profile_totals(parts)
+            if (eps or dlt or r) and (eps, dlt, r) != totals:
+                raise ParameterError(
+                    f"the profile spends (epsilon={float(totals[0]):.6g}, delta={float(totals[1]):.6g}, "
+                    f"rho={float(totals[2]):.6g}), not the epsilon/delta/rho given; pass the profile alone")
+            eps, dlt, r = totals
+        return eps, dlt, r, parts
 
     @contextlib.contextmanager
     def _charge_scope(self) -> Iterator[None]:
@@ -293,40 +328,88 @@ class Budget:
         with self._lock:
             yield
 
-    def _admit(self, mechanism: str, eps: Fraction, dlt: Fraction, r: Fraction) -> tuple[Fraction, Fraction, Fraction]:
-        """The running sums after the spend, or :class:`BudgetExceededError` if it does not fit."""
-        if self._rho_cap is not None:
-            if dlt > 0:
-                raise ParameterError(
-                    f"{mechanism} spends delta > 0, which a zCDP budget (rho=) cannot account for; "
-                    "use Budget(epsilon, delta)"
-                )
-            new = (self._eps_sum + eps, self._delta_sum, self._rho_sum + r + eps * eps / 2)  # ε-DP ⇒ ε²/2-zCDP
-        else:
-            if r > 0 and self._zcdp_delta is None:
-                raise BudgetExceededError(
-                    f"{mechanism} spends rho-zCDP, which needs a delta share to convert to (ε, δ)-DP; "
-                    "build the budget with delta > 0 (and optionally zcdp_delta=)"
-                )
-            new = (self._eps_sum + eps, self._delta_sum + dlt, self._rho_sum + r)
+    def _route(self, mechanism: str, parts, sums):
+        """Compose ``parts`` onto the running sums (basic ε, δ, ρ): (new sums, one route per part,
+        the (ε, δ, ρ) charged). The routing rule (docs/accounting.md §The adaptive filter) reads
+        only the declared parameters and the running sums, which are themselves functions of
+        earlier declared parameters -- never of an output."""
+        E, D, R = sums
+        E0, D0, R0 = sums
+        routes = []
+        for p in parts:
+            pr = part_rho(p)
+            if self._rho_cap is not None:  # zCDP budget: every part in ρ at its tightest zCDP
+                if p.delta > 0 or pr is None:
+                    raise ParameterError(
+                        f"{mechanism} spends delta > 0, which a zCDP budget (rho=) cannot account for; "
+                        "use Budget(epsilon, delta)"
+                    )
+                E, R = E + part_epsilon(p), R + pr  # E: the pure ε declared (information only)
+                routes.append(("zcdp", pr))
+                continue
+            if p.law in ("discrete_gaussian", "zcdp"):
+                if p.rho > 0 and self._zcdp_delta is None:
+                    raise BudgetExceededError(
+                        f"{mechanism} spends rho-zCDP, which needs a delta share to convert to (ε, δ)-DP; "
+                        "build the budget with delta > 0 (and optionally zcdp_delta=)"
+                    )
+                R, D = R + p.rho, D + p.delta
+                routes.append(("zcdp", p.rho))
+                continue
+            pe = part_epsilon(p)
+            if pr is not None and R > 0 and pe > 0 and self._zcdp_delta is not None:
+                zd = self._zcdp_delta
+                marginal = cks20_epsilon(float(R + pr), zd) - cks20_epsilon(float(R), zd)
+                if marginal <= float(pe):  # the zCDP total takes it for no more ε than basic composition
+                    R = R + pr
+                    routes.append(("zcdp", pr))
+                    continue
+            E, D = E + pe, D + p.delta
+            routes.append(("basic", Fraction(0)))
+        return (E, D, R), tuple(routes), (E - E0, D - D0, R - R0)
+
+    def _admit(self, mechanism: str, parts):
+        """The running sums after the spend (with its routes and charges), or
+        :class:`BudgetExceededError` if it does not fit."""
+        new, routes, charged = self._route(mechanism, parts, (self._eps_sum, self._delta_sum, self._rho_sum))
         if not self._fits(*new):
             left = self.remaining()
+            eps, dlt, r = profile_totals(parts)
             raise BudgetExceededError(
                 f"{mechanism} would spend (epsilon={float(eps):.6g}, delta={float(dlt):.6g}, rho={float(r):.6g}) "
                 f"but {self._name()} has {self._describe(left)} left; nothing was spent and no noise was drawn. "
                 "Lower the release's epsilon/delta/rho or use a larger Budget"
             )
-        return new
+        return new, routes, charged
 
-    def _commit(self, mechanism: str, new: tuple[Fraction, Fraction, Fraction], eps: Fraction, dlt: Fraction,
-                r: Fraction) -> None:
+    def _commit(self, mechanism: str, new, eps: Fraction, dlt: Fraction, r: Fraction, parts=(), routes=(),
+                charged=None) -> None:
         self._eps_sum, self._delta_sum, self._rho_sum = new
-        self._ledger.append(Spend(mechanism, float(eps), float(dlt), float(r)))
+        self._ledger.append(Spend(mechanism, float(eps), float(dlt), float(r), tuple(parts),
+                                  None if charged is None else tuple(float(c) for c in charged)))
+
+    def composition(self) -> dict:
+        """The profile view of the state: the ε composed by basic composition, the additive δ,
+        the zCDP total ρ, the conversion δ share and the (ε, δ) they give (by CKS20), or ρ alone
+        for a zCDP budget; with the ledger's profiles and routes."""
+        with self._lock:
+            e, d, r = self._totals(self._eps_sum, self._delta_sum, self._rho_sum)
+            view: dict = {"basic_epsilon": float(self._eps_sum) if self._rho_cap is None else 0.0,
+                    "additive_delta": float(self._delta_sum), "rho": float(self._rho_sum),
+                    "zcdp_delta": self._zcdp_delta,
+                    "conversion": "CKS20 (Canonne, Kamath, Steinke 2020)"}
+            if self._rho_cap is None:
+                view.update(epsilon=float(e), delta=float(d))
+            view["spends"] = [{"mechanism": s.mechanism, "profile": [p.to_dict() for p in s.profile],
+                               "charged": None if s.charged is None else
+                               dict(zip(("epsilon", "delta", "rho"), s.charged))} for s in self._ledger]
+            return view
 
     def _name(self) -> str:
         return "the budget"
 
-    def spend(self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0) -> None:
+    def spend(self, mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0,
+              profile: "Union[None, Profile, Sequence[Profile]]" = None) -> None:
         """Record a spend made outside dpsketch (values used as given, no rounding); raises
         :class:`BudgetExceededError` and records nothing if it does not fit.
 
@@ -334,11 +417,33 @@ class Budget:
         :param epsilon: ε of the spend
         :param delta: δ of the spend
         :param rho: ρ of a zCDP spend instead of (ε, δ)
+        :param profile: the spend's privacy profile (as in :meth:`charging`)
         """
         if not isinstance(mechanism, str):
             raise ParameterTypeError(f"mechanism must be a str, got {type(mechanism).__name__}")
-        with self.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho):
+        with self.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho, profile=profile):
             pass
+
+    def declare(self, name: str, releases, *, epsilon: float, delta: float) -> "DeclaredSeries":
+        """Declare a series before any of its releases (docs/accounting.md §Declared plans): the
+        releases (:class:`~dpsketch.accounting.declared.PlannedRelease`) are composed exactly with
+        privacy-loss distributions (needs ``dp_accounting``: ``pip install 'dpsketch[accounting]'``),
+        their noise calibrated so the whole series is (``epsilon``, ``delta``)-DP, and that (ε, δ)
+        is charged now, once, as one spend (refused, nothing charged, if it does not fit). Returns
+        the :class:`~dpsketch.accounting.declared.DeclaredSeries` to pass as ``budget=`` to each
+        release in order; a release outside the plan is refused.
+
+        :param name: a name for the plan in the ledger
+        :param releases: the declared releases, in order
+        :param epsilon: ε of the whole series
+        :param delta: δ of the whole series
+        """
+        from .declared import DeclaredSeries, calibrate_plan
+
+        plan = calibrate_plan(releases, float(epsilon), float(delta))
+        self.spend(f"declared plan {name} ({len(plan.profiles)} releases, composed by PLD)",
+                   profile=Profile("approx", epsilon=Fraction(float(epsilon)), delta=Fraction(float(delta))))
+        return DeclaredSeries(name, plan)
 
     def disjoint(self, mechanism: str, *, epsilon: Number, delta: Number = 0, part_epsilon: Optional[Number] = None,
                  part_delta: Optional[Number] = None) -> "DisjointScope":
@@ -440,11 +545,17 @@ class DisjointScope:
 
 
 def charging(
-    budget: Optional[Budget], mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0
+    budget: Optional[Budget], mechanism: str, *, epsilon: Number = 0, delta: Number = 0, rho: Number = 0,
+    profile: "Union[None, Profile, Sequence[Profile]]" = None,
 ) -> contextlib.AbstractContextManager[None]:
-    """``budget.charging(...)``, or a no-op when ``budget`` is None (the wiring in the releases)."""
+    """``budget.charging(...)``, or a no-op when ``budget`` is None (the wiring in the releases); a
+    :class:`~dpsketch.accounting.declared.DeclaredSeries` admits only its next declared release."""
     if budget is None:
         return contextlib.nullcontext()
+    from .declared import DeclaredSeries
+
+    if isinstance(budget, DeclaredSeries):
+        return budget.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho, profile=profile)
     if not isinstance(budget, Budget):
         raise ParameterTypeError(f"budget must be a dpsketch.Budget, got {type(budget).__name__}")
-    return budget.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho)
+    return budget.charging(mechanism, epsilon=epsilon, delta=delta, rho=rho, profile=profile)

@@ -14,6 +14,7 @@ from fractions import Fraction
 from .. import _core
 from .._validation import check
 from ..errors import ParameterError, ParameterTypeError
+from .zcdp import cks20_epsilon, cks20_rho_for
 
 __all__ = ["PRIVACY_UNIT", "Guarantee", "calibrate", "cell_sensitivities", "check_privacy_params", "make_length",
            "dgauss_tail_gt", "noise_guarantee", "privacy_record", "unit_cell_sensitivities", "unit_group_guarantee",
@@ -76,17 +77,18 @@ def split_over_parts(total: float, parts: int, *, what: str = "the budget", part
 
 
 def zcdp_epsilon(rho: float, delta: float) -> float:
-    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP: ρ + 2·sqrt(ρ·ln(1/δ)) (docs/algorithms.md §1).
+    """ε of the (ε, δ)-DP guarantee implied by ρ-zCDP, by the CKS20 conversion (Canonne, Kamath &
+    Steinke 2020; docs/accounting.md §Conversion): never above the classic ρ + 2·sqrt(ρ·ln(1/δ)).
 
     :param rho: ρ of the ρ-zCDP guarantee
     :param delta: δ of the (ε, δ)-DP guarantee asked for, in (0, 1)
     """
-    return _R.zcdp_epsilon(float(rho), float(delta))
+    return cks20_epsilon(float(rho), float(delta))
 
 
 def zcdp_rho_for(epsilon: float, delta: float) -> float:
-    """The largest ρ whose ρ-zCDP implies (ε, δ)-DP: the inverse of :func:`zcdp_epsilon`."""
-    return _R.zcdp_rho_for(float(epsilon), float(delta))
+    """The largest ρ whose ρ-zCDP implies (ε, δ)-DP by CKS20: the inverse of :func:`zcdp_epsilon`."""
+    return cks20_rho_for(float(epsilon), float(delta))
 
 
 def calibrate(epsilon, delta, need, *, public_length=False, length_epsilon=None, length_delta=None) -> dict:

@@ -9,7 +9,9 @@ Budget, writes the new ledger to a temporary file in the same folder, fsyncs it 
 over the old one (``os.replace``), then releases the lock. A refused charge writes nothing.
 
 The file stores every value exactly, as a ``"numerator/denominator"`` string of the
-:class:`~fractions.Fraction` the accountant uses, together with a format version and the SHA-256
+:class:`~fractions.Fraction` the accountant uses -- since format version 2 with each entry's
+privacy profile, the route of each part and the ρ it was charged (docs/accounting.md §The budget
+file; version 1 files are read and upgraded on the next charge) -- together with a format version and the SHA-256
 of its canonical content (the JSON of every other field, keys sorted, no spaces). A file that is
 not valid JSON, of another version, with a wrong digest, a negative value or running totals that
 do not match its entries raises :class:`~dpsketch.errors.BudgetFileError`; it is never reset or
@@ -38,6 +40,7 @@ from fractions import Fraction
 from typing import Any, Iterator, Optional, Tuple, Union
 
 from .budget import Budget, PrivacyTotals, Spend
+from .profile import as_profile, part_epsilon, part_rho, profile_from_json, profile_to_json, profile_totals
 from ..errors import BudgetFileError, ParameterTypeError, StateError
 
 try:
@@ -48,15 +51,19 @@ except ImportError:  # Windows
 __all__ = ["FileBudget", "BudgetFileError", "FORMAT", "VERSION"]
 
 FORMAT = "dpsketch-budget"
-VERSION = 1
+VERSION = 2  # 2: every entry carries its privacy profile and routes; version 1 files are read too
+READABLE = (1, 2)
 _FRACTION = re.compile(r"(0|[1-9][0-9]*)/([1-9][0-9]*)")
 _KEYS = {"format", "version", "cap", "spent", "ledger", "sha256"}
 _CAP_KEYS = {"epsilon", "delta", "zcdp_delta", "rho"}
 _SUM_KEYS = {"epsilon", "delta", "rho"}
-_ENTRY_KEYS = {"mechanism", "epsilon", "delta", "rho"}
+_ENTRY_KEYS_V1 = {"mechanism", "epsilon", "delta", "rho"}
+_ENTRY_KEYS = _ENTRY_KEYS_V1 | {"profile"}
 
 PathLike = Union[str, "os.PathLike[str]"]
 Entry = Tuple[str, Fraction, Fraction, Fraction]  # one charge: mechanism, ε, δ, ρ
+# one charge as stored: mechanism, ε, δ, ρ, the profile parts, one (route, ρ charged) per part
+Record = Tuple[str, Fraction, Fraction, Fraction, tuple, tuple]
 
 
 def _fraction_text(x: Fraction) -> str:
@@ -84,7 +91,7 @@ class FileBudget(Budget):
 
     _path: str
     _held: bool  # this thread is inside a charge (holds the file lock, state just read)
-    _entries: list[Entry]
+    _entries: list[Record]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise ParameterTypeError("a FileBudget comes from FileBudget.open(path, ...) or Budget.open(path, ...), "
@@ -197,11 +204,11 @@ class FileBudget(Budget):
                 finally:
                     self._held = False
 
-    def _commit(self, mechanism, new, eps, dlt, r) -> None:
-        entries = self._entries + [(mechanism, eps, dlt, r)]
+    def _commit(self, mechanism, new, eps, dlt, r, parts=(), routes=(), charged=None) -> None:
+        entries = self._entries + [(mechanism, eps, dlt, r, tuple(parts), tuple(routes))]
         self._write(entries, new)  # the file first: a failed write records nothing
         self._entries = entries
-        super()._commit(mechanism, new, eps, dlt, r)
+        super()._commit(mechanism, new, eps, dlt, r, parts, routes, charged)
 
     def _content(self, entries, sums) -> dict:
         def cap(v):
@@ -214,7 +221,8 @@ class FileBudget(Budget):
                     "zcdp_delta": cap(self._zcdp_delta), "rho": cap(self._rho_cap)},
             "spent": {name: _fraction_text(v) for name, v in zip(("epsilon", "delta", "rho"), sums)},
             "ledger": [{"mechanism": m, "epsilon": _fraction_text(e), "delta": _fraction_text(d),
-                        "rho": _fraction_text(r)} for m, e, d, r in entries],
+                        "rho": _fraction_text(r), "profile": profile_to_json(parts, routes, _fraction_text)}
+                       for m, e, d, r, parts, routes in entries],
         }
 
     def _write(self, entries=None, sums=None) -> None:
@@ -284,7 +292,7 @@ class FileBudget(Budget):
             raise self._bad("is not valid JSON (truncated or damaged)") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise self._bad(f"is not a dpsketch budget file (no \"format\": \"{FORMAT}\")")
-        if type(doc.get("version")) is not int or doc["version"] != VERSION:
+        if type(doc.get("version")) is not int or doc["version"] not in READABLE:
             raise self._bad(f"has format version {doc.get('version')!r}; this dpsketch reads version {VERSION} "
                             "(a newer dpsketch may have written it: use that one)")
         if set(doc) != _KEYS:
@@ -310,23 +318,55 @@ class FileBudget(Budget):
             raise self._bad(f"has caps no budget can have ({exc})") from None
         if fresh.zcdp_delta != (None if caps["zcdp_delta"] is None else float(caps["zcdp_delta"])):
             raise self._bad("has a zcdp_delta cap that does not go with its delta cap")
-        entries: list[Entry] = []
+        entries: list[Record] = []
+        keys = _ENTRY_KEYS if doc["version"] >= 2 else _ENTRY_KEYS_V1
         for i, entry in enumerate(ledger):
-            if not (isinstance(entry, dict) and set(entry) == _ENTRY_KEYS and isinstance(entry["mechanism"], str)):
+            if not (isinstance(entry, dict) and set(entry) == keys and isinstance(entry["mechanism"], str)):
                 raise self._bad(f"has a malformed ledger entry (number {i + 1})")
             e, d, r = (self._exact(entry[n], f"ledger entry {i + 1} {n}") for n in ("epsilon", "delta", "rho"))
-            entries.append((entry["mechanism"], e, d, r))
-        # Replay the entries with the accountant's own arithmetic: the stored totals must be theirs.
+            if "profile" in entry:
+                try:
+                    parts, routes = profile_from_json(entry["profile"], lambda t: self._exact(t, f"ledger entry {i + 1} profile"))
+                except (ValueError, TypeError) as exc:
+                    if isinstance(exc, BudgetFileError):
+                        raise
+                    raise self._bad(f"has a malformed profile in ledger entry {i + 1}") from None
+                if profile_totals(parts) != (e, d, r):
+                    raise self._bad(f"has a ledger entry (number {i + 1}) whose profile does not match its amounts")
+            else:  # version 1: the generic profile of (ε, δ, ρ), routed as version 1 composed it
+                parts = as_profile(e, d, r, None)
+                routes = tuple(("zcdp", part_rho(p)) if fresh.rho is not None or p.law == "zcdp" else ("basic", Fraction(0))
+                               for p in parts)
+            entries.append((entry["mechanism"], e, d, r, parts, routes))
+        # Replay the entries: the stored totals must be the sums of what each part was charged.
         sums = (Fraction(0), Fraction(0), Fraction(0))
-        for i, (_, e, d, r) in enumerate(entries):
-            if fresh.rho is not None:
-                if d > 0:
-                    raise self._bad(f"records a delta > 0 spend (entry {i + 1}) in a zCDP budget")
-                sums = (sums[0] + e, sums[1], sums[2] + r + e * e / 2)
-            else:
-                if r > 0 and fresh.zcdp_delta is None:
+        charges = []
+        for i, (_, e, d, r, parts, routes) in enumerate(entries):
+            E, D, R = sums
+            for p, (route, charged) in zip(parts, routes):
+                gaussian = p.law in ("discrete_gaussian", "zcdp")
+                if fresh.rho is not None:
+                    if p.delta > 0:
+                        raise self._bad(f"records a delta > 0 spend (entry {i + 1}) in a zCDP budget")
+                    if route != "zcdp":
+                        raise self._bad(f"records a part composed outside the zCDP total (entry {i + 1}) in a zCDP budget")
+                elif gaussian and p.rho > 0 and fresh.zcdp_delta is None:
                     raise self._bad(f"records a rho spend (entry {i + 1}) in a budget without a zCDP delta share")
-                sums = (sums[0] + e, sums[1] + d, sums[2] + r)
+                if route == "basic":
+                    if gaussian:
+                        raise self._bad(f"records a zCDP part composed by basic composition (entry {i + 1})")
+                    E, D = E + part_epsilon(p), D + p.delta
+                    continue
+                least = part_rho(p)
+                if least is None or charged < least * (1 - Fraction(1, 10**9)) or (gaussian and charged != p.rho):
+                    raise self._bad(f"records a part charged less than its zCDP (entry {i + 1})")
+                if gaussian:
+                    D += p.delta
+                elif fresh.rho is not None:
+                    E += part_epsilon(p)
+                R += charged
+            charges.append((float(E - sums[0]), float(D - sums[1]), float(R - sums[2])))
+            sums = (E, D, R)
         stored_sums = tuple(self._exact(spent[n], f"spent {n}") for n in ("epsilon", "delta", "rho"))
         if stored_sums != sums:
             raise self._bad("has totals that are not the sums of its ledger entries")
@@ -340,7 +380,8 @@ class FileBudget(Budget):
             self._rho_cap, self._zcdp_delta = fresh.rho, fresh.zcdp_delta
             self._eps_sum, self._delta_sum, self._rho_sum = sums
             self._entries = entries
-            self._ledger = [Spend(m, float(e), float(d), float(r)) for m, e, d, r in entries]
+            self._ledger = [Spend(m, float(e), float(d), float(r), parts, ch)
+                            for (m, e, d, r, parts, _), ch in zip(entries, charges)]
 
     def _exact(self, text: Any, what: str) -> Fraction:
         if isinstance(text, str) and text.startswith("-"):
@@ -381,22 +422,29 @@ class FileBudget(Budget):
         """Every spend recorded in the file as (mechanism, ε, δ, ρ), the amounts exact."""
         with self._lock:
             self._refresh()
-            return list(self._entries)
+            return [entry[:4] for entry in self._entries]
 
     def to_dict(self) -> dict:
         """The file's state as plain floats: ``path``, ``cap`` (epsilon, delta, zcdp_delta, rho),
-        ``spent`` and ``remaining`` (as :meth:`spent` and :meth:`remaining`), and ``ledger`` (one
-        dict per charge: mechanism, epsilon, delta, rho). The file itself holds the exact values."""
+        ``spent`` and ``remaining`` (as :meth:`spent` and :meth:`remaining`), ``composition`` (the
+        profile view: the ε composed by basic composition, the additive δ, the zCDP total and the
+        conversion) and ``ledger`` (one dict per charge: mechanism, epsilon, delta, rho, its
+        ``profile`` and what it was ``charged`` in each total). The file itself holds the exact values."""
         with self._lock:
             self._refresh()  # one read for all of it: the totals and the entries agree
             spent, left = super().spent(), super().remaining()
-            ledger = [{"mechanism": s.mechanism, "epsilon": s.epsilon, "delta": s.delta, "rho": s.rho}
+            ledger = [{"mechanism": s.mechanism, "epsilon": s.epsilon, "delta": s.delta, "rho": s.rho,
+                       "profile": [p.to_dict() for p in s.profile],
+                       "charged": None if s.charged is None else dict(zip(("epsilon", "delta", "rho"), s.charged))}
                       for s in self._ledger]
+            composed = {"basic_epsilon": float(self._eps_sum) if self._rho_cap is None else 0.0,
+                        "additive_delta": float(self._delta_sum), "rho": float(self._rho_sum),
+                        "conversion": "CKS20 (Canonne, Kamath, Steinke 2020)"}
         return {"path": self._path,
                 "cap": {"epsilon": self.epsilon, "delta": self.delta, "zcdp_delta": self.zcdp_delta, "rho": self.rho},
                 "spent": {"epsilon": spent.epsilon, "delta": spent.delta, "rho": spent.rho},
                 "remaining": {"epsilon": left.epsilon, "delta": left.delta, "rho": left.rho},
-                "ledger": ledger}
+                "composition": composed, "ledger": ledger}
 
     def _name(self) -> str:
         return f"the budget file {self._path!r}"

@@ -8,5 +8,6 @@ from . import _unit_pairs  # noqa: F401
 from . import _window_pairs  # noqa: F401
 from . import _cumulative_pairs  # noqa: F401
 from . import _quantile_pairs  # noqa: F401
+from . import _composed_pairs  # noqa: F401
 
 PAIRS = _pairs.PAIRS

@@ -11,6 +11,7 @@ from typing import Any, Callable
 from .. import _seeds
 from ..accounting.budget import charging
 from ..accounting.calibration import calibrate, make_length, used_value
+from ..accounting.profile import Profile, profile_record
 from ..errors import ParameterError
 from ..release import Release, build_release
 from .top_k import select_top_k
@@ -34,8 +35,11 @@ def release_counters(summary: Any, native_fn: Callable, mechanism: str, *, epsil
         cal = calibrate(epsilon, delta, need, public_length=public_length, length_epsilon=length_epsilon,
                         length_delta=length_delta)
         # The budget is charged the totals the release reports (ε as used, rounded down, §1).
-        with charging(budget, mechanism, epsilon=used_value(cal["epsilon_total"]), delta=cal["delta_total"]):
+        # DLap counts with thresholds: an (ε, δ) spend whose δ is additive (docs/accounting.md)
+        profile = Profile.discrete_laplace(used_value(cal["epsilon_total"]), cal["delta_total"])
+        with charging(budget, mechanism, profile=profile):
             extra = summary._guard.next(type(summary).__name__, allow_repeat)  # before any noise is drawn
+        extra["privacy_profile"] = profile_record(profile)
         rng, seeded = _seeds.rng(seed, "noise")
         length = make_length(cal, summary._impl.n, rng)
         raw = native_fn(summary._impl, cal["epsilon_mechanism"], cal["delta_mechanism"], k, length, rng)

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from .. import _core
 from ..accounting.budget import Budget, charging
+from ..accounting.profile import Profile
 from ..accounting.calibration import cell_sensitivities, noise_guarantee, used_value, zcdp_epsilon
 from ..sketches._base import KeyDispatch, Publishable, Serialized, Summary, locked
 from ..sketches._streams import streamed
@@ -57,9 +58,21 @@ class _PrivateLinear(Publishable, KeyDispatch, Serialized, Summary):
         self._reproducible_not_secret = self._seed is not None
         self._conversion_delta: float | None = None
         # Noise is drawn when the object is built (§4), so the budget is charged here, checked first.
-        with charging(budget, type(self).__name__, epsilon=0 if self._epsilon is None else used_value(self._epsilon),
-                      rho=0 if self._rho is None else used_value(self._rho)):
+        with charging(budget, type(self).__name__, profile=self.privacy_profile):
             super().__init__(key_type)
+
+    @property
+    def privacy_profile(self) -> Profile:
+        """The noise's privacy profile (docs/accounting.md): DGauss with ρ as used, or DLap with ε
+        as used; under add/remove one element moves one cell per row by 1, so ``depth``
+        coordinates shift by 1 each (the budget composes its exact zCDP); under replace the
+        pattern is left unstated (ε²/2)."""
+        if self._epsilon is None:
+            assert self._rho is not None
+            return Profile.discrete_gaussian(used_value(self._rho))
+        if self._neighbours == "add_remove":
+            return Profile.discrete_laplace(used_value(self._epsilon), sensitivity=1, coordinates=self._depth)
+        return Profile.discrete_laplace(used_value(self._epsilon))
 
     def _sensitivities(self):
         """(ℓ1, ℓ2²) of the cells (docs/privacy.md §4 and "Dyadic sketches (§6)"): add/remove one

@@ -31,6 +31,7 @@ import numpy as np
 from .. import _seeds
 from .._validation import check
 from ..accounting.budget import Budget, charging
+from ..accounting.profile import Profile, profile_record
 from ..accounting.calibration import PRIVACY_UNIT, check_privacy_params, used_value
 from ..errors import ParameterError, ParameterTypeError
 from ..release import Release
@@ -300,6 +301,23 @@ def check_params(qs, *, bounds, epsilon, method="auto", scale="linear", relative
     return levels, (lo, hi), eps, alpha
 
 
+def quantile_profile(method: str, eps_used, distinct_levels: int) -> tuple:
+    """The privacy profile of an in-memory quantile release (docs/accounting.md §Profiles): each
+    exponential-mechanism draw exp(ε'·u/(2Δu)) is ε'-bounded-range (Durfee & Rogers 2019), so
+    'exp' is m parts of η = ε/m, 'joint' (JointExp) one part of η = ε, and 'recursive' one part
+    of η = ε/L per recursion level (the level's draws act on disjoint sub-ranges of the data, so
+    one element changes one of them: the level is η-bounded-range)."""
+    from fractions import Fraction
+
+    eps = Fraction(eps_used)
+    if method == "exp":
+        return tuple(Profile.bounded_range(eps / distinct_levels) for _ in range(distinct_levels))
+    if method == "joint":
+        return (Profile.bounded_range(eps),)
+    levels = recursion_levels(distinct_levels)
+    return tuple(Profile.bounded_range(eps / levels) for _ in range(levels))
+
+
 def choose_method(method: str, distinct_levels: int) -> str:
     """The method that runs: ``method``, or for "auto" exp for one distinct level, joint up to
     :data:`JOINT_MAX_LEVELS`, recursive beyond. Reads only the number of levels, never the data."""
@@ -411,7 +429,8 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
         lo_m, hi_m = lo, hi
         xs = np.sort(np.clip(v, lo, hi))
 
-    with charging(budget, _MECHANISM[chosen], epsilon=used_value(eps)):
+    profile = quantile_profile(chosen, used_value(eps), m)
+    with charging(budget, _MECHANISM[chosen], profile=profile):
         rng, seeded = _seeds.rng(s, "quantiles")
         if integer:  # docs/privacy.md §In-memory quantiles, integer data: one jitter per value
             xs = np.sort(np.floor(xs) + np.array([_uniform(rng) for _ in range(len(xs))]))
@@ -456,6 +475,7 @@ def quantiles(values, qs, *, bounds, epsilon: float, method: str = "auto", scale
         "reproducible_not_secret": seeded,
     }
     meta.update(method_record(chosen, eps_used, m))
+    meta["privacy_profile"] = profile_record(profile)
     if scale == "log":
         meta.update(relative_accuracy=alpha, log_gamma=(1 + alpha) / (1 - alpha),
                     representative="2·γ^k/(γ + 1) of the bucket (γ^(k−1), γ^k] holding exp(answer)")
