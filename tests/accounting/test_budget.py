@@ -81,23 +81,27 @@ def test_rho_adds_and_converts_with_the_reserved_delta():
     b = Budget(10.0, 1e-6, zcdp_delta=1e-7)
     dpsketch.PrivateCountMin(256, 4, rho=0.5, seed=1, budget=b)
     dpsketch.PrivateCountSketch(256, 4, rho=0.25, seed=2, budget=b)
-    b.spend("external", epsilon=0.5)  # a generic pure ε-DP spend: (0.5, 0)
     s = b.spent()
     assert s.rho == 0.75
     conv = cks20_epsilon(0.75, 1e-7)  # CKS20 (docs/accounting.md), below ρ + 2√(ρ ln(1/δ))
     assert conv < 0.75 + 2 * math.sqrt(0.75 * math.log(1e7))
-    # the pure spend stays in basic composition: in the zCDP total (ε²/2) it would cost more than 0.5
-    assert s.epsilon >= 0.5 + conv and s.epsilon == pytest.approx(0.5 + conv, rel=1e-12)
+    assert s.epsilon == pytest.approx(conv, rel=1e-12) and s.epsilon >= conv
     assert s.delta == 1e-7  # the reserve, charged once
+    # the first spend was zCDP, so the budget composes in zCDP: a pure spend enters at its zCDP
+    b.spend("external", epsilon=0.5)  # a generic pure ε-DP spend: ε²/2
+    assert b.spent().rho == 0.75 + 0.125
     assert [(e.mechanism, e.epsilon, e.rho) for e in b.ledger] == [
         ("PrivateCountMin", 0.0, 0.5), ("PrivateCountSketch", 0.0, 0.25), ("external", 0.5, 0.0)
     ]
-    # a Laplace sketch states its profile (depth cells moved by 1): its exact zCDP is small enough
-    # that the zCDP total takes it for less ε than basic composition would
+    # a Laplace sketch states its profile (depth cells moved by 1): charged at its exact zCDP
     dpsketch.PrivateCountMin(256, 4, epsilon=0.5, seed=3, budget=b)
     last = b.ledger[-1]
     assert last.profile[0].law == "discrete_laplace" and last.charged[0] == 0 and 0 < last.charged[2] < 0.5 ** 2 / 2
-    assert b.spent().epsilon < s.epsilon + 0.5
+    # a generic (ε, δ) spend has no zCDP value: refused, nothing spent
+    before = b.spent()
+    with pytest.raises(BudgetExceededError, match="composes its spends in zCDP"):
+        b.spend("thresholded", epsilon=0.1, delta=1e-9)
+    assert b.spent() == before
 
 
 def test_rho_is_charged_as_used_rounded_down():
@@ -109,24 +113,31 @@ def test_rho_is_charged_as_used_rounded_down():
 # ----------------------------------------------------------------------------- mixing rule --
 
 
-def test_mixing_rule_reserve_and_remaining_rho_is_tight():
+def test_the_first_spend_fixes_the_accumulator():
+    """An (ε, δ) budget composes by basic composition or in zCDP, whichever its first spend needs,
+    and refuses the other kind afterwards: a split chosen spend by spend could follow the outputs
+    (docs/accounting.md §The adaptive filter)."""
     b = Budget(2.0, 1e-6)  # zcdp_delta defaults to δ/2
     assert b.zcdp_delta == 5e-7
-    b.spend("external", epsilon=1.0, delta=5e-7)
-    r_left = b.remaining().rho
-    # ε left is 1.0, so the largest ρ is the CKS20 inverse at δ = 5e-7, above the classic
-    # ρ + 2√(ρ L) = 1 with L = ln(1/5e-7)
     L = math.log(1 / 5e-7)
-    assert r_left == pytest.approx(cks20_rho_for(1.0, 5e-7), rel=1e-9)
-    assert r_left > (math.sqrt(L + 1) - math.sqrt(L)) ** 2
-    with pytest.raises(BudgetExceededError):
-        b.spend("too much", rho=r_left * 1.0001)
-    b.spend("fits", rho=r_left)
+    r_all = b.remaining().rho  # nothing spent: the whole cap as a zCDP total
+    assert r_all == pytest.approx(cks20_rho_for(2.0, 5e-7), rel=1e-9)
+    assert r_all > (math.sqrt(L + 2) - math.sqrt(L)) ** 2  # above the classic inverse
+    b.spend("external", epsilon=1.0, delta=5e-7)
+    assert b.remaining().rho == 0.0
+    with pytest.raises(BudgetExceededError, match="basic composition"):
+        b.spend("zcdp", rho=1e-6)
+    b.spend("more", epsilon=1.0, delta=5e-7)
     s = b.spent()
-    assert s.epsilon <= 2.0 and s.delta == pytest.approx(1e-6, rel=1e-15) and s.delta <= 1e-6
-    # the δ cap is now used up, so no (ε, δ) spend with δ > 0 fits any more
+    assert s.epsilon == 2.0 and s.delta == pytest.approx(1e-6, rel=1e-15) and s.rho == 0
+    z = Budget(2.0, 1e-6)
+    z.spend("zcdp", rho=0.05)
+    left = z.remaining().rho
+    assert left == pytest.approx(cks20_rho_for(2.0, 5e-7) - 0.05, rel=1e-9)
     with pytest.raises(BudgetExceededError):
-        b.spend("more", epsilon=1e-9, delta=1e-12)
+        z.spend("too much", rho=left * 1.0001)
+    z.spend("fits", rho=left)
+    assert z.spent().epsilon <= 2.0
 
 
 def test_rho_spend_needs_the_reserve_still_free():

@@ -69,5 +69,9 @@ def test_adaptive_parameters_cannot_use_a_plan():
     with pytest.raises(BudgetExceededError):
         dpsketch.PrivateCountMin(64, 3, rho=adaptive_rho, budget=series)
     before = b.spent().epsilon
-    dpsketch.PrivateCountMin(64, 3, rho=adaptive_rho, budget=b)  # the adaptive filter: CKS20, in ρ
-    assert b.ledger[-1].charged[2] > 0 and b.spent().epsilon > before
+    # the adaptive filter: the plan was charged as one (ε, δ) spend, so this budget composes by
+    # basic composition and refuses a zCDP spend; an ε-DP one is admitted
+    with pytest.raises(BudgetExceededError, match="basic composition"):
+        dpsketch.PrivateCountMin(64, 3, rho=adaptive_rho, budget=b)
+    dpsketch.PrivateCountMin(64, 3, epsilon=adaptive_rho * 10, budget=b)
+    assert b.ledger[-1].charged[0] > 0 and b.spent().epsilon > before

@@ -8,13 +8,13 @@ Every spend carries a privacy profile (:class:`Profile`: its noise law and param
 additive δ); a spend given only as (ε, δ, ρ) has the generic profile of those numbers. Two kinds of
 budget (docs/accounting.md derives every rule):
 
-* ``Budget(epsilon, delta)``: an (ε, δ)-DP cap. Generic (ε, δ) spends add (basic composition).
-  Gaussian/ρ-zCDP spends add to a zCDP total R (their additive δ to the δ total), converted once,
-  with a δ share ``zcdp_delta`` reserved at construction (default δ/2), by the CKS20 conversion
-  (:func:`~dpsketch.accounting.zcdp.cks20_epsilon`); the reserve is charged from the first ρ spend
-  on. A pure spend (discrete Laplace, bounded-range, generic pure ε) enters basic composition,
-  or the zCDP total at its exact zCDP when a zCDP total already exists and that costs no more ε
-  at that point than basic composition would: a rule that reads only the declared parameters.
+* ``Budget(epsilon, delta)``: an (ε, δ)-DP cap with one accumulator, fixed by its first spend
+  (docs/accounting.md §The adaptive filter): by basic composition (ε's and δ's add) when the first
+  spend holds no Gaussian/zCDP part, and a later zCDP spend is refused; in zCDP otherwise (ρ's
+  add, a pure spend at its exact zCDP, a generic (ε, δ) spend refused), converted once with a δ
+  share ``zcdp_delta`` reserved at construction (default δ/2) by the CKS20 conversion
+  (:func:`~dpsketch.accounting.zcdp.cks20_epsilon`). Both totals at once would let the analyst
+  split the cap between them from the outputs, which no composition theorem covers.
 * ``Budget(rho=R)``: a zCDP cap. ρ spends add; a pure spend counts at the exact zCDP of its
   profile (discrete Laplace: computed from its privacy-loss law; bounded range η: η²/8; generic
   pure ε: ε²/2); spends with δ > 0 cannot be expressed in zCDP and are refused.
@@ -255,8 +255,8 @@ class Budget:
     def _rho_left(self) -> float:
         """Largest extra ρ that still fits: the CKS20 inverse of the ε left, stepped down until the
         exact check accepts it."""
-        if self._zcdp_delta is None:
-            return 0.0
+        if self._zcdp_delta is None or ((self._eps_sum or self._delta_sum) and not self._rho_sum):
+            return 0.0  # no delta share, or a budget that composes by basic composition (its first spend)
         assert self._epsilon_cap is not None
         e_left = float(Fraction(self._epsilon_cap) - self._eps_sum)
         if e_left <= 0 or not self._fits(self._eps_sum, self._delta_sum, self._rho_sum + Fraction(2**-60)):
@@ -336,6 +336,11 @@ class Budget:
         E, D, R = sums
         E0, D0, R0 = sums
         routes = []
+        # One accumulator per (ε, δ) budget, fixed by its first spend (docs/accounting.md §The
+        # adaptive filter): a split between basic composition and the zCDP total chosen spend by
+        # spend would let the analyst pick the split from the outputs, which no composition theorem
+        # covers. The first spend is declared before any output of this budget exists.
+        zcdp_mode = self._zcdp_mode(parts if not (E0 or D0 or R0) else None)
         for p in parts:
             pr = part_rho(p)
             if self._rho_cap is not None:  # zCDP budget: every part in ρ at its tightest zCDP
@@ -347,26 +352,41 @@ class Budget:
                 E, R = E + part_epsilon(p), R + pr  # E: the pure ε declared (information only)
                 routes.append(("zcdp", pr))
                 continue
-            if p.law in ("discrete_gaussian", "zcdp"):
-                if p.rho > 0 and self._zcdp_delta is None:
+            if p.law in ("discrete_gaussian", "zcdp") and p.rho > 0:
+                if self._zcdp_delta is None:
                     raise BudgetExceededError(
                         f"{mechanism} spends rho-zCDP, which needs a delta share to convert to (ε, δ)-DP; "
                         "build the budget with delta > 0 (and optionally zcdp_delta=)"
                     )
+                if not zcdp_mode:
+                    raise BudgetExceededError(
+                        f"{mechanism} spends rho-zCDP, but this budget composes its spends by basic composition "
+                        "(its first spend was (ε, δ)-DP): mixing the two totals adaptively is not covered by a "
+                        "composition theorem (docs/accounting.md §The adaptive filter). Release with an (ε, δ) "
+                        "mechanism, or keep the zCDP releases in a budget of their own; nothing was spent")
                 R, D = R + p.rho, D + p.delta
                 routes.append(("zcdp", p.rho))
                 continue
-            pe = part_epsilon(p)
-            if pr is not None and R > 0 and pe > 0 and self._zcdp_delta is not None:
-                zd = self._zcdp_delta
-                marginal = cks20_epsilon(float(R + pr), zd) - cks20_epsilon(float(R), zd)
-                if marginal <= float(pe):  # the zCDP total takes it for no more ε than basic composition
-                    R = R + pr
-                    routes.append(("zcdp", pr))
-                    continue
-            E, D = E + pe, D + p.delta
+            if zcdp_mode:
+                if pr is None:
+                    raise BudgetExceededError(
+                        f"{mechanism} spends (ε, δ)-DP with δ > 0, but this budget composes its spends in zCDP "
+                        "(its first spend was zCDP), which cannot hold a generic (ε, δ) spend (docs/accounting.md "
+                        "§The adaptive filter). Keep the (ε, δ) releases in a budget of their own; nothing was "
+                        "spent")
+                R = R + pr  # a pure spend at its exact zCDP
+                routes.append(("zcdp", pr))
+                continue
+            E, D = E + part_epsilon(p), D + p.delta
             routes.append(("basic", Fraction(0)))
         return (E, D, R), tuple(routes), (E - E0, D - D0, R - R0)
+
+    def _zcdp_mode(self, first_parts=None) -> bool:
+        """Does this (ε, δ) budget compose in zCDP? Yes once its first spend held a Gaussian/zCDP
+        part (``first_parts``: the parts of the spend being admitted when nothing was spent yet)."""
+        if first_parts is not None:
+            return any(q.law in ("discrete_gaussian", "zcdp") and q.rho > 0 for q in first_parts)
+        return self._rho_sum > 0
 
     def _admit(self, mechanism: str, parts):
         """The running sums after the spend (with its routes and charges), or
