@@ -28,7 +28,8 @@ __all__ = ["top", "quantiles", "budget", "docs", "completion", "audit"]
 # options of the row-level release that the user-level (--privacy-id) release does not take, and
 # those of the user-level release that the row-level one does not take
 _ROW_LEVEL_ONLY = ("demo", "algorithm", "k", "oversample", "max_stream_length", "length_epsilon", "public_length")
-_UNIT_LEVEL_ONLY = ("max_keys_per_unit", "max_rows_per_key", "max_rows_per_unit", "noise", "selection", "int_ids")
+_UNIT_LEVEL_ONLY = ("max_keys_per_unit", "max_rows_per_key", "max_rows_per_unit", "noise", "selection", "int_ids",
+                    "no_counts")
 # options of the exact user-level route only, and of the bounded-memory route only
 _EXACT_ROUTE_ONLY = ("noise", "top_k", "selection")
 _BOUNDED_ROUTE_REFUSES = ("demo", "max_stream_length", "length_epsilon", "public_length")
@@ -260,6 +261,8 @@ def top(args) -> int:
         _refuse_options(args, ("cut", "passes"), "applies to the row-level release (without --privacy-id)")
         if args.max_rows_per_unit is not None or args.file in (None, "-"):
             return _top_units_bounded(args, out)
+        if args.selection == "weighted_gaussian" or args.no_counts:
+            return _top_units_weighted(args, out)
         return _top_units(args, out)
     _refuse_unit_options(args, _UNIT_LEVEL_ONLY)
     if args.algorithm is None:
@@ -934,6 +937,72 @@ def _top_units(args, out) -> int:
         bounds=f"bounds per unit: m={meta['max_keys_per_unit']} keys (max_keys_per_unit), "
                f"c={meta['max_rows_per_key']} rows per key (max_rows_per_key){selection}",
         hint="hint: nothing reached the threshold; a larger --epsilon or a smaller --max-keys-per-unit lowers it")
+
+
+def _column_of(batches: list):
+    """One numpy column from the batches of Source.pairs (Arrow arrays, numpy arrays or lists)."""
+    parts = [b.to_numpy(zero_copy_only=False) if hasattr(b, "to_numpy") and not isinstance(b, np.ndarray)
+             else np.asarray(b) if not isinstance(b, list) else np.array(b, dtype=object) for b in batches]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _top_units_weighted(args, out) -> int:
+    """``top --privacy-id --selection weighted_gaussian``: the weighted Gaussian key selection
+    (docs/mechanisms/person-weighted.md) on the item and id columns, held in memory."""
+    from ..accounting.budget import Budget
+    from ..mechanisms.unit_weighted import weighted_heavy_hitters
+    from ..units import Person
+
+    _refuse_options(args, _ROW_LEVEL_ONLY, "does not apply with --privacy-id (the user-level release's threshold "
+                    "follows from --epsilon, --delta and --max-keys-per-unit)")
+    _refuse_options(args, ("top_k", "noise"), "does not apply with --selection weighted_gaussian (discrete Gaussian "
+                    "noise; every item whose weighted score passes the threshold is released)")
+    if args.selection != "weighted_gaussian":
+        raise UsageError("--no-counts goes with --selection weighted_gaussian")
+    if args.max_keys_per_unit is None:
+        raise UsageError("--privacy-id needs --max-keys-per-unit M: how many distinct items one privacy id "
+                         "may contribute (the rest of its items are dropped)")
+    m, c, counts = args.max_keys_per_unit, args.max_rows_per_key or 1, not args.no_counts
+    unit = Person(args.privacy_id, max_keys=m, max_rows_per_key=c)
+    if args.dry_run:
+        return _print_plan(args, "heavy_hitters", epsilon=args.epsilon, delta=args.delta, method="exact", unit=unit,
+                           selection="weighted_gaussian", counts=counts)
+    _checked(lambda: _plan_only(args, unit, counts))
+    budget_file = _BudgetFile(args, "dpsketch top --privacy-id --selection weighted_gaussian", epsilon=args.epsilon,
+                              delta=args.delta)
+    budget_file.check()
+    src = _open_input(args, out, privacy_id=args.privacy_id, ids=_unit_ids(args))
+    budget_file.charge()
+    key_batches, id_batches, rows = [], [], 0
+    progress = Progress(_show_progress(args), src.total, src.unit)
+    try:
+        for keys, ids in src.pairs():
+            key_batches.append(keys)
+            id_batches.append(ids)
+            rows += len(keys)
+            _advance(progress, src, rows)
+    finally:
+        progress.close()
+    budget = Budget(args.epsilon, args.delta)
+    try:
+        rel = weighted_heavy_hitters(_column_of(key_batches), _column_of(id_batches), epsilon=args.epsilon,
+                                     delta=args.delta, max_keys_per_unit=m, max_rows_per_key=c, counts=counts,
+                                     seed=args.seed, budget=budget)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise RunError(f"release failed: {first_line(exc)}") from None
+    return _print_unit_release(
+        args, out, src, rel, budget, budget_file, route="exact route, weighted Gaussian selection",
+        bounds=f"bounds per unit: m={m} keys (max_keys_per_unit), c={c} rows per key (max_rows_per_key); "
+               + ("noisy counts of the selected items" if counts else "values: noisy weighted scores, not counts"),
+        hint="hint: nothing reached the threshold; a larger --epsilon lowers it")
+
+
+def _plan_only(args, unit, counts):
+    """Every privacy parameter checked before any input is read (the plan raises what the release would)."""
+    from ..plans import plan
+
+    return plan("heavy_hitters", epsilon=args.epsilon, delta=args.delta, method="exact", unit=unit,
+                selection="weighted_gaussian", counts=counts)
 
 
 def _print_unit_release(args, out, src, rel, budget, budget_file, *, route, bounds, hint) -> int:
