@@ -202,9 +202,10 @@ def _kept_pairs(unit_codes, key_codes, unit_hashes, key_hashes, m, rank_of_key=N
     """(unit code, key code, rows) of the kept (unit, key) pairs: per unit the m distinct keys with
     the smallest pair hash mix(h_u ^ mix(h_k)) (the C++ bounding's rule, bound_contributions.hpp),
     ties by the key's rank in value order when ``rank_of_key`` is given."""
-    pair = (unit_codes.astype(np.int64) << 32) | key_codes.astype(np.int64)
+    pair = (unit_codes.astype(np.uint64) << np.uint64(32)) | key_codes.astype(np.uint64)
     pair, rows = np.unique(pair, return_counts=True)  # (unit, key) deduplicated, rows counted
-    uc, kc = pair >> 32, pair & 0xFFFFFFFF
+    uc = (pair >> np.uint64(32)).astype(np.int64)
+    kc = (pair & np.uint64(0xFFFFFFFF)).astype(np.int64)
     h = U._mix(unit_hashes[uc] ^ U._mix(key_hashes[kc]))
     keys_ = (h, uc) if rank_of_key is None else (rank_of_key[kc], h, uc)
     order = np.lexsort(keys_)
