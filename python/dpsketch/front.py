@@ -245,7 +245,8 @@ def _check_selection(u, m: str, selection, counts, *, top_k, noise) -> None:
         raise ParameterError("selection='weighted_gaussian' releases every key whose weighted score passes its "
                              "threshold; top_k ranks by Gumbel noise instead: pass one of them")
     if noise != "gaussian":
-        raise ParameterError("selection='weighted_gaussian' adds discrete Gaussian noise: noise='laplace' does not apply")
+        raise ParameterError("selection='weighted_gaussian' adds discrete Gaussian noise: noise='laplace' does not "
+                             "apply")
 
 
 def _person_weighted(data, unit: Person, *, column, format, keys, epsilon, delta, counts, seed, budget):

@@ -44,7 +44,8 @@ def _scored(ctx, background: dict, unit_keys: list, m: int = _M):
     unit = [k for k in unit_keys for _ in range(2)]
     seed = ctx.run_seed(ctx.mechanism + "/salt")
     kw = dict(max_keys_per_unit=m, seed=seed)
-    sx = UW.weighted_scores(np.array(keys + unit, dtype=np.int64), np.array(ids + [0] * len(unit), dtype=np.int64), **kw)
+    sx = UW.weighted_scores(np.array(keys + unit, dtype=np.int64), np.array(ids + [0] * len(unit), dtype=np.int64),
+                            **kw)
     sxp = UW.weighted_scores(np.array(keys, dtype=np.int64), np.array(ids, dtype=np.int64), **kw)
     return sx, sxp
 
@@ -127,6 +128,8 @@ def _label_pair(counts: bool):
 
 for _counts in (False, True):
     _name = UW._mechanism(_counts)
-    _what = "its bounded counts (+1 on m keys)" if _counts else f"the scores (+w(m) = ⌊W/√{_M}⌋ on m keys, ℓ2 <= W)"
-    pair(_name, f"one unit sharing {_M + 2} keys with others, bounded to m={_M}: {_what}", tests=2)(_values_pair(_counts))
+    _what = ("its bounded counts (+1 on m keys)" if _counts
+             else f"the scores (+w(m) = ⌊W/√{_M}⌋ on m keys, ℓ2 <= W)")
+    pair(_name, f"one unit sharing {_M + 2} keys with others, bounded to m={_M}: {_what}",
+         tests=2)(_values_pair(_counts))
     pair(_name, "unstable labels: the keys one unit holds alone (the worst set size <= m)")(_label_pair(_counts))

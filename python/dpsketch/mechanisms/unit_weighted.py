@@ -5,12 +5,12 @@ Each unit keeps the same set S_u of at most m distinct keys as the exact route (
 h(salt, unit, key), the same salt for the same seed) and gives each kept key the integer weight
 w_u = ⌊W/√|S_u|⌋, so the unit's weight vector has ℓ2 ≤ W whatever |S_u| is. A key's score is the
 sum of its holders' weights; score + DGauss(σ²) > τ selects it, σ calibrated for ℓ2 = W, τ for the
-keys only the removed unit holds (person-weighted.md §Threshold and its δ). Optionally the selected
-keys' bounded counts (c rows per kept key) get their own Gaussian noise at a share of ρ.
+keys only the removed unit holds (person-weighted.md §Privacy map, "The threshold's δ"). Optionally
+the selected keys' bounded counts (c rows per kept key) get their own Gaussian noise at a share of ρ.
 
 Weights depend only on the unit's own rows, so removing a unit leaves every other unit's weights
-and kept keys unchanged. The bounding runs in numpy over the C++ dictionary codes (about 60 bytes
-a distinct (unit, key) pair at its peak).
+and kept keys unchanged. The bounding runs in numpy over the C++ dictionary codes: a few int64
+arrays over the distinct (unit, key) pairs (its memory is not measured yet).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def unit_weights(set_sizes, scale: int = WEIGHT_SCALE) -> np.ndarray:
 def _gauss_tail(sigma: float):
     """An upper bound on P[Z > t], Z ~ DGauss(σ²), integer t: Q(t/σ) for t >= 0 (the sum over
     x > t is at most the integral from t, and the normaliser Σ_x e^{-x²/2σ²} >= σ√(2π) by Poisson
-    summation; person-weighted.md §Threshold and its δ), 1 for t < 0."""
+    summation; person-weighted.md §Privacy map, "The tail"), 1 for t < 0."""
     root2 = sigma * math.sqrt(2.0)
 
     def tail(t: int) -> float:
@@ -109,7 +109,7 @@ def _fit_sampler(num: int, den: int) -> tuple[int, int]:
 
 def _weighted_plan(epsilon, delta, m: int, c: int, counts: bool, count_share: float,
                    scale: int = WEIGHT_SCALE) -> dict:
-    """The noise and threshold of the weighted selection (docs/mechanisms/person-weighted.md):
+    """The noise and threshold of the weighted selection (docs/mechanisms/person-weighted.md §Privacy map):
     δ/2 converts the total ρ, δ/2 pays for τ; ρ is split between the selection (ℓ2 = W) and the
     counts of the selected keys (ℓ2 = c·√m) when ``counts``."""
     eps, dlt = check_privacy_params(epsilon, delta)
@@ -133,7 +133,7 @@ def _weighted_plan(epsilon, delta, m: int, c: int, counts: bool, count_share: fl
         plan.update(count_noise_param=[cnum, cden], count_sigma2=cnum / cden, count_sigma=math.sqrt(cnum / cden),
                     count_l2_sensitivity=math.sqrt(l2sq), rho_counts=rho_cnt_used, count_share=count_share)
     # τ: the smallest integer with max_s 1 − (1 − P[Z > τ − w(s)])^s <= δ/2 (a key only the removed
-    # unit holds has score w(s) <= W; the unit holds s <= m keys; person-weighted.md)
+    # unit holds has score w(s) <= W; the unit holds s <= m keys; person-weighted.md §Threshold)
     tail = _gauss_tail(math.sqrt(sigma2))
     blocks = _size_blocks(m, scale)
     hi = scale
@@ -376,8 +376,8 @@ def plan_weighted(u: Any, epsilon, delta, *, counts: bool = True, count_share: f
     law = {"law": "discrete_gaussian", "sigma": p["sigma"] / scale, "sigma2": p["sigma2"] / scale**2,
            "sensitivity": "l2 = 1 person (weights 1/sqrt(keys kept), integers of scale W)",
            "rho_selection": p["rho_selection"]}
-    notes = [f"selection: noisy weighted score > {p['threshold_persons']:.6g} persons (delta {p['delta_threshold']:.3g} "
-             f"for keys one person holds alone, over <= {u.max_keys} keys)"]
+    notes = [f"selection: noisy weighted score > {p['threshold_persons']:.6g} persons "
+             f"(delta {p['delta_threshold']:.3g} for keys one person holds alone, over <= {u.max_keys} keys)"]
     if counts:
         law.update(count_sigma=p["count_sigma"], rho_counts=p["rho_counts"])
         notes.append(f"counts: the selected keys' bounded counts + DGauss(sigma={p['count_sigma']:.6g}) "
