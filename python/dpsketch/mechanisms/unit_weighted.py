@@ -30,7 +30,7 @@ from ._planning import RELEASE_PROBABILITIES, _smallest
 from . import unit_level as U
 
 __all__ = ["WEIGHT_SCALE", "WeightedScores", "weighted_scores", "release_weighted", "weighted_heavy_hitters",
-           "unit_weights", "plan_weighted"]
+           "unit_weights", "plan_weighted", "spark_weights", "scores_from_aggregates"]
 
 WEIGHT_SCALE = 1 << 12  # W: weights are integers ⌊W/√s⌋; rounding loses at most √s/W of a weight
 _EXACT_SIZES = 2048  # set sizes s <= this enter τ's δ one by one; larger ones in blocks (upper bound)
@@ -53,6 +53,38 @@ def unit_weights(set_sizes, scale: int = WEIGHT_SCALE) -> np.ndarray:
     w -= (w * w > q).astype(np.int64)  # the float square root, corrected to the exact integer one
     w += ((w + 1) * (w + 1) <= q).astype(np.int64)
     return w
+
+
+def spark_weights(F, sizes, scale: int = WEIGHT_SCALE):
+    """The Spark Column of ⌊W/√s⌋ for a Column of set sizes s: the integer :func:`unit_weights`
+    computes (⌊W²/s⌋ and its square root in doubles, exact below 2^52, then the same ±1 check).
+
+    :param F: ``pyspark.sql.functions``
+    :param sizes: a Column of set sizes (>= 1)
+    :param scale: W
+    """
+    q = F.floor(F.lit(scale * scale) / sizes).cast("long")
+    w = F.floor(F.sqrt(q)).cast("long")
+    w = F.when(w * w > q, w - 1).otherwise(w)
+    return F.when((w + 1) * (w + 1) <= q, w + 1).otherwise(w)
+
+
+def scores_from_aggregates(keys, scores, counts, m: int, c: int, scale: int = WEIGHT_SCALE) -> "WeightedScores":
+    """:class:`WeightedScores` that a front end computed elsewhere by this module's rule (Spark: the
+    m smallest xxhash64(salt, unit, key) per unit, weights :func:`spark_weights`, sums per key).
+
+    :param keys: the distinct keys
+    :param scores: the summed integer weights of each key
+    :param counts: the bounded counts of each key
+    :param m: the bound on keys per unit the weights were computed for
+    :param c: the bound on rows per (unit, key) of the counts
+    :param scale: W
+    """
+    k = np.asarray(keys)
+    sc, n = np.asarray(scores, dtype=np.int64), np.asarray(counts, dtype=np.int64)
+    keep = sc > 0
+    order = np.argsort(k[keep], kind="stable")
+    return WeightedScores._sealed(k[keep][order], sc[keep][order], n[keep][order], m, c, scale)
 
 
 def _gauss_tail(sigma: float):
