@@ -23,7 +23,7 @@ from .accounting.budget import Budget
 from .errors import ParameterError, ParameterTypeError
 from .release import Release
 from .units import Person, Row, as_unit
-from ._validation import Options, check, validate_params
+from ._validation import Instance, Options, check, validate_params
 
 __all__ = ["heavy_hitters", "quantiles", "route_heavy_hitters", "route_quantiles", "HEAVY_HITTER_METHODS",
            "QUANTILE_METHODS"]
@@ -101,7 +101,7 @@ def heavy_hitters(
     seed: Optional[int] = None, capacity: Optional[int] = None, passes: Optional[int] = None, cut: Any = "n/k",
     format: Optional[str] = None, keys: str = "auto", public_length: Optional[bool] = None,
     length_epsilon: Optional[float] = None, length_delta: Optional[float] = None, noise: str = "gaussian",
-    chunk_size: int = 1_000_000,
+    chunk_size: int = 1_000_000, selection: Optional[str] = None, counts: bool = True,
 ) -> Release:
     """(ε, δ)-DP heavy hitters of ``data`` under the privacy unit ``unit``.
 
@@ -136,12 +136,18 @@ def heavy_hitters(
     :param length_delta: the δ share spent on the length bound (default δ/10)
     :param noise: ``"gaussian"`` or ``"laplace"``: the noise of the person-level exact method
     :param chunk_size: items per batch when reading a file or an iterator
+    :param selection: None (default: every key whose noisy bounded count passes the threshold) or
+        ``"weighted_gaussian"`` (person-level exact method: keys selected by weighted scores, each
+        person's kept keys weighing 1/sqrt(their number); docs/mechanisms/person-weighted.md)
+    :param counts: with ``selection="weighted_gaussian"``: also release the selected keys' noisy
+        bounded counts (half of the budget's ρ); False releases the keys with their noisy scores
     :returns: a :class:`dpsketch.Release`; ``metadata["unit"]`` and ``metadata["method"]`` say
         what was protected and what ran
     """
     u = as_unit(unit, public_length)
     m = route_heavy_hitters(u, method, k=k, top_k=top_k, passes=passes, capacity=capacity,
-                            length_epsilon=length_epsilon, length_delta=length_delta, noise=noise)
+                            length_epsilon=length_epsilon, length_delta=length_delta, noise=noise,
+                            selection=selection, counts=counts)
     if m == "pmg":
         return _finish(_pmg(data, cast(Row, u), k=k, top_k=top_k, capacity=capacity, epsilon=epsilon, delta=delta,
                             column=column, format=format, keys=keys, seed=seed, budget=budget,
@@ -158,6 +164,10 @@ def heavy_hitters(
         return _finish(rel, u, m)
     u = cast(Person, u)  # route_heavy_hitters returned a person-level method
     if m == "exact":
+        if selection is not None:
+            rel = _person_weighted(data, u, column=column, format=format, keys=keys, epsilon=epsilon, delta=delta,
+                                   counts=counts, seed=seed, budget=budget)
+            return _finish(rel, u, m)
         rel = _person_exact(data, u, column=column, format=format, keys=keys, epsilon=epsilon, delta=delta,
                             noise=noise, top_k=top_k, seed=seed, budget=budget)
         return _finish(rel, u, m)
@@ -167,11 +177,12 @@ def heavy_hitters(
 
 
 def route_heavy_hitters(u, method: Any, *, k=None, top_k=None, passes=None, capacity=None, length_epsilon=None,
-                        length_delta=None, noise: str = "gaussian") -> str:
+                        length_delta=None, noise: str = "gaussian", selection=None, counts: bool = True) -> str:
     """The method :func:`heavy_hitters` runs for the unit ``u`` (a Row or a Person) and ``method``
     ("auto" resolved), after every check that reads only these options. :func:`dpsketch.plan`
     calls it too, so a plan and a release never route differently (docs/routes.md, Plans)."""
     m = _check_method(method, HEAVY_HITTER_METHODS)
+    _check_selection(u, m, selection, counts, top_k=top_k, noise=noise)
     if passes not in (None, 1, 2) or isinstance(passes, bool):
         raise ParameterError(f"passes must be 1 or 2, got {passes!r}")
     if isinstance(u, Row):
@@ -212,6 +223,41 @@ def route_heavy_hitters(u, method: Any, *, k=None, top_k=None, passes=None, capa
     if k is None:
         raise ParameterError("method='bounded_memory' needs k= (keep keys of frequency about n/k or more)")
     return m
+
+
+SELECTIONS = ("weighted_gaussian",)
+
+
+def _check_selection(u, m: str, selection, counts, *, top_k, noise) -> None:
+    """``selection``/``counts`` go with the person-level exact method only (docs/routes.md). The
+    default stays the uniform threshold: "auto" never switches to the weighted selection, so seeded
+    calls keep their outputs."""
+    check("counts", counts, Instance(bool))
+    if selection is None:
+        if not counts:
+            raise ParameterError("counts=False goes with selection='weighted_gaussian' (the keys without counts)")
+        return
+    check("selection", selection, Options(SELECTIONS))
+    if not isinstance(u, Person) or u.max_keys is None or m not in ("auto", "exact"):
+        raise ParameterError("selection='weighted_gaussian' is a person-level exact method: pass "
+                             "unit=dpsketch.Person(id=..., max_keys=m) and method='auto' or 'exact'")
+    if top_k is not None:
+        raise ParameterError("selection='weighted_gaussian' releases every key whose weighted score passes its "
+                             "threshold; top_k ranks by Gumbel noise instead: pass one of them")
+    if noise != "gaussian":
+        raise ParameterError("selection='weighted_gaussian' adds discrete Gaussian noise: noise='laplace' does not "
+                             "apply")
+
+
+def _person_weighted(data, unit: Person, *, column, format, keys, epsilon, delta, counts, seed, budget):
+    from .mechanisms import unit_weighted as UW
+
+    if _is_path(data):
+        raise ParameterError("selection='weighted_gaussian' reads its data in memory: read the file's columns into "
+                             "a DataFrame or an Arrow table first")
+    keys_col, ids = _person_columns(data, column, unit)
+    return UW.weighted_heavy_hitters(keys_col, ids, epsilon=epsilon, delta=delta, max_keys_per_unit=unit.max_keys,
+                                     max_rows_per_key=unit.max_rows_per_key, counts=counts, seed=seed, budget=budget)
 
 
 def _pmg(data, unit: Row, *, k, top_k, capacity, epsilon, delta, column, format, keys, seed, budget,

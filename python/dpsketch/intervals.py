@@ -433,6 +433,25 @@ def _selected(items, meta, alpha):
     }
 
 
+def _weighted_counts(items, meta, alpha):
+    """The weighted selection's counts (docs/mechanisms/person-weighted.md §Accuracy): the set is
+    chosen by the scores' noise alone, so given the released set (R keys, published) each count is
+    its bounded count plus an independent DGauss(σ_c²): ± s with P(|Z| > s) <= α/R, a union bound
+    over the R items; the bounded count of a selected key is >= 1."""
+    num, den = meta["count_noise_param"]
+    r = max(len(items), 1)
+    s = smallest_width(lambda t: dgauss_abs_tail_gt(num / den, t), alpha / r * (1 - 1e-6))
+    iv = [(max(1, int(v) - s), max(1, int(v) + s)) for _, v in items]
+    return iv, {
+        "coverage": "simultaneous",
+        "bounds": "the item's bounded count (each unit's at most m keys and c rows per key)",
+        "noise": f"discrete_gaussian, independent of the selection: +/- {s} per item, union bound over R = {r}",
+        "noise_halfwidth": s,
+        "summary_error": "none (exact bounded counts)",
+        "reference": "docs/mechanisms/person-weighted.md §Accuracy",
+    }
+
+
 def _partitioned(items, meta, alpha, inner):
     """The counters route over key partitions (docs/mechanisms/distributed.md §Accuracy): partition p
     released DPSS or PMG on its own summary of capacity m_p, every noise term independent, all
@@ -505,6 +524,8 @@ def for_release(mechanism: str, items: list, meta: dict, level: float) -> tuple[
         iv, rule = _pmg(items, meta, alpha)
     elif mechanism.startswith("unit.exact["):
         iv, rule = _selected(items, meta, alpha)
+    elif mechanism == "unit.weighted[discrete_gaussian+counts]":
+        iv, rule = _weighted_counts(items, meta, alpha)
     elif mechanism.startswith("SketchHeavyHitters["):
         iv, rule = _envelope(items, meta, alpha)
     elif mechanism.startswith("spark.counters["):

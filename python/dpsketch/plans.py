@@ -8,7 +8,7 @@ Nothing here reads data, and nothing here computes a privacy figure of its own: 
 front doors' (``front.route_heavy_hitters`` / ``front.route_quantiles``), and each mechanism's
 figures come from its own module, beside its release (``mechanisms.dpss.plan_figures``,
 ``mechanisms.pmg.plan_figures``, ``mechanisms.unit_level.plan_exact`` / ``plan_bounded_memory`` /
-``plan_quantiles``, ``mechanisms.quantiles.plan_figures``), which use the releases' own
+``plan_quantiles``, ``mechanisms.unit_weighted.plan_weighted``, ``mechanisms.quantiles.plan_figures``), which use the releases' own
 calibration and interval rules. Where a figure depends on the stream length (DPSS's τ, the n/k
 cut), ``n=`` is a *planning assumption*: a public number the caller chooses, never read from data.
 """
@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional, cast
 from ._validation import check_int, validate_params
 from .errors import ParameterError
 from .intervals import DEFAULT_LEVEL, check_level
-from .mechanisms import dpss, pmg, quantiles, unit_level
+from .mechanisms import dpss, pmg, quantiles, unit_level, unit_weighted
 from .mechanisms._planning import RELEASE_PROBABILITIES
 from .units import Person, Row, as_unit
 
@@ -141,15 +141,19 @@ def plan_heavy_hitters(*, epsilon: float, delta: float, unit: Any = None, k: Opt
                        top_k: Optional[int] = None, method: str = "auto", capacity: Optional[int] = None,
                        passes: Optional[int] = None, cut: Any = "n/k", public_length: Optional[bool] = None,
                        length_epsilon: Optional[float] = None, length_delta: Optional[float] = None,
-                       noise: str = "gaussian", n: Optional[int] = None, level: float = DEFAULT_LEVEL) -> Plan:
+                       noise: str = "gaussian", n: Optional[int] = None, level: float = DEFAULT_LEVEL,
+                       selection: Optional[str] = None, counts: bool = True) -> Plan:
     """The :class:`Plan` of :func:`dpsketch.heavy_hitters` with these arguments, without data.
     ``n``: a public planning assumption on the number of rows (the stream length the summary
-    reads), needed for the figures that depend on it; ``level``: of the interval half-width."""
+    reads), needed for the figures that depend on it; ``level``: of the interval half-width;
+    ``selection``/``counts``: the person-level weighted selection and whether it releases counts
+    (both costs are shown)."""
     u = as_unit(unit, public_length)
     from .front import route_heavy_hitters
 
     m = route_heavy_hitters(u, method, k=k, top_k=top_k, passes=passes, capacity=capacity,
-                            length_epsilon=length_epsilon, length_delta=length_delta, noise=noise)
+                            length_epsilon=length_epsilon, length_delta=length_delta, noise=noise,
+                            selection=selection, counts=counts)
     nn = _check_n(n)
     lv = check_level(level)
     fig: dict[str, Any]
@@ -160,6 +164,8 @@ def plan_heavy_hitters(*, epsilon: float, delta: float, unit: Any = None, k: Opt
     elif m == "pmg":
         fig = pmg.plan_figures(epsilon, delta, k=k, top_k=top_k, capacity=capacity, public_length=cast(Row, u).public_length,
                    length_epsilon=length_epsilon, length_delta=length_delta, n=nn, level=lv)
+    elif m == "exact" and selection is not None:
+        fig = unit_weighted.plan_weighted(cast(Person, u), epsilon, delta, counts=counts)
     elif m == "exact":
         fig = unit_level.plan_exact(cast(Person, u), epsilon, delta, top_k=top_k, noise=noise)
     else:

@@ -12,7 +12,7 @@ the request's (``max_keys_per_unit``, ``top_k``, ...); a reason names other para
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Optional
 
 __all__ = ["HEAVY_HITTER_ROUTES", "QUANTILE_ROUTES", "PARAMETERS", "heavy_hitters_route", "quantiles_route",
            "refusals", "Refusal"]
@@ -22,6 +22,7 @@ HEAVY_HITTER_ROUTES = {
     "row": "one row: SpaceSaving (DPSS), Misra-Gries (PMG) or a sketch with its envelope, one release",
     "person.exact": "one person: contributions bounded to m keys x c rows, exact counts with noise",
     "person.bounded_memory": "one person: each person's first r rows into a summary, group privacy over r rows",
+    "person.weighted": "one person: m keys each, weighted 1/sqrt(keys kept), selected by a Gaussian threshold",
     "windowed": "one release per event-time window (parallel composition)",
     "windowed.cumulative": "releases since the start by a tree of window sketches",
 }
@@ -32,8 +33,9 @@ QUANTILE_ROUTES = {
 }
 
 _ROW_LEVEL = ("demo", "algorithm", "k", "oversample", "max_stream_length", "length_epsilon", "public_length")
-_PERSON_LEVEL = ("max_keys_per_unit", "max_rows_per_key", "max_rows_per_unit", "noise", "selection", "int_ids")
-_EXACT_ONLY = ("noise", "top_k", "selection")
+_PERSON_LEVEL = ("max_keys_per_unit", "max_rows_per_key", "max_rows_per_unit", "noise", "selection", "int_ids",
+                 "no_counts")
+_EXACT_ONLY = ("noise", "top_k", "selection", "no_counts")
 _SERIES_ONLY = ("start", "end", "follow", "allowed_lateness", "cumulative", "schedule")
 
 _NEEDS_PERSON = "applies to the user-level release: give {privacy_id} COLUMN"
@@ -50,6 +52,15 @@ _REFUSED: dict[str, list[tuple[tuple[str, ...], str]]] = {
         (("cut", "passes"), "applies to the row-level release (without {privacy_id})"),
         (_ROW_LEVEL, "does not apply with {privacy_id} (the user-level release's threshold follows from "
                      "{epsilon}, {delta}, {max_keys_per_unit} and {max_rows_per_key})"),
+        (("no_counts",), "goes with {selection} weighted_gaussian"),
+    ],
+    "person.weighted": [
+        (_SERIES_ONLY, _NEEDS_SERIES),
+        (("cut", "passes"), "applies to the row-level release (without {privacy_id})"),
+        (_ROW_LEVEL, "does not apply with {privacy_id} (the user-level release's threshold follows from "
+                     "{epsilon}, {delta} and {max_keys_per_unit})"),
+        (("top_k", "noise"), "does not apply with {selection} weighted_gaussian (discrete Gaussian noise; every "
+                             "item whose weighted score passes the threshold is released)"),
     ],
     "person.bounded_memory": [
         (_SERIES_ONLY, _NEEDS_SERIES),
@@ -105,15 +116,18 @@ class Refusal:
 
 
 def heavy_hitters_route(*, person: bool, series: bool, cumulative: bool = False, bounded_rows: bool = False,
-                        one_pass_input: bool = False) -> str:
+                        one_pass_input: bool = False, selection: Optional[str] = None) -> str:
     """The route of a heavy-hitter request: a series over time (``series``; ``cumulative`` for
     releases since the start) whatever the unit; a person with a row bound (``bounded_rows``) or on
-    an input that can be read once (``one_pass_input``: stdin) in bounded memory; a person
-    otherwise by the exact route; one row by the row-level release."""
+    an input that can be read once (``one_pass_input``: stdin) in bounded memory; a person with
+    ``selection='weighted_gaussian'`` by the weighted selection; a person otherwise by the exact
+    route; one row by the row-level release."""
     if series:
         return "windowed.cumulative" if cumulative else "windowed"
     if person:
-        return "person.bounded_memory" if bounded_rows or one_pass_input else "person.exact"
+        if bounded_rows or one_pass_input:
+            return "person.bounded_memory"
+        return "person.weighted" if selection == "weighted_gaussian" else "person.exact"
     return "row"
 
 

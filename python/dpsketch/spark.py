@@ -46,7 +46,7 @@ from .time.windows import NS, WallClockReleaser, Windowed, assign, parse_duratio
 from .errors import InternalError, MissingDependencyError, ParameterError, ParameterTypeError
 from .mechanisms.top_k import check_top_k, top_k_capacity
 
-__all__ = ["summarize", "heavy_hitters", "quantiles", "windowed_heavy_hitters",
+__all__ = ["summarize", "heavy_hitters", "weighted_heavy_hitters", "quantiles", "windowed_heavy_hitters",
            "stream_heavy_hitters", "WindowedStream"]
 
 _MERGEABLE = (MisraGries, SpaceSaving, CountMin, CountSketch, DyadicCountSketch)
@@ -582,6 +582,59 @@ def _unit_route(df, column, privacy_id, m, c, epsilon, delta, noise, selection, 
                                  budget=budget)
     rel.metadata.update(front_end="spark", bounding="Spark: groupBy(unit, key); per unit the m smallest "
                         "xxhash64(salt, unit, key) (ties by key); <= c rows each; groupBy(key)")
+    return rel
+
+
+def weighted_heavy_hitters(df, column: str, *, unit, epsilon: float, delta: float, counts: bool = True,
+                           seed: int | None = None, budget=None) -> Release:
+    """User-level key selection by weighted Gaussian scores (docs/mechanisms/person-weighted.md),
+    aggregated in the JVM: per (unit, key) deduplicated, per unit the m pairs with the smallest
+    xxhash64(salt, unit, key) (the exact route's Spark rule), each unit's weight from its kept
+    count, weights and bounded counts summed per key; the noise and threshold on the driver.
+
+    :param df: a Spark DataFrame
+    :param column: the key column
+    :param unit: ``dpsketch.Person("id column", max_keys=m)``
+    :param epsilon: ε of the release
+    :param delta: δ of the release
+    :param counts: also release the selected keys' noisy bounded counts
+    :param seed: reproducible salt and noise, NOT secret
+    :param budget: a :class:`dpsketch.Budget` charged before any noise is drawn
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from . import _seeds
+    from .mechanisms.unit_level import _check_bounds, _exact_strs
+    from .mechanisms.unit_weighted import _weighted_plan, release_weighted, scores_from_aggregates, spark_weights
+    from .units import Person
+
+    if not isinstance(unit, Person) or unit.id_column is None or unit.max_keys is None:
+        raise ParameterError("weighted_heavy_hitters takes unit=dpsketch.Person('id column', max_keys=m)")
+    mm, cc = _check_bounds(unit.max_keys, unit.max_rows_per_key)
+    _weighted_plan(epsilon, delta, mm, cc, bool(counts), 0.5)  # every parameter checked before Spark reads a row
+    kind = _column_kind(df, column)
+    if kind == "float":
+        raise ParameterTypeError(f"column {column!r} holds floats; heavy hitters need int or str keys")
+    if unit.id_column not in df.columns:
+        raise ParameterError(f"no column {unit.id_column!r} for the privacy id")
+    salt = _seeds.rng(seed, "salt")[0].next_u64() & ((1 << 63) - 1)
+    pairs = (df.select(F.col(column).alias("k"), F.col(unit.id_column).alias("u"))
+             .where(F.col("k").isNotNull() & F.col("u").isNotNull())
+             .groupBy("u", "k").agg(F.count(F.lit(1)).alias("rows")))
+    rank = Window.partitionBy("u").orderBy(F.xxhash64(F.lit(salt), F.col("u"), F.col("k")), F.col("k"))
+    kept = (pairs.withColumn("r", F.row_number().over(rank)).where(F.col("r") <= mm)
+            .withColumn("s", F.count(F.lit(1)).over(Window.partitionBy("u"))))
+    agg = kept.groupBy("k").agg(F.sum(spark_weights(F, F.col("s"))).alias("w"),
+                                F.sum(F.least(F.col("rows"), F.lit(cc))).alias("n"))
+    pdf = agg.toPandas()
+    keys = pdf["k"].to_numpy()
+    keys = _exact_strs(keys) if kind == "str" else keys.astype(np.int64)
+    scored = scores_from_aggregates(keys, pdf["w"].to_numpy(), pdf["n"].to_numpy(), mm, cc)
+    rel = release_weighted(scored, epsilon=epsilon, delta=delta, counts=counts, seed=seed, budget=budget)
+    rel.metadata.update(front_end="spark", unit=unit.describe(),
+                        bounding="Spark: groupBy(unit, key); per unit the m smallest xxhash64(salt, unit, key) "
+                                 "(ties by key); weight floor(W/sqrt(kept)); <= c rows each; groupBy(key)")
     return rel
 
 

@@ -5,6 +5,7 @@ adds its pairs to ``_pairs.PAIRS`` when it is imported."""
 
 from . import _pairs
 from . import _unit_pairs  # noqa: F401
+from . import _weighted_pairs  # noqa: F401
 from . import _window_pairs  # noqa: F401
 from . import _cumulative_pairs  # noqa: F401
 from . import _quantile_pairs  # noqa: F401

@@ -396,9 +396,14 @@ def _top_parser(sub):
     u.add_argument("--noise", choices=("gaussian", "laplace"),
                    help="discrete Gaussian (default; l2-sensitivity c*sqrt(m)) or discrete Laplace "
                         "(l1-sensitivity m*c) noise on the bounded counts")
-    u.add_argument("--selection", choices=("gumbel",),
-                   help="with --top-k N: release the N passing items a one-shot Gumbel selection ranks first "
-                        "(half of epsilon pays for the ranking)")
+    u.add_argument("--selection", choices=("gumbel", "weighted_gaussian"),
+                   help="gumbel, with --top-k N: release the N passing items a one-shot Gumbel selection ranks "
+                        "first (half of epsilon pays for the ranking); weighted_gaussian: select items by "
+                        "weighted scores (each id's kept items weigh 1/sqrt(their number); "
+                        "docs/mechanisms/person-weighted.md), with noisy counts at half of rho")
+    u.add_argument("--no-counts", action="store_true",
+                   help="with --selection weighted_gaussian: release the items with their noisy weighted scores "
+                        "(the whole budget selects), no counts")
     o = _output_options(t, "print the release as JSON", "print rank,item,noisy_count as CSV",
                         "no header, notes or progress bar on stderr")
     o.add_argument("--show", "--top", "-n", dest="top", type=_param("show", _at_least(int, 0)), default=None, metavar="N",

@@ -27,8 +27,6 @@ from . import DEFAULT_K, DEFAULT_TOP, DEMO_DEFAULT_K
 
 __all__ = ["top", "quantiles", "budget", "docs", "completion", "audit"]
 
-# options of the row-level release that the user-level (--privacy-id) release does not take, and
-# those of the user-level release that the row-level one does not take
 def _option(name: str) -> str:
     return "--" + name.replace("_", "-")
 
@@ -258,7 +256,7 @@ def top(args) -> int:
     out = Output.for_args(args)
     if args.top is None:  # --show: what is printed; with --top-k N all N released items
         args.top = 0 if args.top_k is not None else DEFAULT_TOP
-    route = heavy_hitters_route(person=args.privacy_id is not None,
+    route = heavy_hitters_route(person=args.privacy_id is not None, selection=args.selection,
                                 series=args.window is not None or args.time_column is not None,
                                 cumulative=bool(args.cumulative), bounded_rows=args.max_rows_per_unit is not None,
                                 one_pass_input=args.file in (None, "-"))
@@ -270,6 +268,8 @@ def top(args) -> int:
     _refuse_for(args, route)
     if route == "person.bounded_memory":
         return _top_units_bounded(args, out)
+    if route == "person.weighted":
+        return _top_units_weighted(args, out)
     if route == "person.exact":
         return _top_units(args, out)
     if args.algorithm is None:
@@ -930,6 +930,66 @@ def _top_units(args, out) -> int:
         bounds=f"bounds per unit: m={meta['max_keys_per_unit']} keys (max_keys_per_unit), "
                f"c={meta['max_rows_per_key']} rows per key (max_rows_per_key){selection}",
         hint="hint: nothing reached the threshold; a larger --epsilon or a smaller --max-keys-per-unit lowers it")
+
+
+def _column_of(batches: list):
+    """One numpy column from the batches of Source.pairs (Arrow arrays, numpy arrays or lists)."""
+    parts = [b.to_numpy(zero_copy_only=False) if hasattr(b, "to_numpy") and not isinstance(b, np.ndarray)
+             else np.asarray(b) if not isinstance(b, list) else np.array(b, dtype=object) for b in batches]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _top_units_weighted(args, out) -> int:
+    """``top --privacy-id --selection weighted_gaussian``: the weighted Gaussian key selection
+    (docs/mechanisms/person-weighted.md) on the item and id columns, held in memory."""
+    from ..accounting.budget import Budget
+    from ..mechanisms.unit_weighted import weighted_heavy_hitters
+    from ..units import Person
+
+    if args.max_keys_per_unit is None:
+        raise UsageError("--privacy-id needs --max-keys-per-unit M: how many distinct items one privacy id "
+                         "may contribute (the rest of its items are dropped)")
+    m, c, counts = args.max_keys_per_unit, args.max_rows_per_key or 1, not args.no_counts
+    unit = Person(args.privacy_id, max_keys=m, max_rows_per_key=c)
+    if args.dry_run:
+        return _print_plan(args, "heavy_hitters", epsilon=args.epsilon, delta=args.delta, method="exact", unit=unit,
+                           selection="weighted_gaussian", counts=counts)
+    _checked(lambda: _plan_only(args, unit, counts))
+    budget_file = _BudgetFile(args, "dpsketch top --privacy-id --selection weighted_gaussian", epsilon=args.epsilon,
+                              delta=args.delta)
+    budget_file.check()
+    src = _open_input(args, out, privacy_id=args.privacy_id, ids=_unit_ids(args))
+    budget_file.charge()
+    key_batches, id_batches, rows = [], [], 0
+    progress = Progress(_show_progress(args), src.total, src.unit)
+    try:
+        for keys, ids in src.pairs():
+            key_batches.append(keys)
+            id_batches.append(ids)
+            rows += len(keys)
+            _advance(progress, src, rows)
+    finally:
+        progress.close()
+    budget = Budget(args.epsilon, args.delta)
+    try:
+        rel = weighted_heavy_hitters(_column_of(key_batches), _column_of(id_batches), epsilon=args.epsilon,
+                                     delta=args.delta, max_keys_per_unit=m, max_rows_per_key=c, counts=counts,
+                                     seed=args.seed, budget=budget)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise RunError(f"release failed: {first_line(exc)}") from None
+    return _print_unit_release(
+        args, out, src, rel, budget, budget_file, route="exact route, weighted Gaussian selection",
+        bounds=f"bounds per unit: m={m} keys (max_keys_per_unit), c={c} rows per key (max_rows_per_key); "
+               + ("noisy counts of the selected items" if counts else "values: noisy weighted scores, not counts"),
+        hint="hint: nothing reached the threshold; a larger --epsilon lowers it")
+
+
+def _plan_only(args, unit, counts):
+    """Every privacy parameter checked before any input is read (the plan raises what the release would)."""
+    from ..plans import plan
+
+    return plan("heavy_hitters", epsilon=args.epsilon, delta=args.delta, method="exact", unit=unit,
+                selection="weighted_gaussian", counts=counts)
 
 
 def _print_unit_release(args, out, src, rel, budget, budget_file, *, route, bounds, hint) -> int:
