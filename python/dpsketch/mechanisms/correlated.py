@@ -20,7 +20,7 @@ The prefix variance is σ²·Σ_{k<t} V_k², V the running sums of C_W^{-1}'s fi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -230,6 +230,22 @@ class CorrelatedPlan:
         num, den = self.sigma2_rational
         return _core.noise.discrete_gaussian(rng, num, den, int(cells))
 
+    def publish(self, step: int, encoded: np.ndarray, seed: Optional[int]) -> np.ndarray:
+        """The released array of step ``step``: the encoded cells C_W·x plus :meth:`noise`, int64,
+        read-only. |encoded| <= 2^62 (the encoder checks) and the noise is far below 2^62, so the sum
+        stays in int64.
+
+        :param step: s, 1-based
+        :param encoded: (C_W·x)_s, int64
+        :param seed: the user seed or None
+        """
+        z = self.noise(step, encoded.size, seed).reshape(encoded.shape)
+        if int(np.abs(z).max(initial=0)) > _CELL_LIMIT:  # pragma: no cover - σ is far below 2^62
+            raise StreamLimitError("a noise value exceeds 2^62")
+        out = encoded + z
+        out.setflags(write=False)
+        return out
+
     def charge(self) -> dict:
         """What a budget is charged once for the whole series."""
         return {"rho": self.series_rho, "epsilon": 0}
@@ -264,6 +280,29 @@ class CorrelatedPlan:
             "prefix_variance_factor": float(self.variance_factors()[int(step) - 1]),
             "reference": "docs/mechanisms/cumulative-correlated.md",
         }
+
+
+    def step_release(self, step: int, published: np.ndarray, *, mechanism: str, seeded: bool,
+                     extra: dict) -> Any:
+        """The :class:`~dpsketch.Release` of step ``step``: ``sketch`` is the published int64 array
+        C_W·x + z of that step; ``metadata`` is :meth:`step_record` with the guarantee (one element
+        added or removed, no length read), ``extra`` (the series' place) and ``reproducible_not_secret``.
+
+        :param step: s, 1-based
+        :param published: the step's released array
+        :param mechanism: the series' mechanism name
+        :param seeded: whether the noise came from a user seed
+        :param extra: more metadata (shape, hash seed, composition)
+        """
+        from ..release import PRIVACY_UNIT, Release
+
+        meta = self.step_record(step)
+        meta.update(extra)
+        meta.update(mechanism=mechanism, privacy_unit=PRIVACY_UNIT, neighbours="add_remove", length="unused",
+                    assumes_public_length=False, reproducible_not_secret=bool(seeded),
+                    published="Release.sketch: the step's encoded cells plus noise, int64 (depth, width)")
+        return Release(items=[], threshold=None, epsilon=self.epsilon, delta=self.delta, mechanism=mechanism,
+                       n=None, metadata=meta, rho=self.series_rho, sketch=published)
 
 
 def correlated_plan(*, schedule: str, horizon: int, depth: int, rho: float, bands: Optional[int] = None,
