@@ -20,22 +20,27 @@ The prefix variance is σ²·Σ_{k<t} V_k², V the running sums of C_W^{-1}'s fi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property, lru_cache
 from typing import Any, Optional
 
 import numpy as np
 
 from .. import _core, _seeds
-from ..accounting.calibration import noise_guarantee, zcdp_epsilon
+from ..accounting.calibration import noise_guarantee, used_value, zcdp_epsilon
 from ..errors import ParameterError, StreamLimitError
 from .._validation import check_int
 
 __all__ = ["CORRELATED_SCHEDULES", "DEFAULT_SCALE", "sqrt_coefficients", "integer_encoder", "sensitivity_squared",
            "inverse_coefficients", "decode_prefixes", "prefix_variance_factors", "worst_variance_factor",
+           "window_variance_factor",
            "unit_sensitivity_squared", "CorrelatedPlan", "correlated_plan", "Encoder", "Decoder"]
 
 CORRELATED_SCHEDULES = ("sqrt", "banded")
 DEFAULT_SCALE = 2**16  # W: rounding W·c_k moves each coefficient by at most 1/(2W) relative to c_0
 _CELL_LIMIT = 2**62  # encoded cells stay in int64 with room (the sketches' own mass bound)
+_MAX_SIGMA2 = 2**56  # the exact discrete Gaussian sampler needs 64·(⌊σ⌋ + 1)² < 2^64 for an integer σ²
+_MIN_SCALE = 2**6  # below this the rounded coefficients lose the square root's shape
 
 
 def sqrt_coefficients(n: int) -> np.ndarray:
@@ -132,6 +137,24 @@ def prefix_variance_factors(encoder: tuple, horizon: int) -> np.ndarray:
     return float(sum(c * c for c in encoder)) * np.cumsum(V**2)
 
 
+def window_variance_factor(encoder: tuple, horizon: int, t: int, w: int) -> float:
+    """The noise variance of the sliding window (t − w, t] decoded as prefix_t − prefix_{t−w}, in
+    units of one window at the full ρ: (Σ_k C_W[k]²)·(Σ_{m<w} V_m² + Σ_{w≤m<t} (V_m − V_{m−w})²), the
+    squared norm of the difference of B's rows t and t − w (§Sliding windows). w = t is prefix t.
+
+    :param encoder: the integer coefficients
+    :param horizon: T
+    :param t: the window's last step
+    :param w: its length in steps, 1..t
+    """
+    t = check_int("t", t, 1, horizon)
+    w = check_int("w", w, 1, t)
+    V = np.cumsum(inverse_coefficients(encoder, t))
+    head = float(np.sum(V[:w] ** 2))
+    tail = float(np.sum((V[w:t] - V[: t - w]) ** 2))
+    return float(sum(c * c for c in encoder)) * (head + tail)
+
+
 def worst_variance_factor(schedule: str, horizon: int, bands: Optional[int] = None,
                           scale: int = DEFAULT_SCALE) -> float:
     """max over t of :func:`prefix_variance_factors` for ``"sqrt"`` or ``"banded"`` (``bands`` = p).
@@ -197,15 +220,31 @@ class CorrelatedPlan:
 
     def variance_factors(self) -> np.ndarray:
         """:func:`prefix_variance_factors` of this encoder (t = 1..T)."""
-        return prefix_variance_factors(self.encoder, self.horizon)
+        return self._tables[0].copy()
+
+    @cached_property
+    def _tables(self) -> tuple:
+        # (variance factors, prefix variances), computed once per plan (O(T·p))
+        V = np.cumsum(inverse_coefficients(self.encoder, self.horizon))
+        norms = np.cumsum(V**2)
+        return float(sum(c * c for c in self.encoder)) * norms, self.sigma2 * norms
 
     def prefix_variances(self) -> np.ndarray:
         """σ²·‖row t of B‖² for t = 1..T: each decoded prefix cell's noise variance, an upper
         bound since Var DGauss(σ²) ≤ σ² (§Variance). The decoded noise is a fixed linear
         combination of independent discrete Gaussians, so it is sub-Gaussian with this variance
         proxy (§Intervals)."""
-        V = np.cumsum(inverse_coefficients(self.encoder, self.horizon))
-        return self.sigma2 * np.cumsum(V**2)
+        return self._tables[1].copy()
+
+    def window_variance(self, t: int, w: int) -> tuple:
+        """(variance per decoded cell, the same in window units) of prefix_t − prefix_{t−w}
+        (:func:`window_variance_factor`; σ² times the squared row difference).
+
+        :param t: the window's last step
+        :param w: its length in steps
+        """
+        f = window_variance_factor(self.encoder, self.horizon, t, w)
+        return self.sigma2 * f / float(sum(c * c for c in self.encoder)), f
 
     def interval_half_width(self, variance: float, level: float) -> float:
         """Half-width of a ``level`` interval for one decoded cell whose noise has variance proxy
@@ -267,7 +306,7 @@ class CorrelatedPlan:
 
         :param step: s, 1-based
         """
-        var = float(self.prefix_variances()[int(step) - 1])
+        var = float(self._tables[1][int(step) - 1])
         return {
             "schedule": self.schedule, "horizon": self.horizon, "step": int(step), "bands": self.bands,
             "encoder_scale": self.scale, "noise": "discrete_gaussian",
@@ -277,7 +316,7 @@ class CorrelatedPlan:
             "privacy": "zcdp", "rho": self.series_rho, "rho_requested": self.requested_rho,
             "epsilon": self.epsilon, "delta": self.delta,
             "prefix_noise_variance": var,
-            "prefix_variance_factor": float(self.variance_factors()[int(step) - 1]),
+            "prefix_variance_factor": float(self._tables[0][int(step) - 1]),
             "reference": "docs/mechanisms/cumulative-correlated.md",
         }
 
@@ -305,6 +344,7 @@ class CorrelatedPlan:
                        n=None, metadata=meta, rho=self.series_rho, sketch=published)
 
 
+@lru_cache(maxsize=64)  # a plan is a pure function of its public arguments (the audit builds many)
 def correlated_plan(*, schedule: str, horizon: int, depth: int, rho: float, bands: Optional[int] = None,
                     delta: Optional[float] = None, scale: int = DEFAULT_SCALE) -> CorrelatedPlan:
     """The :class:`CorrelatedPlan` of a ``schedule`` series over ``horizon`` steps of a ``depth``-row
@@ -317,7 +357,7 @@ def correlated_plan(*, schedule: str, horizon: int, depth: int, rho: float, band
     :param rho: the series' ρ
     :param bands: p for 'banded'
     :param delta: δ of the (ε, δ) conversion to record, or None
-    :param scale: W
+    :param scale: W, the largest to try: halved while σ² would exceed the exact sampler's range
     """
     from ..release import check_privacy_params
 
@@ -326,12 +366,28 @@ def correlated_plan(*, schedule: str, horizon: int, depth: int, rho: float, band
     depth = check_int("depth", depth, 1, _core.MAX_DEPTH)
     total, _ = check_privacy_params(rho, 0.5, name="rho")
     dlt = None if delta is None else check_privacy_params(1.0, delta)[1]
-    enc = integer_encoder(horizon, p, scale)
-    l2 = sensitivity_squared(enc, depth)
-    num, den = _core.release.gaussian_sigma2(l2, float(total))
-    _, used = noise_guarantee("gaussian", 0, l2, num, den)
-    return CorrelatedPlan(schedule, horizon, len(enc), int(scale), enc, depth, l2, (int(num), int(den)), float(used),
+    scale = check_int("scale", scale, _MIN_SCALE, 2**30)
+    while True:
+        enc = integer_encoder(horizon, p, scale)
+        l2 = sensitivity_squared(enc, depth)
+        sigma2 = _integer_sigma2(l2, float(total))
+        if sigma2 <= _MAX_SIGMA2 or scale <= _MIN_SCALE:
+            break
+        scale //= 2  # σ² scales with W²: a smaller W keeps the exact sampler in range (§Calibration)
+    if sigma2 > _MAX_SIGMA2:
+        raise ParameterError(f"rho={rho} is too small for the exact sampler at this horizon and depth "
+                             f"(σ² = {sigma2} > 2^56 even at W = {_MIN_SCALE}); raise rho")
+    _, used = noise_guarantee("gaussian", 0, l2, sigma2, 1)
+    return CorrelatedPlan(schedule, horizon, len(enc), int(scale), enc, depth, l2, (sigma2, 1), float(used),
                           float(total), dlt)
+
+
+def _integer_sigma2(l2: int, rho: float) -> int:
+    """σ² = Δ2²/(2ρ) with ρ rounded down to a multiple of 2^-32 (docs/algorithms.md §1), then rounded
+    UP to an integer: more noise, so ρ_used = Δ2²/(2σ²) stays at most ρ; the integer keeps the exact
+    sampler's 128-bit arithmetic in range for the large σ² of a scaled encoder (§Calibration)."""
+    q = Fraction(int(l2)) / (2 * used_value(rho))  # exact: Python integers, no 64-bit limit
+    return -(-q.numerator // q.denominator)
 
 
 class Encoder:

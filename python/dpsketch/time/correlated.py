@@ -255,6 +255,22 @@ class CorrelatedCumulative:
                                            extra=placed)
 
     # -- answers -------------------------------------------------------------------------------
+    def window(self, t: int, w: int) -> CorrelatedPrefix:
+        """The sliding window (t − w, t]: decoded prefix t minus decoded prefix t − w
+        (post-processing of the same published arrays), with that difference's noise variance.
+        Needs both prefixes kept (``keep`` ≥ w + 1).
+
+        :param t: the window's last step (fed)
+        :param w: its length in steps, 1..t
+        """
+        with self._lock:
+            t = check_int("t", t, 1, self._t if self._t else 1)
+            w = check_int("w", w, 1, t)
+            last = self.prefix(t)
+            cells = last.cells - self.prefix(t - w).cells if w < t else last.cells.copy()
+            var, factor = self._plan.window_variance(t, w)
+            return CorrelatedPrefix(t, cells, self._kind, last._positions, self._plan, var, factor)
+
     def prefix(self, t: Optional[int] = None) -> CorrelatedPrefix:
         """The decoded noisy prefix through step ``t`` (default the last fed).
 

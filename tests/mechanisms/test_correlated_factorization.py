@@ -109,3 +109,16 @@ def test_plan_calibrates_sigma_to_the_exact_sensitivity():
         cr.correlated_plan(schedule="banded", horizon=24, depth=5, rho=0.5)
     with pytest.raises(ParameterError):
         cr.correlated_plan(schedule="sqrt", horizon=24, depth=5, rho=0.5, bands=3)
+
+
+@pytest.mark.parametrize("bands", [None, 4])
+def test_window_variance_is_the_norm_of_the_row_difference(bands):
+    T = 40
+    enc = cr.integer_encoder(T, bands)
+    B = np.tril(np.ones((T, T))) @ np.linalg.inv(toeplitz(np.asarray(enc, float), T))
+    scale = sum(c * c for c in enc)
+    for t, w in [(40, 1), (40, 7), (20, 20), (13, 12)]:
+        row = B[t - 1] - (B[t - w - 1] if w < t else 0)
+        assert cr.window_variance_factor(enc, T, t, w) == pytest.approx(scale * float(row @ row), rel=1e-9)
+    # the figure: a week inside a year of hours, about 18 window units (against 168 for the sum)
+    assert cr.window_variance_factor(cr.integer_encoder(8760), 8760, 8760, 168) == pytest.approx(17.85, abs=0.05)

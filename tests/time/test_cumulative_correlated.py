@@ -169,3 +169,22 @@ def test_keep_bounds_the_state():
         c.prefix(T - 1)
     with pytest.raises(ParameterError):
         c.step([1])  # the horizon is reached
+
+
+def test_sliding_window_is_the_difference_of_two_decoded_prefixes():
+    T = 10
+    c = Cumulative(horizon=T, sketch="countsketch", width=32, depth=3, hash_seed=5, rho=2.0, schedule="sqrt", seed=9)
+    for s in range(T):
+        c.step([1] * 10 + [s])
+    win = c.window(10, 3)
+    assert np.allclose(win.cells, c.prefix(10).cells - c.prefix(7).cells)
+    var, factor = c.plan.window_variance(10, 3)
+    assert win.noise_variance == var and win.variance_factor == factor
+    assert abs(win.estimate(1) - 30) < 3 * win.cell_interval(0.999)
+    assert np.allclose(c.window(4, 4).cells, c.prefix(4).cells)
+    k = Cumulative(horizon=T, sketch="countsketch", width=32, depth=3, rho=2.0, schedule="sqrt", keep=2)
+    for s in range(T):
+        k.step([1])
+    k.window(10, 1)
+    with pytest.raises(ParameterError):
+        k.window(10, 3)  # prefix 7 is no longer kept
