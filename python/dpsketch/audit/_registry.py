@@ -7,6 +7,7 @@ from . import _pairs
 from . import _unit_pairs  # noqa: F401
 from . import _window_pairs  # noqa: F401
 from . import _cumulative_pairs  # noqa: F401
+from . import _correlated_pairs  # noqa: F401
 from . import _quantile_pairs  # noqa: F401
 
 PAIRS = _pairs.PAIRS
