@@ -122,3 +122,12 @@ def test_window_variance_is_the_norm_of_the_row_difference(bands):
         assert cr.window_variance_factor(enc, T, t, w) == pytest.approx(scale * float(row @ row), rel=1e-9)
     # the figure: a week inside a year of hours, about 18 window units (against 168 for the sum)
     assert cr.window_variance_factor(cr.integer_encoder(8760), 8760, 8760, 168) == pytest.approx(17.85, abs=0.05)
+
+
+def test_encoder_refuses_cells_that_could_overflow():
+    from dpsketch.errors import StreamLimitError
+
+    enc = cr.Encoder(cr.integer_encoder(4))
+    enc.push(np.array([2**40], dtype=np.int64))
+    with pytest.raises(StreamLimitError):
+        enc.push(np.array([2**46], dtype=np.int64))  # 2^16·2^46 = 2^62 plus the earlier step

@@ -409,7 +409,8 @@ class Encoder:
         terms = [x] + self._past
         bound = sum(c * int(np.abs(v).max(initial=0)) for c, v in zip(self._c, terms))
         if bound > _CELL_LIMIT:
-            raise StreamLimitError(f"an encoded cell could exceed 2^62 (bound {bound}); fewer counts per step")
+            # (the message states no figure: the bound is a function of the exact cells)
+            raise StreamLimitError("an encoded cell could exceed 2^62; fewer counts per step")
         out = np.zeros(x.shape, dtype=np.int64)
         for c, v in zip(self._c, terms):
             out += c * v
