@@ -131,3 +131,20 @@ def test_encoder_refuses_cells_that_could_overflow():
     enc.push(np.array([2**40], dtype=np.int64))
     with pytest.raises(StreamLimitError):
         enc.push(np.array([2**46], dtype=np.int64))  # 2^16·2^46 = 2^62 plus the earlier step
+
+
+def test_small_rho_halves_the_scale_and_keeps_the_sampler_in_range():
+    p = cr.correlated_plan(schedule="sqrt", horizon=8760, depth=255, rho=2**-30)
+    assert p.scale < cr.DEFAULT_SCALE and p.sigma2_rational[1] == 1 and p.sigma2 <= 2**56
+    assert p.series_rho <= 2**-30
+    z = p.noise(1, 1000, seed=3)  # the exact sampler accepts it
+    assert abs(float(np.std(z)) / math.sqrt(p.sigma2) - 1) < 0.15
+    # a fractional ρ with a large denominator gives an integer σ², rounded up
+    q = cr.correlated_plan(schedule="sqrt", horizon=6, depth=2, rho=0.3)
+    assert q.sigma2_rational[1] == 1 and q.series_rho <= 0.3
+    from fractions import Fraction
+    from dpsketch.accounting.calibration import used_value
+
+    # the smallest integer σ² at the ρ actually used (ρ rounded down to a multiple of 2^-32)
+    sig = q.sigma2_rational[0]
+    assert Fraction(q.l2_squared, 2 * sig) <= used_value(0.3) < Fraction(q.l2_squared, 2 * (sig - 1))
