@@ -65,6 +65,36 @@ void bind_linear(py::module_& m, const char* name) {
   c.def("merge", &T::merge, py::arg("other"));
   c.def("compatible", &T::compatible, py::arg("other"));
   def_sketch_queries<T>(c, [](const T& s) -> const T& { return s; });
+  // positions_many(keys) -> (buckets, signs), each (depth, n) int64: the column each row maps each
+  // key to and the sign a unit update adds there (1 for Count-Min), from the sketch's own hashes.
+  // Estimates from cells the caller encoded (time/ correlated series) need them.
+  using Key = typename T::key_type;
+  const auto positions = [](const T& s, const auto& keys, std::size_t n) {
+    const auto d = static_cast<py::ssize_t>(s.depth());
+    py::array_t<std::int64_t> buckets({d, static_cast<py::ssize_t>(n)});
+    py::array_t<std::int64_t> signs({d, static_cast<py::ssize_t>(n)});
+    auto* b = buckets.mutable_data();
+    auto* g = signs.mutable_data();
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::uint64_t fp = s.fingerprint(keys[k]);
+      for (std::uint32_t i = 0; i < s.depth(); ++i) {
+        b[i * n + k] = s.bucket(i, fp);
+        g[i * n + k] = s.sign(i, fp);
+      }
+    }
+    return py::make_tuple(buckets, signs);
+  };
+  if constexpr (std::is_same_v<Key, std::int64_t>) {
+    c.def("positions_many", [positions](const T& s, const IntArray& a) {
+      if (a.ndim() != 1) throw py::value_error("expected a 1-D int64 array");
+      return positions(s, a.data(), static_cast<std::size_t>(a.shape(0)));
+    }, py::arg("items"));
+  } else {
+    c.def("positions_many", [positions](const T& s, const std::vector<std::string>& keys) {
+      std::vector<std::string_view> v(keys.begin(), keys.end());
+      return positions(s, v, v.size());
+    }, py::arg("items"));
+  }
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ PACKAGE = pathlib.Path(dpsketch.__file__).resolve().parent
 # The modules that wire mechanisms together and must hold no privacy arithmetic (paths under
 # python/dpsketch/): Spark and the distributed routes, the command line, windows and cumulative.
 WIRING_MODULES = ["spark.py", "distributed.py", "cli/__init__.py", "cli/commands.py", "time/windows.py",
-                  "time/cumulative.py"]
+                  "time/cumulative.py", "time/correlated.py"]
 
 MATH_FUNCTIONS = {"sqrt", "isqrt", "cbrt", "log", "log1p", "log2", "log10", "exp", "exp2", "expm1", "pow",
                   "erf", "erfc", "erfinv", "erfcinv", "ceil", "lgamma", "gamma", "logsumexp",

@@ -156,7 +156,8 @@ _UNIT = ["unit.exact[discrete_gaussian]", "unit.exact[discrete_laplace]", "unit.
          "unit.bounded_memory[DPSS]"]
 _ONE_PER_FAMILY = ["DPSS", "DPSS[two-pass]", "DPSS[top-k]", "PMG", "PrivateCountMin-laplace", "PrivateCountSketch-gaussian",
                    "PrivateDyadicCountSketch-laplace-zhao", "SketchHeavyHitters-countsketch",
-                   "spark.counters[DPSS]", "spark.sketch[lookup]", "Windowed[DPSS]", "Cumulative[binary]", "quantiles[exp]",
+                   "spark.counters[DPSS]", "spark.sketch[lookup]", "Windowed[DPSS]", "Cumulative[binary]", "Cumulative[sqrt]",
+                   "quantiles[exp]",
                    "exact[discrete_gaussian]", *_UNIT]
 
 

@@ -8,6 +8,7 @@ from . import _unit_pairs  # noqa: F401
 from . import _weighted_pairs  # noqa: F401
 from . import _window_pairs  # noqa: F401
 from . import _cumulative_pairs  # noqa: F401
+from . import _correlated_pairs  # noqa: F401
 from . import _quantile_pairs  # noqa: F401
 from . import _composed_pairs  # noqa: F401
 

@@ -56,6 +56,26 @@ class _LinearSketch(KeyDispatch, Serialized, Summary):
             raise ParameterTypeError(f"this {type(self).__name__} has str keys; estimate them one by one")
         return self._impl.estimate_many(int_batch(items))
 
+    def positions(self, items, key_type: str | None = None) -> tuple:
+        """``(buckets, signs)``, each an int64 array of shape (depth, len(items)): the column each
+        row maps each key to and the sign a unit update adds there (always 1 for Count-Min), from
+        this sketch's public hash functions. For callers that keep cells of this shape themselves
+        (the correlated-noise series, docs/mechanisms/cumulative-correlated.md).
+
+        :param items: the keys (ints, or strs)
+        :param key_type: ``'int'`` or ``'str'`` (default: the sketch's, else from the first key)
+        """
+        from ._keys import check_key_type, int_batch
+
+        keys = list(items) if not isinstance(items, np.ndarray) else items
+        kt = check_key_type(key_type) or self.key_type or ("str" if len(keys) and isinstance(keys[0], str) else "int")
+        native = self._natives[kt](self._width, self._depth, self._seed)
+        if kt == "int":
+            return native.positions_many(int_batch(keys))
+        if not all(isinstance(k, str) for k in keys):
+            raise ParameterTypeError("positions with key_type='str' needs str keys")
+        return native.positions_many(list(keys))
+
     def merge(self, other) -> None:
         """Add ``other``'s counts into this sketch: the sketch of both streams together. Requires the
         same class, width, depth, seed and key type."""

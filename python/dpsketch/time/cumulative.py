@@ -51,6 +51,7 @@ from ..accounting.budget import Budget, charging
 from ..sketches.dyadic import DyadicCountSketch, PrivateDyadicCountSketch
 from ..errors import InternalError, ParameterError, ParameterTypeError
 from ..mechanisms.private_sketches import PrivateCountMin, PrivateCountSketch
+from ..mechanisms.correlated import CORRELATED_SCHEDULES
 from ..mechanisms.series import tree_series
 from ..release import Release, with_metadata
 from ..units import Row
@@ -406,7 +407,10 @@ class Cumulative:
       guarantee of the whole series for neighbours that add or remove one element; each published
       node gets ρ/L (ε/L), L = :attr:`nodes_per_element`. ``delta`` (with ``rho``) records the
       (ε, δ) conversion in the metadata.
-    * ``schedule``: 'auto', 'binary', 'smooth' or 'windows' (:func:`schedule_for`).
+    * ``schedule``: 'auto', 'binary', 'smooth' or 'windows' (:func:`schedule_for`); or 'sqrt' /
+      'banded' (``bands=p``): correlated Gaussian noise for Count-Min and CountSketch under zCDP,
+      which returns a :class:`~dpsketch.time.correlated.CorrelatedCumulative` instead
+      (docs/mechanisms/cumulative-correlated.md).
     * ``seed``: node (ℓ, m) draws its noise from :func:`node_seed` ``(seed, ℓ, m)``
       (reproducible and NOT secret); None: the secure generator.
     * ``budget``: charged once, at construction, L·(node ρ) or L·(node ε), before any noise.
@@ -435,7 +439,18 @@ class Cumulative:
     :param budget: a :class:`dpsketch.Budget` charged once for the whole series
     :param node_options: ``beta`` (and ``noise_allocation`` for dyadic sketches) of each node's release
     :param make: instead of ``sketch`` and its shape: a function returning an empty sketch
+    :param bands: ``schedule='banded'``: p, the encoder coefficients kept
+    :param keep: ``schedule='sqrt'``/``'banded'``: how many recent decoded prefixes stay answerable
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        # schedule='sqrt' / 'banded': correlated noise, a different state and release per step
+        # (time/correlated.py); Python then skips __init__, the object not being a Cumulative.
+        if kwargs.get("schedule") in CORRELATED_SCHEDULES:
+            from .correlated import CorrelatedCumulative
+
+            return CorrelatedCumulative(*args, **kwargs)
+        return super().__new__(cls)
 
     @validate_params(["epsilon", "rho", "delta", "seed"])
     def __init__(self, *, horizon: int, sketch: Optional[str] = None, width: Optional[int] = None,
@@ -443,7 +458,10 @@ class Cumulative:
                  bounds: Any = None, hash_seed: Optional[int] = None, key_type: Optional[str] = None,
                  rho: Optional[float] = None, epsilon: Optional[float] = None, delta: Optional[float] = None,
                  schedule: str = "auto", seed: Optional[int] = None, budget: Optional[Budget] = None,
-                 node_options: Optional[dict] = None, make: Optional[Callable[[], Any]] = None) -> None:
+                 node_options: Optional[dict] = None, make: Optional[Callable[[], Any]] = None,
+                 bands: Optional[int] = None, keep: Optional[int] = None) -> None:
+        if bands is not None or keep is not None:
+            raise ParameterError("bands= and keep= are options of schedule='sqrt' / 'banded' (correlated noise)")
         shaped = any(v is not None for v in (width, depth, universe_bits, gamma, bounds, hash_seed, key_type))
         if make is None:
             if sketch is None:

@@ -76,6 +76,13 @@ class LinearSketch : public WireState<false> {
     return Kind == SketchKind::count_min ? reduce_range(h, width_) : reduce_range(h & ~std::uint64_t{1}, width_);
   }
   static std::int64_t sign_of(std::uint64_t h) noexcept { return (h & 1) ? 1 : -1; }
+  // The sign row i gives fingerprint fp: 1 for Count-Min, CountSketch's +1 or -1 (what a unit
+  // update adds to cell (i, bucket(i, fp))). Callers that encode the cells themselves (the
+  // correlated-noise series) need both.
+  std::int64_t sign(std::uint32_t i, std::uint64_t fp) const noexcept {
+    if constexpr (Kind == SketchKind::count_min) return 1;
+    else return sign_of(rows_[i](fp));
+  }
 
   // Unit update. Throws StreamLimitError (OverflowError in Python; nothing changed) when the mass
   // (total |count| absorbed plus the starting max |cell|, see kMaxCellMass) would pass 2^62.
