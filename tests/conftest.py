@@ -97,3 +97,12 @@ def write_event_log(folder: Path, users, keys) -> Path:
         w.writerows(zip(range(len(keys)), keys.tolist(), users.tolist()))
     pq.write_table(pa.table({"query": keys, "user_id": users}), folder / "events.parquet", row_group_size=50_000)
     return folder
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """A test that asks for the ``spark`` fixture is a Spark test: it carries the ``spark`` marker
+    whether or not its module says so, so the README's test command never starts a JVM."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("spark") is None:
+            item.add_marker(pytest.mark.spark)

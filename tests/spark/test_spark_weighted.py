@@ -12,6 +12,7 @@ from dpsketch import spark as dps
 from dpsketch.mechanisms import unit_weighted as UW
 
 pytest.importorskip("pyspark")
+pytestmark = pytest.mark.spark
 
 
 def _log(seed, units=400, max_set=6):

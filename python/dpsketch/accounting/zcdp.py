@@ -10,6 +10,7 @@ on sup_α D_α/α, never an estimate of it.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Tuple
 
@@ -86,6 +87,7 @@ def _minimise_over_alpha(f, hint: float) -> float:
     return min(best, fa, fb)
 
 
+@functools.lru_cache(maxsize=4096)
 def cks20_epsilon(rho: float, delta: float) -> float:
     """The ε such that ρ-zCDP implies (ε, δ)-DP by Canonne, Kamath & Steinke 2020 (arXiv
     2004.00010, Prop. 12 / p. 13): the minimum over α > 1 of
@@ -122,28 +124,32 @@ def cks20_delta(rho: float, epsilon: float) -> float:
     return min(1.0, _up(math.exp(log_d), 1e-9))
 
 
+def _cks_cost_at(alpha: float, log_inv_delta: float) -> float:
+    """c(α) = ln(1 − 1/α) + (ln(1/δ) − ln α)/(α − 1): CKS20's ε at order α is αρ + c(α)."""
+    return math.log1p(-1 / alpha) + (log_inv_delta - math.log(alpha)) / (alpha - 1)
+
+
+@functools.lru_cache(maxsize=4096)
 def cks20_rho_for(epsilon: float, delta: float) -> float:
-    """The largest ρ (to 1 part in 10^12) such that ρ-zCDP implies (ε, δ)-DP by
-    :func:`cks20_epsilon`: the inverse used to calibrate Gaussian noise to an (ε, δ) target.
-    Guaranteed: ``cks20_epsilon(cks20_rho_for(e, d), d) <= e``."""
+    """The largest ρ such that ρ-zCDP implies (ε, δ)-DP by :func:`cks20_epsilon`: the inverse used
+    to calibrate Gaussian noise to an (ε, δ) target. At each order α the CKS20 ε is affine in ρ,
+    αρ + c(α), so ρ-zCDP gives (ε, δ) iff αρ + c(α) <= ε for some α, that is iff
+    ρ <= max over α > 1 of (ε − c(α))/α: one search over α (every α found gives a valid ρ, the
+    search only decides how large). The target is ε·(1 − 10⁻¹⁰), so the rounding up inside
+    :func:`cks20_epsilon` cannot carry it past ε. Guaranteed: ``cks20_epsilon(cks20_rho_for(e, d),
+    d) <= e``."""
     e, d = float(epsilon), _check_delta(delta)
     if not (math.isfinite(e) and e > 0):
         raise ParameterError(f"epsilon must be a finite number > 0, got {epsilon!r}")
-    lo = 0.0
-    hi = e  # cks20_epsilon(ρ) >= ρ + ln(1 − 1/α) + ... > e for ρ well above e; grow if needed
-    while cks20_epsilon(hi, d) <= e:
-        lo, hi = hi, hi * 2
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if mid in (lo, hi):
-            break
-        if cks20_epsilon(mid, d) <= e:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-13 * hi:
-            break
-    return lo
+    L = math.log(1 / d)
+    target = e * (1 - 1e-10)
+    classic = (math.sqrt(L + target) - math.sqrt(L)) ** 2  # the classic inverse: a lower bound
+    hint = 1 + math.sqrt(L / classic) if classic > 0 else 2.0
+    best = -_minimise_over_alpha(lambda a: -(target - _cks_cost_at(a, L)) / a, hint)
+    rho = max(best, classic, 0.0)
+    while rho > 0 and cks20_epsilon(rho, d) > e:  # float rounding: step down until the check holds
+        rho *= 1 - 1e-12
+    return rho
 
 
 # -- zCDP of each noise law ---------------------------------------------------------------------------
