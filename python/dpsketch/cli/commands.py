@@ -558,7 +558,9 @@ def _feed(src, est, args):
 
 def _advance(progress, src, items):
     """Move the bar to the bytes or rows read (``items`` read when neither is known)."""
-    if progress.bar is not None and progress.bar.total is None and src.total:
+    if progress.bar is None:  # no bar: do not ask the file for its position (tell() waits for the reader)
+        return
+    if progress.bar.total is None and src.total:
         progress.bar.total = src.total  # Parquet: the row count is known once opened
     progress.update(src.position() if src.total else items)
 
