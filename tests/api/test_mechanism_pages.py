@@ -238,3 +238,14 @@ def test_the_checks_can_fail():
     assert "test_no_such_file.py" not in _test_files()
     assert "DPSS" in _audit_names() and "NoSuchPair" not in _audit_names()
     assert list(_sections("# t\n## A\nx\n## B\n```\n## not a heading\n```\n")) == ["A", "B"]
+
+
+def test_every_mechanism_page_is_in_the_site_toctree():
+    """The docs site builds with warnings as errors; a page outside every toctree is one (found in
+    CI otherwise, after the fast suite)."""
+    import pathlib
+
+    docs = pathlib.Path(__file__).resolve().parents[2] / "docs"
+    toctree = (docs / "index.rst").read_text(encoding="utf-8")
+    missing = [p.stem for p in sorted((docs / "mechanisms").glob("*.md")) if f"mechanisms/{p.stem}" not in toctree]
+    assert not missing, f"add to docs/index.rst: {missing}"
