@@ -137,9 +137,13 @@ def test_every_real_mechanism_passes_a_small_audit():
         assert r.epsilon_hat is None or r.epsilon_hat <= r.epsilon
         assert r.mu_hat is None or r.mu_hat <= r.mu
     labels = [r for r in results if r.label_rate is not None]
-    assert len(labels) == 9  # DPSS, DPSS[two-pass], DPSS[top-k], PMG, lookup, the unit-level and row-level exact routes (2 noises)
-    # below δ where the proof's bound is loose; the exact routes' δ_τ is the exact release probability
-    assert all(0 < r.label_rate_upper < r.delta for r in labels if "exact[" not in r.mechanism)
+    # DPSS, DPSS[two-pass], DPSS[top-k], PMG, lookup, the unit-level and row-level exact routes (2 noises),
+    # the weighted selection (keys only, and with counts)
+    assert len(labels) == 11
+    # below δ where the proof's bound is loose; the exact routes' and the weighted selection's δ_τ
+    # is the exact release probability
+    assert all(0 < r.label_rate_upper < r.delta for r in labels
+               if "exact[" not in r.mechanism and "weighted[" not in r.mechanism)
     # every pair on Gaussian values is μ-tested (the label pairs and the Gumbel ranking are not values)
     assert all(r.mu is not None for r in results
                if "gaussian" in r.mechanism and r.label_rate is None and "+gumbel" not in r.mechanism)
