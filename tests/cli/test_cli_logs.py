@@ -6,7 +6,6 @@ is printed only with a public length; stdin, gzip and windows."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,20 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from access_logs import combined_line as _line, gen
+
 from conftest import one_error_line, run_cli as run
 
 pytest.importorskip("pyarrow")
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("gen_access_log", ROOT / "bench" / "gen_access_log.py")
-gen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gen)
 N = 20_000
-
-
-def _line(r):
-    return (f'{r["host"]} {r["ident"]} {r["user"]} [{r["time"]}] "{r["method"]} {r["path"]} {r["protocol"]}" '
-            f'{r["status"]} {r["bytes"]} "{r["referer"]}" "{r["user_agent"]}"')
 
 
 def _path(r):

@@ -7,29 +7,20 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+
+from access_logs import combined_line as _line, gen
 
 from dpsketch.io import input as _input
 from dpsketch.io import logs as _logs
 
 pytest.importorskip("pyarrow")
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("gen_access_log", ROOT / "bench" / "gen_access_log.py")
-gen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gen)
 
 N = 6000
-
-
-def _line(r):
-    return (f'{r["host"]} {r["ident"]} {r["user"]} [{r["time"]}] "{r["method"]} {r["path"]} {r["protocol"]}" '
-            f'{r["status"]} {r["bytes"]} "{r["referer"]}" "{r["user_agent"]}"')
 
 
 @pytest.fixture(scope="module")
