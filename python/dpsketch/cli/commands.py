@@ -556,6 +556,19 @@ def _feed(src, est, args):
     return n
 
 
+def _each_pair(args, src, take) -> None:
+    """Hand every (keys, privacy ids) batch of ``src`` to ``take``, with the progress bar."""
+    rows = 0
+    progress = Progress(_show_progress(args, src), src.total, src.unit)
+    try:
+        for keys, ids in src.pairs():
+            take(keys, ids)
+            rows += len(keys)
+            _advance(progress, src, rows)
+    finally:
+        progress.close()
+
+
 def _advance(progress, src, items):
     """Move the bar to the bytes or rows read (``items`` read when neither is known)."""
     if progress.bar is None:  # no bar: do not ask the file for its position (tell() waits for the reader)
@@ -906,16 +919,11 @@ def _top_units(args, out) -> int:
         except (ValueError, TypeError) as exc:
             raise RunError(f"release failed: {first_line(exc)}") from None
 
-    rows = 0
-    progress = Progress(_show_progress(args, src), src.total, src.unit)
-    try:
-        for keys, ids in src.pairs():
-            coded(bounder.add_keys, keys)
-            coded(bounder.add_ids, ids)
-            rows += len(keys)
-            _advance(progress, src, rows)
-    finally:
-        progress.close()
+    def take(keys, ids):
+        coded(bounder.add_keys, keys)
+        coded(bounder.add_ids, ids)
+
+    _each_pair(args, src, take)
 
     budget = Budget(args.epsilon, args.delta)
     try:
@@ -962,16 +970,9 @@ def _top_units_weighted(args, out) -> int:
     budget_file.check()
     src = _open_input(args, out, privacy_id=args.privacy_id, ids=_unit_ids(args))
     budget_file.charge()
-    key_batches, id_batches, rows = [], [], 0
-    progress = Progress(_show_progress(args), src.total, src.unit)
-    try:
-        for keys, ids in src.pairs():
-            key_batches.append(keys)
-            id_batches.append(ids)
-            rows += len(keys)
-            _advance(progress, src, rows)
-    finally:
-        progress.close()
+    key_batches: list = []
+    id_batches: list = []
+    _each_pair(args, src, lambda keys, ids: (key_batches.append(keys), id_batches.append(ids)))
     budget = Budget(args.epsilon, args.delta)
     try:
         rel = weighted_heavy_hitters(_column_of(key_batches), _column_of(id_batches), epsilon=args.epsilon,
@@ -1054,15 +1055,8 @@ def _top_units_bounded(args, out) -> int:
     src = _open_input(args, out, privacy_id=args.privacy_id, ids=_unit_ids(args))
     budget_file.charge()
 
-    rows = 0
-    progress = Progress(_show_progress(args, src), src.total, src.unit)
-    try:
-        for keys, ids in src.pairs():
-            stream.update(_input.column([keys], src.keys), _input.column([ids], src.ids))
-            rows += len(keys)
-            _advance(progress, src, rows)
-    finally:
-        progress.close()
+    _each_pair(args, src, lambda keys, ids: stream.update(_input.column([keys], src.keys),
+                                                          _input.column([ids], src.ids)))
 
     budget = Budget(args.epsilon, args.delta)
     try:
