@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._seeds import derive_seed
-from ._pairs import _D, _ITEM, _M, _W, _ints, _privacy_kw, pair
+from ._pairs import _D, _ITEM, _M, _W, _leaves, _privacy_kw, pair
 
 _T = 6
 _BANDS = 3
@@ -62,15 +62,7 @@ def _correlated_pair(schedule: str):
         steps_xp = [[_ITEM] * _M + _OTHER if s == 1 else _OTHER for s in range(1, _T + 1)]
         steps_x = [xs + [_ITEM] if s == 1 else xs for s, xs in enumerate(steps_xp, start=1)]
 
-        def leaves(steps):
-            out = []
-            for xs in steps:
-                leaf = make()
-                leaf.update_many(_ints(xs))
-                out.append(leaf)
-            return out
-
-        leaves_x, leaves_xp = leaves(steps_x), leaves(steps_xp)  # read, never changed, by add()
+        leaves_x, leaves_xp = _leaves(make, steps_x), _leaves(make, steps_xp)  # read, never changed, by add()
 
         def exact(ls):
             enc = Encoder(claimed.plan.encoder)

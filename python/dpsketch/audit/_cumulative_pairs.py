@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import InternalError
 from .._seeds import derive_seed
-from ._pairs import _W, _D, _ITEM, _M, _cells_result, _ints, _privacy_kw, pair
+from ._pairs import _W, _D, _ITEM, _M, _cells_result, _ints, _leaves, _privacy_kw, pair
 
 _STEPS = {"binary": 4, "smooth": 8}  # horizons: binary L = 3 (leaf 0), smooth (h, k) = (5, 2), L = 4
 _OTHER = [11, 12, 13]  # a few other elements in every step
@@ -67,15 +67,7 @@ def _cumulative_pair(name: str):
         mech_rho = _privacy_kw(ctx, "gaussian")["rho"]  # the audited copy (4ρ when miscalibrated)
         base_seed = ctx.run_seed(ctx.mechanism)
 
-        def leaves(steps):
-            out = []
-            for xs in steps:
-                leaf = make()
-                leaf.update_many(_ints(xs))
-                out.append(leaf)
-            return out
-
-        leaves_x, leaves_xp = leaves(steps_x), leaves(steps_xp)  # read, never changed, by add()
+        leaves_x, leaves_xp = _leaves(make, steps_x), _leaves(make, steps_xp)  # read, never changed, by add()
 
         def run(steps, seed):
             c = Cumulative(horizon=T, make=make, rho=mech_rho, schedule=name, seed=seed)

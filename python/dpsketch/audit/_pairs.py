@@ -106,6 +106,16 @@ def _ints(xs):
     return np.asarray(xs, dtype=np.int64)
 
 
+def _leaves(make, steps) -> list:
+    """One non-private sketch per step of ``steps`` (lists of int keys), each from ``make()``."""
+    out = []
+    for xs in steps:
+        leaf = make()
+        leaf.update_many(_ints(xs))
+        out.append(leaf)
+    return out
+
+
 # The releases as they ship (docs/privacy.md §Stream length); every call goes through here.
 def _dpss(summary, eps, delta, k, rng):
     """DPSS with its default private length: a share of (ε, δ) buys n̂ (release/calibration.hpp)."""
